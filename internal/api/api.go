@@ -1,0 +1,252 @@
+// Package api holds the wire types of the controller's REST API v1: the
+// JSON bodies the server (internal/httpapi) writes and the client
+// (internal/apiclient) reads. It has no logic; it is the contract.
+//
+// Routes (all under a bearer token except healthz/readyz/openapi.json):
+//
+//	GET    /v1/nodes                  ?provision_state=&maintenance=&fault=&resource_class=&include_deleting=&limit=&cursor=
+//	POST   /v1/nodes                  NodeCreate → 201 Node            (admin)
+//	GET    /v1/nodes/{id-or-name}     → Node, ETag
+//	PATCH  /v1/nodes/{id-or-name}     JSON Merge Patch of NodeCreate fields + maintenance → Node (admin; If-Match)
+//	DELETE /v1/nodes/{id-or-name}     ?force=true → 202 Accepted      (admin; If-Match)
+//	GET    /v1/nodes/{id}/events      → EventList
+//	POST   /v1/nodes/{id}/power       PowerRequest → 202 Accepted      (admin)
+//	GET    /v1/instances              ?limit=&cursor=  (members see their project)
+//	POST   /v1/instances              InstanceCreate → 201 Instance
+//	GET    /v1/instances/{id-or-name} → Instance, ETag
+//	PATCH  /v1/instances/{id-or-name} InstanceUpdate (power_state) → Instance
+//	DELETE /v1/instances/{id-or-name} → 202 Accepted
+//	POST   /v1/instances/{id}/ready   (instance ready token) → 204
+//	GET    /v1/tokens, POST /v1/tokens TokenCreate → 201 TokenCreated, DELETE /v1/tokens/{id}  (admin)
+//	GET    /v1/quotas/{project}, PUT /v1/quotas/{project} Quota     (admin)
+//	GET    /v1/jobs                   ?node_id=&state=                  (admin)
+//	GET    /healthz, /readyz, /metrics, /openapi.json
+package api
+
+import "time"
+
+// BMC is a node's BMC as the API shows it: never with the password.
+type BMC struct {
+	Address     string `json:"address"`
+	Username    string `json:"username"`
+	Insecure    bool   `json:"insecure"`
+	SystemID    string `json:"system_id,omitempty"`
+	CipherSuite int    `json:"cipher_suite,omitempty"`
+	// PasswordSet tells that a password is stored, without revealing it.
+	PasswordSet bool `json:"password_set"`
+}
+
+// BMCInput is a BMC as a client writes it.
+type BMCInput struct {
+	Address     string `json:"address"`
+	Username    string `json:"username"`
+	Password    string `json:"password"`
+	Insecure    bool   `json:"insecure,omitempty"`
+	SystemID    string `json:"system_id,omitempty"`
+	CipherSuite int    `json:"cipher_suite,omitempty"`
+}
+
+// Properties of a node's hardware.
+type Properties struct {
+	CPUs     int    `json:"cpus,omitempty"`
+	MemoryMB int    `json:"memory_mb,omitempty"`
+	LocalGB  int    `json:"local_gb,omitempty"`
+	CPUArch  string `json:"cpu_arch,omitempty"`
+}
+
+// Node as returned by the API. Members see BMC as null.
+type Node struct {
+	ID                string     `json:"id"`
+	Name              string     `json:"name"`
+	Driver            string     `json:"driver"`
+	BMC               *BMC       `json:"bmc"`
+	ResourceClass     string     `json:"resource_class"`
+	Properties        Properties `json:"properties"`
+	Maintenance       bool       `json:"maintenance"`
+	MaintenanceReason string     `json:"maintenance_reason"`
+	PowerState        string     `json:"power_state"`
+	ProvisionState    string     `json:"provision_state"`
+	Fault             string     `json:"fault"`
+	LastError         string     `json:"last_error"`
+	FaultSince        *time.Time `json:"fault_since"`
+	InstanceID        string     `json:"instance_id"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
+	Version           int64      `json:"version"`
+}
+
+// NodeCreate is the body of POST /v1/nodes.
+type NodeCreate struct {
+	Name              string     `json:"name"`
+	Driver            string     `json:"driver"`
+	BMC               BMCInput   `json:"bmc"`
+	ResourceClass     string     `json:"resource_class,omitempty"`
+	Properties        Properties `json:"properties,omitempty"`
+	Maintenance       bool       `json:"maintenance,omitempty"`
+	MaintenanceReason string     `json:"maintenance_reason,omitempty"`
+}
+
+// NodeList is a page of nodes.
+type NodeList struct {
+	Items      []Node `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// Event is one change to a node.
+type Event struct {
+	ID      int64     `json:"id"`
+	NodeID  string    `json:"node_id"`
+	Time    time.Time `json:"time"`
+	Actor   string    `json:"actor"`
+	Type    string    `json:"type"`
+	Field   string    `json:"field,omitempty"`
+	Old     string    `json:"old,omitempty"`
+	New     string    `json:"new,omitempty"`
+	Message string    `json:"message"`
+}
+
+// EventList is a page of events, oldest first.
+type EventList struct {
+	Items      []Event `json:"items"`
+	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// Image an instance boots.
+type Image struct {
+	URL      string `json:"url"`
+	Checksum string `json:"checksum,omitempty"`
+}
+
+// Instance as returned by the API.
+type Instance struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Project       string            `json:"project"`
+	NodeID        string            `json:"node_id"`
+	ResourceClass string            `json:"resource_class"`
+	Image         Image             `json:"image"`
+	UserData      string            `json:"user_data"`
+	Metadata      map[string]string `json:"metadata"`
+	State         string            `json:"state"`
+	// PowerState is the desired power state ("" = none); ObservedPowerState
+	// is the node's.
+	PowerState         string    `json:"power_state"`
+	ObservedPowerState string    `json:"observed_power_state"`
+	LastError          string    `json:"last_error"`
+	Ready              bool      `json:"ready"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+	Version            int64     `json:"version"`
+}
+
+// InstanceCreate is the body of POST /v1/instances. Exactly one of
+// ResourceClass and NodeID. Project defaults to the token's project; an
+// admin must name one.
+type InstanceCreate struct {
+	Name          string            `json:"name"`
+	Project       string            `json:"project,omitempty"`
+	ResourceClass string            `json:"resource_class,omitempty"`
+	NodeID        string            `json:"node_id,omitempty"`
+	Image         Image             `json:"image"`
+	UserData      string            `json:"user_data,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+	PowerState    string            `json:"power_state,omitempty"`
+}
+
+// InstanceUpdate is the body of PATCH /v1/instances/{id}.
+type InstanceUpdate struct {
+	PowerState *string            `json:"power_state,omitempty"`
+	Metadata   *map[string]string `json:"metadata,omitempty"`
+}
+
+// InstanceList is a page of instances.
+type InstanceList struct {
+	Items      []Instance `json:"items"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}
+
+// Accepted is the body of a 202: the durable job that will finish the work.
+type Accepted struct {
+	JobID   int64  `json:"job_id"`
+	Message string `json:"message"`
+}
+
+// PowerRequest is the body of POST /v1/nodes/{id}/power.
+type PowerRequest struct {
+	Target string `json:"target"` // on | off | reset
+}
+
+// TokenCreate is the body of POST /v1/tokens.
+type TokenCreate struct {
+	Name      string     `json:"name,omitempty"`
+	Role      string     `json:"role"`
+	Project   string     `json:"project,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// Token as listed (never with its secret).
+type Token struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Role      string     `json:"role"`
+	Project   string     `json:"project,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// TokenCreated is returned once, at creation: Secret is never shown again.
+type TokenCreated struct {
+	Token
+	Secret string `json:"secret"`
+}
+
+// TokenList is a page of tokens.
+type TokenList struct {
+	Items      []Token `json:"items"`
+	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// Quota of a project; Instances -1 means unlimited.
+type Quota struct {
+	Project   string `json:"project"`
+	Instances int    `json:"instances"`
+	Used      int    `json:"used"`
+}
+
+// Job is a durable job as the jobs API shows it.
+type Job struct {
+	ID          int64      `json:"id"`
+	Kind        string     `json:"kind"`
+	State       string     `json:"state"`
+	NodeID      string     `json:"node_id,omitempty"`
+	Attempt     int        `json:"attempt"`
+	MaxAttempts int        `json:"max_attempts"`
+	LastError   string     `json:"last_error,omitempty"`
+	ScheduledAt time.Time  `json:"scheduled_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	FinalizedAt *time.Time `json:"finalized_at,omitempty"`
+}
+
+// JobList is a list of jobs.
+type JobList struct {
+	Items []Job `json:"items"`
+}
+
+// Problem is an RFC 9457 problem document (application/problem+json).
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	// Code is the stable machine-readable code (also the last path element
+	// of Type); Field is the JSON path of the offending attribute, if any.
+	Code     string `json:"code"`
+	Field    string `json:"field,omitempty"`
+	Instance string `json:"instance,omitempty"`
+}
+
+// ProblemTypeBase prefixes every problem Type.
+const ProblemTypeBase = "https://baremetal-tf.github.io/problems/"
+
+// ProblemContentType is the media type of error responses.
+const ProblemContentType = "application/problem+json"

@@ -1,0 +1,70 @@
+package baremetal
+
+import "time"
+
+// InstanceState is the user-visible state of an instance.
+type InstanceState string
+
+const (
+	InstanceDeploying InstanceState = "deploying"
+	InstanceActive    InstanceState = "active"
+	InstanceError     InstanceState = "error"
+)
+
+// Image is what an instance boots.
+type Image struct {
+	URL      string `json:"url"`
+	Checksum string `json:"checksum,omitempty"`
+}
+
+// Instance is a user's workload placed on one node.
+type Instance struct {
+	ID            string
+	Name          string
+	Project       string
+	NodeID        string
+	ResourceClass string
+	Image         Image
+	UserData      string
+	Metadata      map[string]string
+	State         InstanceState
+	// PowerState is the desired power state ("" = no preference).
+	PowerState PowerState
+	LastError  string
+	// ReadyTokenHash authenticates the booted OS's readiness callback.
+	ReadyTokenHash string
+	Ready          bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Version        int64
+}
+
+// Role is what a token may do.
+type Role string
+
+const (
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// Token is an API credential. Only the hash of its secret is stored.
+type Token struct {
+	ID        string
+	Name      string
+	Role      Role
+	Project   string // members only
+	Hash      string // hex SHA-256 of the secret
+	ExpiresAt *time.Time
+	CreatedAt time.Time
+}
+
+// Expired reports whether the token is past its expiry at now.
+func (t *Token) Expired(now time.Time) bool {
+	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
+}
+
+// Quota limits a project's instances. Limit < 0 means unlimited.
+type Quota struct {
+	Project   string
+	Instances int
+}

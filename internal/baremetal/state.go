@@ -1,0 +1,48 @@
+package baremetal
+
+import "slices"
+
+// ProvisionState is where a node is in its life cycle.
+type ProvisionState string
+
+const (
+	StateEnroll       ProvisionState = "enroll"
+	StateAvailable    ProvisionState = "available"
+	StateDeploying    ProvisionState = "deploying"
+	StateActive       ProvisionState = "active"
+	StateDeployFailed ProvisionState = "deploy_failed"
+	StateCleaning     ProvisionState = "cleaning"
+	StateDeleting     ProvisionState = "deleting"
+)
+
+// ProvisionStates lists every state, for filters and validation.
+var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeploying, StateActive, StateDeployFailed, StateCleaning, StateDeleting}
+
+// transitions is the one table of allowed provision-state changes (see
+// DESIGN.md). Any state may go to deleting; deleting goes nowhere (the
+// record is removed when the retire job finishes).
+var transitions = map[ProvisionState][]ProvisionState{
+	StateEnroll:       {StateAvailable, StateDeleting},
+	StateAvailable:    {StateDeploying, StateEnroll, StateDeleting},
+	StateDeploying:    {StateActive, StateDeployFailed, StateCleaning, StateDeleting},
+	StateActive:       {StateCleaning, StateDeleting},
+	StateDeployFailed: {StateCleaning, StateDeleting},
+	StateCleaning:     {StateAvailable, StateDeleting},
+	StateDeleting:     {},
+}
+
+// CanTransition reports whether a node may move from one state to another.
+func CanTransition(from, to ProvisionState) bool {
+	return slices.Contains(transitions[from], to)
+}
+
+// Transition moves n to state to, or returns an invalid_state error that
+// names both states.
+func (n *Node) Transition(to ProvisionState) error {
+	if !CanTransition(n.ProvisionState, to) {
+		return &Error{Code: CodeInvalidState, Field: "provision_state",
+			Message: "node " + n.Name + " cannot go from " + string(n.ProvisionState) + " to " + string(to)}
+	}
+	n.ProvisionState = to
+	return nil
+}

@@ -1,0 +1,174 @@
+// Package bmc is the driver interface to baseboard management controllers:
+// small capability interfaces (in the manner of bmclib), typed power states
+// and classified errors. Implementations live in redfish/ (gofish) and
+// ipmi/ (go-ipmi); sim/ is a simulated Redfish BMC fleet for tests.
+//
+// Every call takes a context and must return by its deadline, whatever the
+// BMC does: a hung BMC is the normal case, not the exception.
+package bmc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// PowerState is a typed observed power state.
+type PowerState string
+
+const (
+	PowerOn      PowerState = "on"
+	PowerOff     PowerState = "off"
+	PowerUnknown PowerState = "unknown"
+)
+
+// PowerAction is a requested power change.
+type PowerAction string
+
+const (
+	ActionOn      PowerAction = "on"
+	ActionOff     PowerAction = "off"      // hard off
+	ActionSoftOff PowerAction = "soft_off" // graceful shutdown
+	ActionReset   PowerAction = "reset"
+)
+
+// Target returns the power state an action should end in.
+func (a PowerAction) Target() PowerState {
+	switch a {
+	case ActionOff, ActionSoftOff:
+		return PowerOff
+	default:
+		return PowerOn
+	}
+}
+
+// BootDevice is a boot override target.
+type BootDevice string
+
+const (
+	BootPXE  BootDevice = "pxe"
+	BootCD   BootDevice = "cd"
+	BootDisk BootDevice = "disk"
+	// BootNone clears the override.
+	BootNone BootDevice = "none"
+)
+
+// Inventory is what a BMC reports about its system.
+type Inventory struct {
+	CPUs       int
+	MemoryMB   int
+	CPUArch    string
+	SystemUUID string
+	Serial     string
+}
+
+// PowerGetter reads the power state.
+type PowerGetter interface {
+	PowerState(ctx context.Context) (PowerState, error)
+}
+
+// PowerSetter requests a power change. It returns once the BMC accepted
+// the request; the state may change later (callers poll PowerState).
+type PowerSetter interface {
+	SetPower(ctx context.Context, action PowerAction) error
+}
+
+// BootDeviceSetter sets the boot override.
+type BootDeviceSetter interface {
+	SetBootDevice(ctx context.Context, dev BootDevice, persistent bool) error
+}
+
+// VirtualMedia inserts and ejects a virtual CD image.
+type VirtualMedia interface {
+	InsertMedia(ctx context.Context, imageURL string) error
+	EjectMedia(ctx context.Context) error
+}
+
+// InventoryGetter reads hardware inventory.
+type InventoryGetter interface {
+	Inventory(ctx context.Context) (Inventory, error)
+}
+
+// Client is one node's BMC. Drivers implement PowerGetter, PowerSetter and
+// BootDeviceSetter; VirtualMedia and InventoryGetter are optional and
+// detected with a type assertion (or return ErrUnsupported-kind errors).
+type Client interface {
+	PowerGetter
+	PowerSetter
+	BootDeviceSetter
+}
+
+// Endpoint is everything a driver needs to reach one node's BMC.
+type Endpoint struct {
+	Driver      string // "redfish" | "ipmi"
+	Address     string
+	Username    string
+	Password    string
+	Insecure    bool
+	SystemID    string
+	CipherSuite int // IPMI only; 0 = automatic
+}
+
+// String never shows the password.
+func (e Endpoint) String() string {
+	return fmt.Sprintf("%s %s user=%s system=%s", e.Driver, e.Address, e.Username, e.SystemID)
+}
+
+// GoString keeps %#v from printing the password.
+func (e Endpoint) GoString() string { return e.String() }
+
+// Opener makes a Client for an endpoint. Implementations cache
+// connections and sessions per BMC so steady-state calls cost one request.
+type Opener interface {
+	Open(ctx context.Context, ep Endpoint) (Client, error)
+}
+
+// Kind classifies a BMC error so callers can tell transient from permanent.
+type Kind string
+
+const (
+	KindUnreachable Kind = "unreachable" // dial, timeout, TLS, reset
+	KindAuth        Kind = "auth"        // 401/403, bad IPMI credentials
+	KindUnsupported Kind = "unsupported" // the BMC lacks the capability
+	KindBMCError    Kind = "bmc_error"   // 5xx, Redfish extended error, IPMI completion code
+)
+
+// Error is a classified BMC error. Its message never contains credentials.
+type Error struct {
+	Kind Kind
+	Op   string // e.g. "power state", "reset"
+	Err  error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("bmc %s: %s: %v", e.Op, e.Kind, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns a classified error.
+func Errorf(kind Kind, op, format string, args ...any) error {
+	return &Error{Kind: kind, Op: op, Err: fmt.Errorf(format, args...)}
+}
+
+// Wrap classifies err; an already-classified error keeps its kind.
+func Wrap(kind Kind, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var be *Error
+	if errors.As(err, &be) {
+		return err
+	}
+	return &Error{Kind: kind, Op: op, Err: err}
+}
+
+// KindOf returns the kind of err; unclassified errors count as unreachable
+// (the safe, transient assumption).
+func KindOf(err error) Kind {
+	var be *Error
+	if errors.As(err, &be) {
+		return be.Kind
+	}
+	return KindUnreachable
+}

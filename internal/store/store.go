@@ -1,0 +1,121 @@
+// Package store persists the domain. Two implementations sit behind one
+// interface: sqlite (the embedded default, modernc.org/sqlite) and postgres
+// (pgx/v5). storetest holds the conformance suite both must pass.
+//
+// Every write is version-checked: UpdateNode/UpdateInstance/Delete* succeed
+// only when the row's stored version equals the given one, and return a
+// baremetal.CodeConflict error otherwise. A stale write is never silent.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+)
+
+// Store is a database holding nodes, instances, events, tokens and quotas,
+// plus River's job tables (in the same database, so a state change and the
+// job it needs commit together).
+type Store interface {
+	Queries
+	// InTx runs fn in one transaction; fn's error rolls it back. With the
+	// embedded SQLite store there is one writer connection: inside fn use
+	// only tx, never the Store, or the call blocks until its deadline.
+	InTx(ctx context.Context, fn func(tx Tx) error) error
+	// Ping checks that the database answers (readyz).
+	Ping(ctx context.Context) error
+	// Dialect is "sqlite" or "postgres".
+	Dialect() string
+	// Native returns the driver handle River needs: *sql.DB for sqlite,
+	// *pgxpool.Pool for postgres.
+	Native() any
+	Close() error
+}
+
+// Tx is an open transaction.
+type Tx interface {
+	Queries
+	// Native returns the driver transaction for River's InsertTx:
+	// *sql.Tx for sqlite, pgx.Tx for postgres.
+	Native() any
+}
+
+// Queries are the row operations available on a Store and inside a Tx.
+//
+// Not-found lookups return a baremetal.CodeNotFound error; unique
+// violations (node name, instance name per project, token name) return
+// baremetal.CodeConflict naming the field; version mismatches return
+// baremetal.CodeConflict with Field "version".
+type Queries interface {
+	// GetNode finds a node by id, or by name when no id matches.
+	GetNode(ctx context.Context, idOrName string) (*baremetal.Node, error)
+	// ListNodes returns up to f.Limit nodes ordered by id after f.After,
+	// and the cursor of the next page ("" at the end).
+	ListNodes(ctx context.Context, f NodeFilter) ([]*baremetal.Node, string, error)
+	// InsertNode stores a new node; it sets CreatedAt, UpdatedAt, Version=1.
+	InsertNode(ctx context.Context, n *baremetal.Node) error
+	// UpdateNode writes all fields of n if the stored version is n.Version,
+	// then increments n.Version and sets n.UpdatedAt.
+	UpdateNode(ctx context.Context, n *baremetal.Node) error
+	// DeleteNode removes a node (and its events) if its version matches.
+	DeleteNode(ctx context.Context, id string, version int64) error
+
+	// InsertEvent appends an event; it sets ID and Time when zero.
+	InsertEvent(ctx context.Context, e *baremetal.Event) error
+	// ListEvents returns a node's events oldest first, after cursor.
+	ListEvents(ctx context.Context, nodeID string, p Page) ([]*baremetal.Event, string, error)
+
+	GetInstance(ctx context.Context, idOrName string) (*baremetal.Instance, error)
+	ListInstances(ctx context.Context, f InstanceFilter) ([]*baremetal.Instance, string, error)
+	InsertInstance(ctx context.Context, i *baremetal.Instance) error
+	UpdateInstance(ctx context.Context, i *baremetal.Instance) error
+	DeleteInstance(ctx context.Context, id string, version int64) error
+	CountInstances(ctx context.Context, project string) (int, error)
+
+	InsertToken(ctx context.Context, t *baremetal.Token) error
+	// GetTokenByHash finds a token by the hash of its secret.
+	GetTokenByHash(ctx context.Context, hash string) (*baremetal.Token, error)
+	GetToken(ctx context.Context, id string) (*baremetal.Token, error)
+	ListTokens(ctx context.Context, p Page) ([]*baremetal.Token, string, error)
+	DeleteToken(ctx context.Context, id string) error
+	// CountTokens counts all tokens (bootstrap: is this a first start?).
+	CountTokens(ctx context.Context) (int, error)
+
+	// GetQuota returns a project's quota; Instances is -1 when none is set.
+	GetQuota(ctx context.Context, project string) (*baremetal.Quota, error)
+	// SetQuota creates or replaces a project's quota.
+	SetQuota(ctx context.Context, q *baremetal.Quota) error
+}
+
+// Page selects a page of a list: up to Limit items after the cursor After.
+type Page struct {
+	After string
+	Limit int
+}
+
+// NodeFilter selects nodes. Zero values do not filter.
+type NodeFilter struct {
+	Page
+	ProvisionState baremetal.ProvisionState
+	Maintenance    *bool
+	// Fault filters on a fault value; "any" matches every faulted node and
+	// "none" every healthy one.
+	Fault         string
+	ResourceClass string
+	// IncludeDeleting includes nodes in state deleting, hidden by default.
+	IncludeDeleting bool
+	// DueBefore, when set, selects nodes whose NextCheckAt is nil or not
+	// after it (power sync backoff).
+	DueBefore *time.Time
+}
+
+// InstanceFilter selects instances. Zero values do not filter.
+type InstanceFilter struct {
+	Page
+	Project string
+	NodeID  string
+}
+
+// MaxPageLimit caps any page size.
+const MaxPageLimit = 1000
