@@ -1,0 +1,212 @@
+package baremetal
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ValidateName checks a node or instance name: a DNS label (lowercase
+// letters, digits, hyphens, at most 63 characters) that is not a UUID, so
+// that "id or name" lookups are never ambiguous.
+func ValidateName(field, name string) error {
+	if name == "" {
+		return FieldErrorf(field, "%s is required", field)
+	}
+	if !nameRE.MatchString(name) {
+		return FieldErrorf(field, "%s %q must be a DNS label: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit", field, name)
+	}
+	if _, err := uuid.Parse(name); err == nil {
+		return FieldErrorf(field, "%s %q must not be a UUID (it would be confused with an id)", field, name)
+	}
+	return nil
+}
+
+var classRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// ValidateResourceClass checks a resource class name.
+func ValidateResourceClass(field, rc string) error {
+	if rc == "" {
+		return FieldErrorf(field, "%s is required", field)
+	}
+	if !classRE.MatchString(rc) {
+		return FieldErrorf(field, "%s %q must be 1-63 letters, digits, '.', '_' or '-'", field, rc)
+	}
+	return nil
+}
+
+// Validate checks every operator-settable field of a node. It never
+// mentions the password's value.
+func (n *Node) Validate() error {
+	if err := ValidateName("name", n.Name); err != nil {
+		return err
+	}
+	if !slices.Contains(Drivers, n.Driver) {
+		return FieldErrorf("driver", "driver %q is not supported; use one of: redfish, ipmi", n.Driver)
+	}
+	if err := n.BMC.validate(n.Driver); err != nil {
+		return err
+	}
+	if err := ValidateResourceClass("resource_class", n.ResourceClass); err != nil {
+		return err
+	}
+	p := n.Properties
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"properties.cpus", p.CPUs}, {"properties.memory_mb", p.MemoryMB}, {"properties.local_gb", p.LocalGB}} {
+		if f.v < 0 {
+			return FieldErrorf(f.name, "%s must not be negative (got %d)", f.name, f.v)
+		}
+	}
+	if len(p.CPUArch) > 32 {
+		return FieldErrorf("properties.cpu_arch", "properties.cpu_arch must be at most 32 characters")
+	}
+	if n.Maintenance && strings.TrimSpace(n.MaintenanceReason) == "" {
+		return FieldErrorf("maintenance_reason", "maintenance_reason is required when maintenance is true")
+	}
+	if !n.Maintenance && n.MaintenanceReason != "" {
+		return FieldErrorf("maintenance_reason", "maintenance_reason may only be set when maintenance is true")
+	}
+	if len(n.MaintenanceReason) > 1024 {
+		return FieldErrorf("maintenance_reason", "maintenance_reason must be at most 1024 characters")
+	}
+	return nil
+}
+
+func (b *BMC) validate(driver Driver) error {
+	if b.Address == "" {
+		return FieldErrorf("bmc.address", "bmc.address is required")
+	}
+	u, err := url.Parse(b.Address)
+	if err != nil || u.Host == "" {
+		return FieldErrorf("bmc.address", "bmc.address %q is not a URL with a host (e.g. https://10.0.0.5 or ipmi://10.0.0.5:623)", redactURL(b.Address))
+	}
+	if u.User != nil {
+		return FieldErrorf("bmc.address", "bmc.address must not contain credentials; use bmc.username and bmc.password")
+	}
+	switch driver {
+	case DriverRedfish:
+		if u.Scheme != "https" && u.Scheme != "http" {
+			return FieldErrorf("bmc.address", "bmc.address scheme %q does not fit driver redfish; use https:// (or http://)", u.Scheme)
+		}
+		if b.SystemID != "" && !strings.HasPrefix(b.SystemID, "/redfish/v1/Systems/") {
+			return FieldErrorf("bmc.system_id", "bmc.system_id %q must be a Redfish system path such as /redfish/v1/Systems/1", b.SystemID)
+		}
+		if b.CipherSuite != 0 {
+			return FieldErrorf("bmc.cipher_suite", "bmc.cipher_suite applies only to driver ipmi")
+		}
+	case DriverIPMI:
+		if u.Scheme != "ipmi" {
+			return FieldErrorf("bmc.address", "bmc.address scheme %q does not fit driver ipmi; use ipmi://host[:port]", u.Scheme)
+		}
+		if b.SystemID != "" {
+			return FieldErrorf("bmc.system_id", "bmc.system_id applies only to driver redfish")
+		}
+		if b.CipherSuite < 0 || b.CipherSuite > 17 {
+			return FieldErrorf("bmc.cipher_suite", "bmc.cipher_suite must be between 0 (automatic) and 17, got %d", b.CipherSuite)
+		}
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return FieldErrorf("bmc.address", "bmc.address port %q is not between 1 and 65535", p)
+		}
+	}
+	if host := u.Hostname(); host == "" || strings.ContainsAny(host, " /") {
+		return FieldErrorf("bmc.address", "bmc.address has an invalid host")
+	} else if ip := net.ParseIP(host); ip == nil && len(host) > 253 {
+		return FieldErrorf("bmc.address", "bmc.address host is too long")
+	}
+	if b.Username == "" {
+		return FieldErrorf("bmc.username", "bmc.username is required")
+	}
+	if len(b.Username) > 64 {
+		return FieldErrorf("bmc.username", "bmc.username must be at most 64 characters")
+	}
+	if b.Password == "" {
+		return FieldErrorf("bmc.password", "bmc.password is required")
+	}
+	if len(b.Password) > 256 {
+		return FieldErrorf("bmc.password", "bmc.password must be at most 256 characters")
+	}
+	return nil
+}
+
+// redactURL drops userinfo so an error never echoes credentials.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		u.User = nil
+		return u.String()
+	}
+	if i := strings.Index(s, "@"); i >= 0 {
+		return "…" + s[i+1:]
+	}
+	return s
+}
+
+var checksumRE = regexp.MustCompile(`^((sha256|sha512|md5):)?[0-9a-fA-F]{32,128}$`)
+
+// MaxUserData bounds user_data (bytes).
+const MaxUserData = 64 << 10
+
+// Validate checks an instance's user-settable fields.
+func (i *Instance) Validate() error {
+	if err := ValidateName("name", i.Name); err != nil {
+		return err
+	}
+	if (i.ResourceClass == "") == (i.NodeID == "") {
+		return FieldErrorf("resource_class", "exactly one of resource_class and node_id is required")
+	}
+	if i.ResourceClass != "" {
+		if err := ValidateResourceClass("resource_class", i.ResourceClass); err != nil {
+			return err
+		}
+	}
+	if i.Image.URL == "" {
+		return FieldErrorf("image.url", "image.url is required")
+	}
+	u, err := url.Parse(i.Image.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return FieldErrorf("image.url", "image.url %q must be an http:// or https:// URL", redactURL(i.Image.URL))
+	}
+	if i.Image.Checksum != "" && !checksumRE.MatchString(i.Image.Checksum) {
+		return FieldErrorf("image.checksum", "image.checksum must be hex, optionally prefixed by sha256:, sha512: or md5:")
+	}
+	if len(i.UserData) > MaxUserData {
+		return FieldErrorf("user_data", "user_data is %d bytes; at most %d are allowed", len(i.UserData), MaxUserData)
+	}
+	if len(i.Metadata) > 64 {
+		return FieldErrorf("metadata", "metadata has %d keys; at most 64 are allowed", len(i.Metadata))
+	}
+	for k, v := range i.Metadata {
+		if k == "" || len(k) > 255 {
+			return FieldErrorf("metadata", "metadata keys must be 1-255 characters")
+		}
+		if len(v) > 4096 {
+			return FieldErrorf("metadata."+k, "metadata value of %q is longer than 4096 characters", k)
+		}
+	}
+	switch i.PowerState {
+	case "", PowerOn, PowerOff:
+	default:
+		return FieldErrorf("power_state", "power_state %q must be \"on\" or \"off\"", i.PowerState)
+	}
+	if i.Project == "" {
+		return FieldErrorf("project", "project is required")
+	}
+	if len(i.Project) > 63 {
+		return FieldErrorf("project", "project must be at most 63 characters")
+	}
+	return nil
+}
+
+// Describe is a short human description of a node for messages.
+func (n *Node) Describe() string { return fmt.Sprintf("node %s (%s)", n.Name, n.ID) }

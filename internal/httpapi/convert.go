@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// nodeOut renders a node. Members never see BMC details; nobody ever sees
+// the password.
+func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
+	out := api.Node{
+		ID: n.ID, Name: n.Name, Driver: string(n.Driver), ResourceClass: n.ResourceClass,
+		Properties:  api.Properties(n.Properties),
+		Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
+		PowerState: string(n.PowerState), ProvisionState: string(n.ProvisionState),
+		Fault: string(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince,
+		InstanceID: n.InstanceID, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
+	}
+	if c.Admin() {
+		out.BMC = &api.BMC{Address: n.BMC.Address, Username: n.BMC.Username, Insecure: n.BMC.Insecure,
+			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
+	}
+	return out
+}
+
+func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Instance {
+	md := i.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return api.Instance{
+		ID: i.ID, Name: i.Name, Project: i.Project, NodeID: i.NodeID, ResourceClass: i.ResourceClass,
+		Image: api.Image(i.Image), UserData: i.UserData, Metadata: md, State: string(i.State),
+		PowerState: string(i.PowerState), ObservedPowerState: string(observed), LastError: i.LastError,
+		Ready: i.Ready, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
+	}
+}
+
+func eventOut(e *baremetal.Event) api.Event {
+	return api.Event{ID: e.ID, NodeID: e.NodeID, Time: e.Time, Actor: e.Actor, Type: e.Type,
+		Field: e.Field, Old: e.Old, New: e.New, Message: e.Message}
+}
+
+func tokenOut(t *baremetal.Token) api.Token {
+	return api.Token{ID: t.ID, Name: t.Name, Role: string(t.Role), Project: t.Project, ExpiresAt: t.ExpiresAt, CreatedAt: t.CreatedAt}
+}
+
+// page reads ?limit= and ?cursor=.
+func page(r *http.Request) (store.Page, error) {
+	q := r.URL.Query()
+	p := store.Page{Limit: 100, After: q.Get("cursor")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > store.MaxPageLimit {
+			return p, &baremetal.Error{Code: baremetal.CodeInvalid, Field: "limit",
+				Message: "limit must be an integer between 1 and " + strconv.Itoa(store.MaxPageLimit)}
+		}
+		p.Limit = n
+	}
+	return p, nil
+}
+
+func boolParam(r *http.Request, name string) (*bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, &baremetal.Error{Code: baremetal.CodeInvalid, Field: name, Message: name + " must be true or false, got " + strconv.Quote(v)}
+	}
+	return &b, nil
+}
+
+func nodeFilter(r *http.Request) (store.NodeFilter, error) {
+	p, err := page(r)
+	if err != nil {
+		return store.NodeFilter{}, err
+	}
+	q := r.URL.Query()
+	f := store.NodeFilter{Page: p, ResourceClass: q.Get("resource_class")}
+	if ps := q.Get("provision_state"); ps != "" {
+		if !slices.Contains(baremetal.ProvisionStates, baremetal.ProvisionState(ps)) {
+			return f, &baremetal.Error{Code: baremetal.CodeInvalid, Field: "provision_state", Message: "unknown provision_state " + strconv.Quote(ps)}
+		}
+		f.ProvisionState = baremetal.ProvisionState(ps)
+	}
+	if f.Maintenance, err = boolParam(r, "maintenance"); err != nil {
+		return f, err
+	}
+	if fl := q.Get("fault"); fl != "" {
+		if fl != "any" && fl != "none" && !slices.Contains(baremetal.Faults, baremetal.Fault(fl)) {
+			return f, &baremetal.Error{Code: baremetal.CodeInvalid, Field: "fault", Message: "fault must be any, none or a fault name, got " + strconv.Quote(fl)}
+		}
+		f.Fault = fl
+	}
+	inc, err := boolParam(r, "include_deleting")
+	if err != nil {
+		return f, err
+	}
+	f.IncludeDeleting = inc != nil && *inc
+	if f.ProvisionState == baremetal.StateDeleting {
+		f.IncludeDeleting = true
+	}
+	return f, nil
+}

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// observedPower is the power state of the instance's node, for drift
+// detection on the instance's desired power_state.
+func (s *Server) observedPower(r *http.Request, c service.Caller, i *baremetal.Instance) baremetal.PowerState {
+	n, err := s.svc.GetNode(r.Context(), c, i.NodeID)
+	if err != nil {
+		return baremetal.PowerUnknown
+	}
+	return n.PowerState
+}
+
+func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	p, err := page(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	insts, next, err := s.svc.ListInstances(r.Context(), c, store.InstanceFilter{Page: p, Project: q.Get("project"), NodeID: q.Get("node_id")})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := api.InstanceList{Items: make([]api.Instance, 0, len(insts)), NextCursor: next}
+	for _, i := range insts {
+		out.Items = append(out.Items, instanceOut(i, s.observedPower(r, c, i)))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in api.InstanceCreate
+	if err := decodeStrict(body, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	inst, err := s.svc.CreateInstance(r.Context(), c, baremetal.Instance{
+		Name: in.Name, Project: in.Project, ResourceClass: in.ResourceClass, NodeID: in.NodeID,
+		Image: baremetal.Image(in.Image), UserData: in.UserData, Metadata: in.Metadata,
+		PowerState: baremetal.PowerState(in.PowerState),
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", etag(inst.Version))
+	w.Header().Set("Location", "/v1/instances/"+inst.ID)
+	writeJSON(w, http.StatusCreated, instanceOut(inst, s.observedPower(r, c, inst)))
+}
+
+func (s *Server) getInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	inst, err := s.svc.GetInstance(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", etag(inst.Version))
+	writeJSON(w, http.StatusOK, instanceOut(inst, s.observedPower(r, c, inst)))
+}
+
+func (s *Server) patchInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	match, err := ifMatch(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in api.InstanceUpdate
+	if err := decodeStrict(body, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	inst, err := s.svc.UpdateInstance(r.Context(), c, r.PathValue("id"), match, in.PowerState, in.Metadata)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", etag(inst.Version))
+	writeJSON(w, http.StatusOK, instanceOut(inst, s.observedPower(r, c, inst)))
+}
+
+func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	match, err := ifMatch(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	jobID, err := s.svc.DeleteInstance(r.Context(), c, r.PathValue("id"), match)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, api.Accepted{JobID: jobID, Message: "instance deleted; its node is being cleaned"})
+}

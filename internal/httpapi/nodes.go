@@ -1,0 +1,227 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+)
+
+func specFromAPI(in api.NodeCreate) service.NodeSpec {
+	return service.NodeSpec{
+		Name: in.Name, Driver: baremetal.Driver(in.Driver), ResourceClass: in.ResourceClass,
+		BMC: baremetal.BMC{Address: in.BMC.Address, Username: in.BMC.Username, Password: in.BMC.Password,
+			Insecure: in.BMC.Insecure, SystemID: in.BMC.SystemID, CipherSuite: in.BMC.CipherSuite},
+		Properties:  baremetal.Properties(in.Properties),
+		Maintenance: in.Maintenance, MaintenanceReason: in.MaintenanceReason,
+	}
+}
+
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	f, err := nodeFilter(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	nodes, next, err := s.svc.ListNodes(r.Context(), c, f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := api.NodeList{Items: make([]api.Node, 0, len(nodes)), NextCursor: next}
+	for _, n := range nodes {
+		out.Items = append(out.Items, nodeOut(n, c))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createNode(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	if !c.Admin() { // before reading the body: members learn nothing else
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may enroll nodes"))
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in api.NodeCreate
+	if err := decodeStrict(body, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	n, err := s.svc.CreateNode(r.Context(), c, specFromAPI(in))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", etag(n.Version))
+	w.Header().Set("Location", "/v1/nodes/"+n.ID)
+	writeJSON(w, http.StatusCreated, nodeOut(n, c))
+}
+
+func (s *Server) getNode(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	n, err := s.svc.GetNode(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", etag(n.Version))
+	writeJSON(w, http.StatusOK, nodeOut(n, c))
+}
+
+// patchNode applies a JSON Merge Patch (RFC 7396) to the node's writable
+// fields: nested objects merge, so {"bmc":{"password":"..."}} rotates only
+// the password. The merged document is decoded strictly, so unknown or
+// read-only fields are rejected by name.
+func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	if !c.Admin() {
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may change nodes (including maintenance)"))
+		return
+	}
+	match, err := ifMatch(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var patch any
+	if err := decodeStrict(body, &patch); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, ok := patch.(map[string]any); !ok {
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeInvalid, "a merge patch must be a JSON object"))
+		return
+	}
+	n, err := s.svc.UpdateNode(r.Context(), c, r.PathValue("id"), match, func(cur *baremetal.Node) (service.NodeSpec, error) {
+		spec := service.SpecOf(cur)
+		doc, err := toMap(api.NodeCreate{
+			Name: spec.Name, Driver: string(spec.Driver), ResourceClass: spec.ResourceClass,
+			BMC: api.BMCInput{Address: spec.BMC.Address, Username: spec.BMC.Username, Insecure: spec.BMC.Insecure,
+				SystemID: spec.BMC.SystemID, CipherSuite: spec.BMC.CipherSuite},
+			Properties:  api.Properties(spec.Properties),
+			Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
+		})
+		if err != nil {
+			return spec, err
+		}
+		merged, err := json.Marshal(mergePatch(doc, deepCopy(patch)))
+		if err != nil {
+			return spec, err
+		}
+		var in api.NodeCreate
+		if err := decodeStrict(merged, &in); err != nil {
+			return spec, err
+		}
+		return specFromAPI(in), nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", etag(n.Version))
+	writeJSON(w, http.StatusOK, nodeOut(n, c))
+}
+
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m)
+}
+
+// deepCopy keeps the parsed patch reusable when the update is retried.
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, e := range t {
+			s[i] = deepCopy(e)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+func (s *Server) deleteNode(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	match, err := ifMatch(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	force, err := boolParam(r, "force")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	isForce := force != nil && *force
+	jobID, err := s.svc.DeleteNode(r.Context(), c, r.PathValue("id"), match, isForce)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	msg := "node is deleting; the retire job powers it off and removes the record"
+	if isForce {
+		msg = "node record removed without touching its BMC"
+	} else if jobID == 0 {
+		msg = "node was already being deleted"
+	}
+	writeJSON(w, http.StatusAccepted, api.Accepted{JobID: jobID, Message: msg})
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	p, err := page(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	evs, next, err := s.svc.ListEvents(r.Context(), c, r.PathValue("id"), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := api.EventList{Items: make([]api.Event, 0, len(evs)), NextCursor: next}
+	for _, e := range evs {
+		out.Items = append(out.Items, eventOut(e))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) powerNode(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	if !c.Admin() {
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may change node power"))
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in api.PowerRequest
+	if err := decodeStrict(body, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	jobID, err := s.svc.PowerNode(r.Context(), c, r.PathValue("id"), in.Target)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, api.Accepted{JobID: jobID, Message: "power " + in.Target + " queued"})
+}

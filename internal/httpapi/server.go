@@ -1,0 +1,200 @@
+// Package httpapi serves the controller's REST API v1: JSON in and out,
+// bearer-token auth with roles, RFC 9457 problem documents for every
+// error, ETag/If-Match, cursor pagination, and an OpenAPI document.
+package httpapi
+
+import (
+	"context"
+	_ "embed"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+)
+
+// JobLister lists durable jobs for the admin jobs API.
+type JobLister interface {
+	ListJobs(ctx context.Context, nodeID, state string) ([]api.Job, error)
+}
+
+// Server is the HTTP API.
+type Server struct {
+	svc     *service.Service
+	jobs    JobLister
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics *metrics
+}
+
+// Options configure a Server.
+type Options struct {
+	Service  *service.Service
+	Jobs     JobLister
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // nil: a private one
+}
+
+type route struct {
+	method, pattern string
+	auth            bool
+	h               func(*Server, http.ResponseWriter, *http.Request, service.Caller)
+}
+
+// routes is the one list of endpoints; the OpenAPI test checks that
+// openapi.json documents exactly these.
+var routes = []route{
+	{"GET", "/v1/nodes", true, (*Server).listNodes},
+	{"POST", "/v1/nodes", true, (*Server).createNode},
+	{"GET", "/v1/nodes/{id}", true, (*Server).getNode},
+	{"PATCH", "/v1/nodes/{id}", true, (*Server).patchNode},
+	{"DELETE", "/v1/nodes/{id}", true, (*Server).deleteNode},
+	{"GET", "/v1/nodes/{id}/events", true, (*Server).listEvents},
+	{"POST", "/v1/nodes/{id}/power", true, (*Server).powerNode},
+	{"GET", "/v1/instances", true, (*Server).listInstances},
+	{"POST", "/v1/instances", true, (*Server).createInstance},
+	{"GET", "/v1/instances/{id}", true, (*Server).getInstance},
+	{"PATCH", "/v1/instances/{id}", true, (*Server).patchInstance},
+	{"DELETE", "/v1/instances/{id}", true, (*Server).deleteInstance},
+	{"GET", "/v1/tokens", true, (*Server).listTokens},
+	{"POST", "/v1/tokens", true, (*Server).createToken},
+	{"DELETE", "/v1/tokens/{id}", true, (*Server).deleteToken},
+	{"GET", "/v1/quotas/{project}", true, (*Server).getQuota},
+	{"PUT", "/v1/quotas/{project}", true, (*Server).putQuota},
+	{"GET", "/v1/jobs", true, (*Server).listJobs},
+	{"GET", "/healthz", false, (*Server).healthz},
+	{"GET", "/readyz", false, (*Server).readyz},
+	{"GET", "/openapi.json", false, (*Server).openapi},
+	{"GET", "/metrics", false, nil}, // served by promhttp
+}
+
+// New builds the API handler.
+func New(o Options) *Server {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg)}
+	for _, rt := range routes {
+		rt := rt
+		pattern := rt.method + " " + rt.pattern
+		if rt.h == nil {
+			s.mux.Handle(pattern, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			continue
+		}
+		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			var c service.Caller
+			if rt.auth {
+				var err error
+				if c, err = s.authenticate(r); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+			}
+			rt.h(s, w, r, c)
+		})
+	}
+	// Unknown paths and wrong methods get problem documents too.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+func (s *Server) authenticate(r *http.Request) (service.Caller, error) {
+	h := r.Header.Get("Authorization")
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return service.Caller{}, baremetal.Errorf(baremetal.CodeUnauthorized, "an Authorization: Bearer <token> header is required")
+	}
+	return s.svc.Authenticate(r.Context(), strings.TrimSpace(secret))
+}
+
+// ServeHTTP logs and measures every request, and recovers from panics so
+// one bad request never takes the controller down.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
+			if !sw.wrote {
+				s.writeError(sw, r, baremetal.Errorf(baremetal.CodeInternal, "internal error"))
+			}
+		}
+		_, pattern := s.mux.Handler(r)
+		s.metrics.observe(pattern, sw.status, time.Since(start))
+		if sw.status >= 500 || r.Method != http.MethodGet {
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", append(logAttrs(r, sw.status), slog.Duration("took", time.Since(start)))...)
+		}
+	}()
+	s.mux.ServeHTTP(sw, r)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+type metrics struct {
+	requests *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "baremetal_http_request_duration_seconds",
+		Help:    "API request latency by route and status.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 5},
+	}, []string{"route", "code"})}
+	_ = reg.Register(m.requests)
+	return m
+}
+
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, http.StatusText(status)).Observe(d.Seconds())
+}
+
+//go:embed openapi.json
+var openapiDoc []byte
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request, _ service.Caller) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openapiDoc)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request, _ service.Caller) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ service.Caller) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.svc.Ready(ctx); err != nil {
+		s.writeError(w, r, &baremetal.Error{Code: baremetal.CodeUnavailable, Message: "store is not reachable", Err: err})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

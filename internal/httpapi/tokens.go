@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+)
+
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	p, err := page(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	toks, next, err := s.svc.ListTokens(r.Context(), c, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := api.TokenList{Items: make([]api.Token, 0, len(toks)), NextCursor: next}
+	for _, t := range toks {
+		out.Items = append(out.Items, tokenOut(t))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	if !c.Admin() {
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may manage tokens"))
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in api.TokenCreate
+	if err := decodeStrict(body, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, secret, err := s.svc.CreateToken(r.Context(), c, service.TokenInput{Name: in.Name, Role: baremetal.Role(in.Role), Project: in.Project, ExpiresAt: in.ExpiresAt})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.TokenCreated{Token: tokenOut(t), Secret: secret})
+}
+
+func (s *Server) deleteToken(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	if err := s.svc.DeleteToken(r.Context(), c, r.PathValue("id")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) getQuota(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	q, used, err := s.svc.GetQuota(r.Context(), c, r.PathValue("project"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Quota{Project: q.Project, Instances: q.Instances, Used: used})
+}
+
+func (s *Server) putQuota(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	if !c.Admin() {
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may set quotas"))
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in struct {
+		Instances *int `json:"instances"`
+	}
+	if err := decodeStrict(body, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.Instances == nil {
+		s.writeError(w, r, baremetal.FieldErrorf("instances", "instances is required (-1 for unlimited)"))
+		return
+	}
+	project := r.PathValue("project")
+	if err := s.svc.SetQuota(r.Context(), c, baremetal.Quota{Project: project, Instances: *in.Instances}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.getQuota(w, r, c)
+}
+
+var jobStates = []string{"available", "cancelled", "completed", "discarded", "pending", "retryable", "running", "scheduled"}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	if !c.Admin() {
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may list jobs"))
+		return
+	}
+	q := r.URL.Query()
+	state := q.Get("state")
+	if state != "" && !slices.Contains(jobStates, state) {
+		s.writeError(w, r, baremetal.FieldErrorf("state", "state %q must be one of %v", state, jobStates))
+		return
+	}
+	nodeID := q.Get("node_id")
+	if nodeID != "" {
+		n, err := s.svc.GetNode(r.Context(), c, nodeID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		nodeID = n.ID
+	}
+	jobs, err := s.jobs.ListJobs(r.Context(), nodeID, state)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if jobs == nil {
+		jobs = []api.Job{}
+	}
+	writeJSON(w, http.StatusOK, api.JobList{Items: jobs})
+}

@@ -1,0 +1,341 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// visible hides other projects' instances from members as not found (not
+// forbidden), so a member cannot probe for other projects' names.
+func visible(c Caller, i *baremetal.Instance) error {
+	if c.Admin() || i.Project == c.Project {
+		return nil
+	}
+	return baremetal.Errorf(baremetal.CodeNotFound, "instance not found")
+}
+
+// GetInstance returns an instance by id or name.
+func (s *Service) GetInstance(ctx context.Context, c Caller, idOrName string) (*baremetal.Instance, error) {
+	i, err := s.store.GetInstance(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	if err := visible(c, i); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// ListInstances lists the caller's project's instances (all for admins,
+// optionally filtered by project).
+func (s *Service) ListInstances(ctx context.Context, c Caller, f store.InstanceFilter) ([]*baremetal.Instance, string, error) {
+	if !c.Admin() {
+		if f.Project != "" && f.Project != c.Project {
+			return nil, "", forbidden("a member may only list its own project's instances")
+		}
+		f.Project = c.Project
+	}
+	return s.store.ListInstances(ctx, f)
+}
+
+// CreateInstance places an instance on a schedulable node (the pinned one,
+// or one of its resource class) and queues its deploy. Two concurrent
+// creates never get the same node: the node write is version-checked and
+// the loser picks again.
+func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Instance) (*baremetal.Instance, error) {
+	if c.Admin() {
+		if in.Project == "" {
+			return nil, baremetal.FieldErrorf("project", "project is required when an admin creates an instance")
+		}
+	} else {
+		if in.Project != "" && in.Project != c.Project {
+			return nil, forbidden("a member may only create instances in its own project %q", c.Project)
+		}
+		in.Project = c.Project
+	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	inst := in
+	inst.State = baremetal.InstanceDeploying
+	err := retryConflict(ctx, func() error {
+		return s.store.InTx(ctx, func(tx store.Tx) error {
+			if err := s.checkQuota(ctx, tx, inst.Project); err != nil {
+				return err
+			}
+			node, err := s.pickNode(ctx, tx, &inst)
+			if err != nil {
+				return err
+			}
+			if inst.ResourceClass == "" {
+				inst.ResourceClass = node.ResourceClass
+			}
+			inst.NodeID = node.ID
+			if err := tx.InsertInstance(ctx, &inst); err != nil {
+				if baremetal.IsCode(err, baremetal.CodeConflict) {
+					return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name", Err: err,
+						Message: fmt.Sprintf("an instance named %q already exists in project %q", inst.Name, inst.Project)}
+				}
+				return err
+			}
+			old := node.ProvisionState
+			if err := node.Transition(baremetal.StateDeploying); err != nil {
+				return err
+			}
+			node.InstanceID = inst.ID
+			if err := tx.UpdateNode(ctx, node); err != nil {
+				return err
+			}
+			if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
+				Old: string(old), New: string(node.ProvisionState),
+				Message: fmt.Sprintf("allocated to instance %s (project %s); deploying %s", inst.Name, inst.Project, inst.Image.URL)}); err != nil {
+				return err
+			}
+			_, err = s.jobs.InsertTx(ctx, tx, jobs.DeployArgs{NodeID: node.ID, InstanceID: inst.ID})
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "instance created", "instance_id", inst.ID, "name", inst.Name, "project", inst.Project, "node_id", inst.NodeID, "by", c.Actor())
+	return &inst, nil
+}
+
+func (s *Service) checkQuota(ctx context.Context, tx store.Tx, project string) error {
+	q, err := tx.GetQuota(ctx, project)
+	if err != nil {
+		return err
+	}
+	if q.Instances < 0 {
+		return nil
+	}
+	used, err := tx.CountInstances(ctx, project)
+	if err != nil {
+		return err
+	}
+	if used >= q.Instances {
+		return baremetal.Errorf(baremetal.CodeQuotaExceeded, "project %q has %d of %d instances allowed by its quota; delete one or ask an admin to raise the quota", project, used, q.Instances)
+	}
+	return nil
+}
+
+// pickNode returns the node the instance goes on, or an error that says
+// why none can take it.
+func (s *Service) pickNode(ctx context.Context, tx store.Tx, inst *baremetal.Instance) (*baremetal.Node, error) {
+	if inst.NodeID != "" {
+		n, err := tx.GetNode(ctx, inst.NodeID)
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return nil, baremetal.FieldErrorf("node_id", "node %q does not exist", inst.NodeID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !n.Schedulable() {
+			return nil, &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "node_id",
+				Message: fmt.Sprintf("node %s cannot take an instance: %s", n.Name, unschedulableReason(n))}
+		}
+		return n, nil
+	}
+	no := false
+	f := store.NodeFilter{Page: store.Page{Limit: 100}, ProvisionState: baremetal.StateAvailable,
+		ResourceClass: inst.ResourceClass, Maintenance: &no, Fault: "none"}
+	for {
+		nodes, next, err := tx.ListNodes(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range nodes {
+			if n.Schedulable() {
+				return n, nil
+			}
+		}
+		if next == "" {
+			break
+		}
+		f.After = next
+	}
+	return nil, s.noCapacity(ctx, tx, inst.ResourceClass)
+}
+
+func unschedulableReason(n *baremetal.Node) string {
+	var why []string
+	if n.Maintenance {
+		why = append(why, "in maintenance ("+n.MaintenanceReason+")")
+	}
+	if n.Fault != baremetal.FaultNone {
+		why = append(why, "faulted ("+string(n.Fault)+")")
+	}
+	if n.InstanceID != "" {
+		why = append(why, "already hosts instance "+n.InstanceID)
+	}
+	if n.ProvisionState != baremetal.StateAvailable {
+		why = append(why, "provision state is "+string(n.ProvisionState))
+	}
+	return strings.Join(why, ", ")
+}
+
+// noCapacity counts why each node of the class is not schedulable, e.g.
+// `no node of class "gpu" is available: 2 in maintenance, 1 faulted (bmc_unreachable), 3 cleaning`.
+func (s *Service) noCapacity(ctx context.Context, tx store.Tx, class string) error {
+	counts := map[string]int{}
+	total := 0
+	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}, ResourceClass: class, IncludeDeleting: true}
+	for {
+		nodes, next, err := tx.ListNodes(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			total++
+			switch {
+			case n.Maintenance:
+				counts["in maintenance"]++
+			case n.Fault != baremetal.FaultNone:
+				counts["faulted ("+string(n.Fault)+")"]++
+			default:
+				counts[string(n.ProvisionState)]++
+			}
+		}
+		if next == "" {
+			break
+		}
+		f.After = next
+	}
+	if total == 0 {
+		return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class",
+			Message: fmt.Sprintf("no node of class %q is available: no node has that resource class", class)}
+	}
+	parts := make([]string, 0, len(counts))
+	for k, v := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s", v, k))
+	}
+	sort.Slice(parts, func(i, j int) bool { return strings.SplitN(parts[i], " ", 2)[1] < strings.SplitN(parts[j], " ", 2)[1] })
+	return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class",
+		Message: fmt.Sprintf("no node of class %q is available: %s", class, strings.Join(parts, ", "))}
+}
+
+// UpdateInstance changes an instance's desired power state or metadata. A
+// power change queues a power job on its node.
+func (s *Service) UpdateInstance(ctx context.Context, c Caller, idOrName string, ifMatch int64, power *string, metadata *map[string]string) (*baremetal.Instance, error) {
+	var out *baremetal.Instance
+	err := retryConflict(ctx, func() error {
+		return s.store.InTx(ctx, func(tx store.Tx) error {
+			inst, err := tx.GetInstance(ctx, idOrName)
+			if err != nil {
+				return err
+			}
+			if err := visible(c, inst); err != nil {
+				return err
+			}
+			if ifMatch != 0 && inst.Version != ifMatch {
+				return preconditionFailed(ifMatch, inst.Version)
+			}
+			next := *inst
+			if power != nil {
+				next.PowerState = baremetal.PowerState(*power)
+			}
+			if metadata != nil {
+				next.Metadata = *metadata
+			}
+			if err := next.Validate(); err != nil {
+				return err
+			}
+			if err := tx.UpdateInstance(ctx, &next); err != nil {
+				return err
+			}
+			if power != nil && next.PowerState != "" && next.State != baremetal.InstanceDeploying {
+				node, err := tx.GetNode(ctx, next.NodeID)
+				if err != nil {
+					return err
+				}
+				if node.PowerState != next.PowerState || inst.PowerState != next.PowerState {
+					if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "power_requested",
+						Message: fmt.Sprintf("instance %s wants power %s", next.Name, next.PowerState)}); err != nil {
+						return err
+					}
+					if _, err := s.jobs.InsertTx(ctx, tx, jobs.PowerArgs{NodeID: node.ID, Action: string(next.PowerState), Actor: c.Actor()}); err != nil {
+						return err
+					}
+				}
+			}
+			out = &next
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DeleteInstance removes an instance at once and queues its node's
+// cleanup; it succeeds whatever the BMC is doing. It returns the cleanup
+// job's id.
+func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string, ifMatch int64) (int64, error) {
+	var jobID int64
+	var inst *baremetal.Instance
+	err := retryConflict(ctx, func() error {
+		return s.store.InTx(ctx, func(tx store.Tx) error {
+			var err error
+			inst, err = tx.GetInstance(ctx, idOrName)
+			if err != nil {
+				return err
+			}
+			if err := visible(c, inst); err != nil {
+				return err
+			}
+			if ifMatch != 0 && inst.Version != ifMatch {
+				return preconditionFailed(ifMatch, inst.Version)
+			}
+			if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
+				return err
+			}
+			node, err := tx.GetNode(ctx, inst.NodeID)
+			if baremetal.IsCode(err, baremetal.CodeNotFound) {
+				return nil // node force-deleted: nothing to clean
+			}
+			if err != nil {
+				return err
+			}
+			if node.InstanceID == inst.ID {
+				node.InstanceID = ""
+			}
+			old := node.ProvisionState
+			if node.ProvisionState == baremetal.StateDeleting {
+				// The retire job powers the node off; no cleanup needed.
+				if err := tx.UpdateNode(ctx, node); err != nil {
+					return err
+				}
+				return tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "instance_deleted",
+					Field: "instance_id", Old: inst.ID, Message: fmt.Sprintf("instance %s deleted; node is being retired", inst.Name)})
+			}
+			if old != baremetal.StateCleaning {
+				if err := node.Transition(baremetal.StateCleaning); err != nil {
+					return err
+				}
+			}
+			if err := tx.UpdateNode(ctx, node); err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("instance %s (project %s) deleted; cleanup queued", inst.Name, inst.Project)
+			if old == baremetal.StateDeploying {
+				msg = fmt.Sprintf("instance %s (project %s) deleted while deploying; deploy cancelled, cleanup queued", inst.Name, inst.Project)
+			}
+			if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "instance_deleted", Field: "provision_state",
+				Old: string(old), New: string(node.ProvisionState), Message: msg}); err != nil {
+				return err
+			}
+			jobID, err = s.jobs.InsertTx(ctx, tx, jobs.CleanupArgs{NodeID: node.ID, InstanceID: inst.ID})
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.log.InfoContext(ctx, "instance deleted", "instance_id", inst.ID, "name", inst.Name, "node_id", inst.NodeID, "cleanup_job_id", jobID, "by", c.Actor())
+	return jobID, nil
+}

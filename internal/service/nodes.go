@@ -1,0 +1,346 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// NodeSpec is every operator-settable field of a node. In an update an
+// empty BMC.Password keeps the stored one (the API never returns it, so a
+// client cannot echo it back).
+type NodeSpec struct {
+	Name              string
+	Driver            baremetal.Driver
+	BMC               baremetal.BMC
+	ResourceClass     string
+	Properties        baremetal.Properties
+	Maintenance       bool
+	MaintenanceReason string
+}
+
+// SpecOf returns the settable fields of n (password left empty).
+func SpecOf(n *baremetal.Node) NodeSpec {
+	b := n.BMC
+	b.Password = ""
+	return NodeSpec{Name: n.Name, Driver: n.Driver, BMC: b, ResourceClass: n.ResourceClass,
+		Properties: n.Properties, Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason}
+}
+
+// nodeKicker is implemented by job runners that can make a node's pending
+// BMC work run now (after its credentials changed) instead of waiting out
+// its backoff.
+type nodeKicker interface {
+	KickNodeTx(ctx context.Context, tx store.Tx, nodeID string) error
+}
+
+// CreateNode enrolls a node: it starts in enroll and a verify job reaches
+// its BMC once before it becomes available.
+func (s *Service) CreateNode(ctx context.Context, c Caller, spec NodeSpec) (*baremetal.Node, error) {
+	if err := requireAdmin(c, "enroll nodes"); err != nil {
+		return nil, err
+	}
+	n := &baremetal.Node{
+		Name: spec.Name, Driver: spec.Driver, BMC: spec.BMC, ResourceClass: spec.ResourceClass,
+		Properties: spec.Properties, Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
+		PowerState: baremetal.PowerUnknown, ProvisionState: baremetal.StateEnroll,
+	}
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.InsertNode(ctx, n); err != nil {
+			if baremetal.IsCode(err, baremetal.CodeConflict) {
+				return s.nameTaken(ctx, tx, n.Name, err)
+			}
+			return err
+		}
+		msg := "node enrolled; verifying its BMC"
+		if n.Maintenance {
+			msg = "node enrolled in maintenance: " + n.MaintenanceReason
+		}
+		if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "enrolled",
+			Field: "provision_state", New: string(n.ProvisionState), Message: msg}); err != nil {
+			return err
+		}
+		_, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "node enrolled", "node_id", n.ID, "name", n.Name, "driver", n.Driver, "by", c.Actor())
+	return n, nil
+}
+
+// nameTaken explains a duplicate name, including the case of a node that
+// is still being deleted under that name.
+func (s *Service) nameTaken(ctx context.Context, q store.Queries, name string, cause error) error {
+	if old, err := q.GetNode(ctx, name); err == nil && old.ProvisionState == baremetal.StateDeleting {
+		return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name", Err: cause,
+			Message: fmt.Sprintf("a node named %q is still being deleted (id %s); wait for its retire job to finish or delete it with force=true", name, old.ID)}
+	}
+	return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name", Err: cause,
+		Message: fmt.Sprintf("a node named %q already exists", name)}
+}
+
+// GetNode returns a node by id or name.
+func (s *Service) GetNode(ctx context.Context, c Caller, idOrName string) (*baremetal.Node, error) {
+	return s.store.GetNode(ctx, idOrName)
+}
+
+// ListNodes returns a page of nodes.
+func (s *Service) ListNodes(ctx context.Context, c Caller, f store.NodeFilter) ([]*baremetal.Node, string, error) {
+	return s.store.ListNodes(ctx, f)
+}
+
+// ListEvents returns a page of a node's events.
+func (s *Service) ListEvents(ctx context.Context, c Caller, idOrName string, p store.Page) ([]*baremetal.Event, string, error) {
+	if err := requireAdmin(c, "read node events"); err != nil {
+		return nil, "", err
+	}
+	n, err := s.store.GetNode(ctx, idOrName)
+	if err != nil {
+		return nil, "", err
+	}
+	return s.store.ListEvents(ctx, n.ID, p)
+}
+
+func preconditionFailed(want, have int64) error {
+	return baremetal.Errorf(baremetal.CodePrecondition, "If-Match version %d does not match the current version %d; re-read the resource and retry", want, have)
+}
+
+// UpdateNode changes a node. apply turns the current node into the wanted
+// spec (the HTTP layer applies a JSON Merge Patch there); it is re-run on
+// a fresh read if the controller wrote the node concurrently. ifMatch,
+// when non-zero, pins the version the client last saw.
+func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifMatch int64, apply func(cur *baremetal.Node) (NodeSpec, error)) (*baremetal.Node, error) {
+	if err := requireAdmin(c, "change nodes (including maintenance)"); err != nil {
+		return nil, err
+	}
+	var out *baremetal.Node
+	err := retryConflict(ctx, func() error {
+		return s.store.InTx(ctx, func(tx store.Tx) error {
+			cur, err := tx.GetNode(ctx, idOrName)
+			if err != nil {
+				return err
+			}
+			if ifMatch != 0 && cur.Version != ifMatch {
+				return preconditionFailed(ifMatch, cur.Version)
+			}
+			if cur.ProvisionState == baremetal.StateDeleting {
+				return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted and can no longer be changed", cur.Name)
+			}
+			spec, err := apply(cur)
+			if err != nil {
+				return err
+			}
+			next := *cur
+			next.Name, next.Driver, next.ResourceClass, next.Properties = spec.Name, spec.Driver, spec.ResourceClass, spec.Properties
+			next.Maintenance, next.MaintenanceReason = spec.Maintenance, spec.MaintenanceReason
+			if !next.Maintenance {
+				next.MaintenanceReason = "" // clearing maintenance clears its reason
+			}
+			pw := cur.BMC.Password
+			next.BMC = spec.BMC
+			if next.BMC.Password == "" {
+				next.BMC.Password = pw
+			}
+			if err := next.Validate(); err != nil {
+				return err
+			}
+			events := diffNode(cur, &next, c.Actor())
+			if len(events) == 0 {
+				out = cur
+				return nil
+			}
+			bmcChanged := cur.Driver != next.Driver || cur.BMC != next.BMC
+			reverify := cur.Driver != next.Driver || cur.BMC.Address != next.BMC.Address || cur.BMC.SystemID != next.BMC.SystemID
+			if bmcChanged {
+				// New credentials deserve an immediate try, not the rest of
+				// the old backoff.
+				next.NextCheckAt = nil
+			}
+			if reverify && next.ProvisionState == baremetal.StateAvailable {
+				if err := next.Transition(baremetal.StateEnroll); err != nil {
+					return err
+				}
+				events = append(events, &baremetal.Event{Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
+					Old: string(cur.ProvisionState), New: string(next.ProvisionState), Message: "BMC changed; re-verifying before scheduling on it again"})
+			}
+			if err := tx.UpdateNode(ctx, &next); err != nil {
+				if baremetal.IsCode(err, baremetal.CodeConflict) && baremetal.ErrorField(err) == "name" {
+					return s.nameTaken(ctx, tx, next.Name, err)
+				}
+				return err
+			}
+			for _, e := range events {
+				e.NodeID = next.ID
+				if err := tx.InsertEvent(ctx, e); err != nil {
+					return err
+				}
+			}
+			if next.ProvisionState == baremetal.StateEnroll && (reverify || bmcChanged) {
+				if _, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: next.ID}); err != nil {
+					return err
+				}
+			}
+			if k, ok := s.jobs.(nodeKicker); ok && bmcChanged {
+				if err := k.KickNodeTx(ctx, tx, next.ID); err != nil {
+					return err
+				}
+			}
+			out = &next
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// diffNode returns one event per changed field. The password is reported
+// as changed, never with a value.
+func diffNode(a, b *baremetal.Node, actor string) []*baremetal.Event {
+	var evs []*baremetal.Event
+	add := func(field, old, new, msg string) {
+		if old != new {
+			if msg == "" {
+				msg = fmt.Sprintf("%s changed", field)
+			}
+			evs = append(evs, &baremetal.Event{Actor: actor, Type: "updated", Field: field, Old: old, New: new, Message: msg})
+		}
+	}
+	add("name", a.Name, b.Name, "")
+	add("driver", string(a.Driver), string(b.Driver), "")
+	add("bmc.address", a.BMC.Address, b.BMC.Address, "")
+	add("bmc.username", a.BMC.Username, b.BMC.Username, "")
+	add("bmc.insecure", strconv.FormatBool(a.BMC.Insecure), strconv.FormatBool(b.BMC.Insecure), "")
+	add("bmc.system_id", a.BMC.SystemID, b.BMC.SystemID, "")
+	add("bmc.cipher_suite", strconv.Itoa(a.BMC.CipherSuite), strconv.Itoa(b.BMC.CipherSuite), "")
+	if a.BMC.Password != b.BMC.Password {
+		evs = append(evs, &baremetal.Event{Actor: actor, Type: "updated", Field: "bmc.password", Message: "BMC password rotated"})
+	}
+	add("resource_class", a.ResourceClass, b.ResourceClass, "")
+	add("properties", fmt.Sprintf("%+v", a.Properties), fmt.Sprintf("%+v", b.Properties), "")
+	if a.Maintenance != b.Maintenance {
+		msg := "maintenance cleared"
+		if b.Maintenance {
+			msg = "maintenance set: " + b.MaintenanceReason
+		}
+		evs = append(evs, &baremetal.Event{Actor: actor, Type: "maintenance", Field: "maintenance",
+			Old: strconv.FormatBool(a.Maintenance), New: strconv.FormatBool(b.Maintenance), Message: msg})
+	} else if a.MaintenanceReason != b.MaintenanceReason {
+		add("maintenance_reason", a.MaintenanceReason, b.MaintenanceReason, "maintenance reason changed")
+	}
+	return evs
+}
+
+// DeleteNode retires a node: it goes deleting at once (hidden from
+// scheduling) and a retire job powers it off and removes the record. An
+// instance on it is deleted first, on the same always-succeeds path. With
+// force the record is removed at once without touching the BMC.
+// It returns the retire job's id (0 with force).
+func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifMatch int64, force bool) (int64, error) {
+	if err := requireAdmin(c, "delete nodes"); err != nil {
+		return 0, err
+	}
+	var jobID int64
+	var name, id string
+	err := retryConflict(ctx, func() error {
+		return s.store.InTx(ctx, func(tx store.Tx) error {
+			n, err := tx.GetNode(ctx, idOrName)
+			if err != nil {
+				return err
+			}
+			if ifMatch != 0 && n.Version != ifMatch {
+				return preconditionFailed(ifMatch, n.Version)
+			}
+			name, id = n.Name, n.ID
+			if n.InstanceID != "" {
+				if inst, err := tx.GetInstance(ctx, n.InstanceID); err == nil {
+					if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
+						return err
+					}
+					if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "instance_deleted",
+						Field: "instance_id", Old: inst.ID, Message: fmt.Sprintf("instance %s deleted with its node", inst.Name)}); err != nil {
+						return err
+					}
+				} else if !baremetal.IsCode(err, baremetal.CodeNotFound) {
+					return err
+				}
+				n.InstanceID = ""
+			}
+			if force {
+				return tx.DeleteNode(ctx, n.ID, n.Version)
+			}
+			if n.ProvisionState == baremetal.StateDeleting {
+				if n.InstanceID == "" {
+					// Already retiring: the job is queued; deleting again is a no-op.
+					jobID = 0
+					return nil
+				}
+			}
+			old := n.ProvisionState
+			if old != baremetal.StateDeleting {
+				if err := n.Transition(baremetal.StateDeleting); err != nil {
+					return err
+				}
+			}
+			if err := tx.UpdateNode(ctx, n); err != nil {
+				return err
+			}
+			if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
+				Old: string(old), New: string(n.ProvisionState), Message: "node deletion requested; retire job queued"}); err != nil {
+				return err
+			}
+			jobID, err = s.jobs.InsertTx(ctx, tx, jobs.RetireArgs{NodeID: n.ID})
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	if force {
+		// The node's events go with its record, so the audit trail of a
+		// forced delete is the log.
+		s.log.WarnContext(ctx, "node force-deleted without touching its BMC", "node_id", id, "name", name, "by", c.Actor())
+	} else {
+		s.log.InfoContext(ctx, "node deletion queued", "node_id", id, "name", name, "job_id", jobID, "by", c.Actor())
+	}
+	return jobID, nil
+}
+
+// PowerNode queues an admin power action.
+func (s *Service) PowerNode(ctx context.Context, c Caller, idOrName, target string) (int64, error) {
+	if err := requireAdmin(c, "change node power"); err != nil {
+		return 0, err
+	}
+	switch target {
+	case "on", "off", "reset", "soft_off":
+	default:
+		return 0, baremetal.FieldErrorf("target", "target %q must be one of on, off, soft_off, reset", target)
+	}
+	var jobID int64
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		n, err := tx.GetNode(ctx, idOrName)
+		if err != nil {
+			return err
+		}
+		if n.ProvisionState == baremetal.StateDeleting {
+			return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted", n.Name)
+		}
+		if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "power_requested",
+			Message: "power " + target + " requested"}); err != nil {
+			return err
+		}
+		jobID, err = s.jobs.InsertTx(ctx, tx, jobs.PowerArgs{NodeID: n.ID, Action: target, Actor: c.Actor()})
+		return err
+	})
+	return jobID, err
+}

@@ -1,0 +1,239 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// TokenPrefix starts every secret so leaked tokens are easy to find by
+// secret scanners.
+const TokenPrefix = "bmt_"
+
+// NewSecret returns a fresh random token secret.
+func NewSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand: " + err.Error()) // never fails on Linux
+	}
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// HashSecret is how secrets are stored: hex SHA-256. Secrets are 256-bit
+// random values, so a fast hash is enough (no password stretching needed).
+func HashSecret(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+var errBadToken = baremetal.Errorf(baremetal.CodeUnauthorized, "missing, unknown or expired bearer token")
+
+// tokenCache keeps recently authenticated tokens for a few seconds so a
+// GET costs one query, not two. Deleting a token evicts it at once here;
+// other replicas notice within the TTL.
+type tokenCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]cachedToken
+}
+
+type cachedToken struct {
+	tok     *baremetal.Token
+	expires time.Time
+}
+
+func newTokenCache(ttl time.Duration) *tokenCache {
+	return &tokenCache{ttl: ttl, m: map[string]cachedToken{}}
+}
+
+func (c *tokenCache) get(hash string, now time.Time) *baremetal.Token {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[hash]
+	if !ok || now.After(e.expires) {
+		return nil
+	}
+	return e.tok
+}
+
+func (c *tokenCache) put(hash string, t *baremetal.Token, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) > 10000 {
+		clear(c.m)
+	}
+	c.m[hash] = cachedToken{tok: t, expires: now.Add(c.ttl)}
+}
+
+func (c *tokenCache) evict(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for h, e := range c.m {
+		if e.tok.ID == id {
+			delete(c.m, h)
+		}
+	}
+}
+
+// Authenticate resolves a bearer secret to a caller.
+func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, error) {
+	if secret == "" || len(secret) > 256 {
+		return Caller{}, errBadToken
+	}
+	now := s.now()
+	hash := HashSecret(secret)
+	tok := s.tokens.get(hash, now)
+	if tok == nil {
+		var err error
+		tok, err = s.store.GetTokenByHash(ctx, hash)
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return Caller{}, errBadToken
+		}
+		if err != nil {
+			return Caller{}, err
+		}
+		s.tokens.put(hash, tok, now)
+	}
+	if tok.Expired(now) {
+		return Caller{}, errBadToken
+	}
+	return Caller{TokenID: tok.ID, Role: tok.Role, Project: tok.Project}, nil
+}
+
+// TokenInput is what an admin asks for.
+type TokenInput struct {
+	Name      string
+	Role      baremetal.Role
+	Project   string
+	ExpiresAt *time.Time
+}
+
+// CreateToken makes a token and returns it with its secret (shown once).
+func (s *Service) CreateToken(ctx context.Context, c Caller, in TokenInput) (*baremetal.Token, string, error) {
+	if err := requireAdmin(c, "manage tokens"); err != nil {
+		return nil, "", err
+	}
+	switch in.Role {
+	case baremetal.RoleAdmin:
+		if in.Project != "" {
+			return nil, "", baremetal.FieldErrorf("project", "project applies only to role member")
+		}
+	case baremetal.RoleMember:
+		if in.Project == "" {
+			return nil, "", baremetal.FieldErrorf("project", "project is required for role member")
+		}
+		if len(in.Project) > 63 {
+			return nil, "", baremetal.FieldErrorf("project", "project must be at most 63 characters")
+		}
+	default:
+		return nil, "", baremetal.FieldErrorf("role", "role %q must be \"admin\" or \"member\"", in.Role)
+	}
+	if len(in.Name) > 128 {
+		return nil, "", baremetal.FieldErrorf("name", "name must be at most 128 characters")
+	}
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.now()) {
+		return nil, "", baremetal.FieldErrorf("expires_at", "expires_at must be in the future")
+	}
+	secret := NewSecret()
+	t := &baremetal.Token{Name: in.Name, Role: in.Role, Project: in.Project, Hash: HashSecret(secret), ExpiresAt: in.ExpiresAt}
+	if err := s.store.InsertToken(ctx, t); err != nil {
+		return nil, "", err
+	}
+	s.log.InfoContext(ctx, "token created", "token_id", t.ID, "role", t.Role, "project", t.Project, "by", c.Actor())
+	return t, secret, nil
+}
+
+// ListTokens lists tokens (without secrets).
+func (s *Service) ListTokens(ctx context.Context, c Caller, p store.Page) ([]*baremetal.Token, string, error) {
+	if err := requireAdmin(c, "manage tokens"); err != nil {
+		return nil, "", err
+	}
+	return s.store.ListTokens(ctx, p)
+}
+
+// DeleteToken revokes a token.
+func (s *Service) DeleteToken(ctx context.Context, c Caller, id string) error {
+	if err := requireAdmin(c, "manage tokens"); err != nil {
+		return err
+	}
+	if err := s.store.DeleteToken(ctx, id); err != nil {
+		return err
+	}
+	s.tokens.evict(id)
+	s.log.InfoContext(ctx, "token deleted", "token_id", id, "by", c.Actor())
+	return nil
+}
+
+// Bootstrap makes sure an admin can log in on a first start. With a
+// configured secret it creates that token unless it exists; without one it
+// generates a secret and writes it to tokenFile (mode 0600) when the store
+// has no tokens at all. It returns the file written, if any.
+func (s *Service) Bootstrap(ctx context.Context, secret, tokenFile string) (string, error) {
+	if secret != "" {
+		if !strings.HasPrefix(secret, TokenPrefix) && len(secret) < 16 {
+			return "", errors.New("bootstrap token must be at least 16 characters")
+		}
+		_, err := s.store.GetTokenByHash(ctx, HashSecret(secret))
+		if err == nil {
+			return "", nil
+		}
+		if !baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return "", err
+		}
+		return "", s.store.InsertToken(ctx, &baremetal.Token{Name: "bootstrap-admin", Role: baremetal.RoleAdmin, Hash: HashSecret(secret)})
+	}
+	n, err := s.store.CountTokens(ctx)
+	if err != nil || n > 0 {
+		return "", err
+	}
+	secret = NewSecret()
+	if err := os.MkdirAll(filepath.Dir(tokenFile), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	if err := s.store.InsertToken(ctx, &baremetal.Token{Name: "bootstrap-admin", Role: baremetal.RoleAdmin, Hash: HashSecret(secret)}); err != nil {
+		_ = os.Remove(tokenFile)
+		return "", err
+	}
+	return tokenFile, nil
+}
+
+// GetQuota returns a project's quota and usage.
+func (s *Service) GetQuota(ctx context.Context, c Caller, project string) (*baremetal.Quota, int, error) {
+	if !c.Admin() && c.Project != project {
+		return nil, 0, forbidden("a member may only read its own project's quota")
+	}
+	q, err := s.store.GetQuota(ctx, project)
+	if err != nil {
+		return nil, 0, err
+	}
+	used, err := s.store.CountInstances(ctx, project)
+	return q, used, err
+}
+
+// SetQuota sets a project's instance quota (-1 = unlimited).
+func (s *Service) SetQuota(ctx context.Context, c Caller, q baremetal.Quota) error {
+	if err := requireAdmin(c, "set quotas"); err != nil {
+		return err
+	}
+	if q.Project == "" || len(q.Project) > 63 {
+		return baremetal.FieldErrorf("project", "project must be 1-63 characters")
+	}
+	if q.Instances < -1 {
+		return baremetal.FieldErrorf("instances", "instances must be -1 (unlimited) or a count ≥ 0, got %d", q.Instances)
+	}
+	return s.store.SetQuota(ctx, &q)
+}
