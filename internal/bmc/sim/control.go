@@ -1,0 +1,120 @@
+package sim
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// SystemStatus is one system as the control API shows it.
+type SystemStatus struct {
+	ID          string `json:"id"`
+	Path        string `json:"path"`
+	Power       string `json:"power"`
+	Fault       string `json:"fault"`
+	IgnorePower bool   `json:"ignore_power,omitempty"`
+	BootTarget  string `json:"boot_target"`
+	BootEnabled string `json:"boot_enabled"`
+	MediaImage  string `json:"media_image,omitempty"`
+	Inserted    bool   `json:"media_inserted"`
+	Requests    int64  `json:"requests"`
+}
+
+func (s *system) status() SystemStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return SystemStatus{
+		ID: s.id, Path: s.path, Power: powerString(s.power), Fault: string(s.fault),
+		IgnorePower: s.ignorePower, BootTarget: s.bootTarget, BootEnabled: s.bootEnabled,
+		MediaImage: s.mediaImage, Inserted: s.mediaIn, Requests: s.requests.Load(),
+	}
+}
+
+// control serves the unauthenticated /sim API (see the package doc).
+func (f *Fleet) control(w http.ResponseWriter, r *http.Request) {
+	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")[1:] // drop "sim"
+	fail := func(status int, msg string) {
+		writeJSON(w, status, map[string]string{"error": msg})
+	}
+	switch {
+	case len(segs) == 1 && segs[0] == "systems" && r.Method == http.MethodGet:
+		out := make([]SystemStatus, len(f.order))
+		for i, s := range f.order {
+			out[i] = s.status()
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"systems": out, "total_requests": f.TotalRequests()})
+	case len(segs) == 1 && segs[0] == "fault" && r.Method == http.MethodPost:
+		fault, ok := readFault(w, r, fail)
+		if !ok {
+			return
+		}
+		f.SetAllFaults(fault)
+		writeJSON(w, http.StatusOK, map[string]any{"fault": fault, "systems": len(f.order)})
+	case len(segs) >= 2 && segs[0] == "systems":
+		s := f.systems[segs[1]]
+		if s == nil {
+			fail(http.StatusNotFound, "no such system")
+			return
+		}
+		switch {
+		case len(segs) == 2 && r.Method == http.MethodGet:
+			writeJSON(w, http.StatusOK, s.status())
+		case len(segs) == 3 && segs[2] == "fault" && r.Method == http.MethodPost:
+			fault, ok := readFault(w, r, fail)
+			if !ok {
+				return
+			}
+			s.setFault(fault)
+			writeJSON(w, http.StatusOK, s.status())
+		case len(segs) == 3 && segs[2] == "power" && r.Method == http.MethodPost:
+			var body struct {
+				Power string `json:"power"`
+			}
+			if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&body); err != nil {
+				fail(http.StatusBadRequest, "want {\"power\":\"On\"} or {\"power\":\"Off\"}")
+				return
+			}
+			switch strings.ToLower(body.Power) {
+			case "on":
+				_ = f.SetPower(s.id, true)
+			case "off":
+				_ = f.SetPower(s.id, false)
+			default:
+				fail(http.StatusBadRequest, "power must be On or Off")
+				return
+			}
+			writeJSON(w, http.StatusOK, s.status())
+		case len(segs) == 3 && segs[2] == "ignore-power" && r.Method == http.MethodPost:
+			var body struct {
+				Ignore bool `json:"ignore"`
+			}
+			if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&body); err != nil {
+				fail(http.StatusBadRequest, "want {\"ignore\":true}")
+				return
+			}
+			_ = f.SetIgnorePower(s.id, body.Ignore)
+			writeJSON(w, http.StatusOK, s.status())
+		default:
+			fail(http.StatusNotFound, "unknown control request")
+		}
+	default:
+		fail(http.StatusNotFound, "unknown control request")
+	}
+}
+
+func readFault(_ http.ResponseWriter, r *http.Request, fail func(int, string)) (Fault, bool) {
+	var body struct {
+		Fault string `json:"fault"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&body); err != nil {
+		fail(http.StatusBadRequest, "want {\"fault\":\"down|hang|slow|error|auth|flap|none\"}")
+		return "", false
+	}
+	fault, err := ParseFault(body.Fault)
+	if err != nil {
+		fail(http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	return fault, true
+}

@@ -1,0 +1,412 @@
+package sim
+
+import (
+	"crypto/sha1"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fault is a misbehaviour injected into one simulated system.
+type Fault string
+
+const (
+	FaultNone  Fault = ""
+	FaultDown  Fault = "down"  // connection closed without an answer
+	FaultHang  Fault = "hang"  // no answer until the client gives up
+	FaultSlow  Fault = "slow"  // answer after Options.SlowDelay
+	FaultError Fault = "error" // HTTP 500 with a Redfish extended error
+	FaultAuth  Fault = "auth"  // HTTP 401 whatever the credentials
+	FaultFlap  Fault = "flap"  // alternate down / healthy per request
+)
+
+// ParseFault accepts a fault name; "none" and "" both mean FaultNone.
+func ParseFault(s string) (Fault, error) {
+	switch f := Fault(strings.ToLower(strings.TrimSpace(s))); f {
+	case FaultNone, FaultDown, FaultHang, FaultSlow, FaultError, FaultAuth, FaultFlap:
+		return f, nil
+	case "none":
+		return FaultNone, nil
+	default:
+		return "", fmt.Errorf("sim: unknown fault %q (want none, down, hang, slow, error, auth or flap)", s)
+	}
+}
+
+// Options configures a Fleet. The zero value is one plain-HTTP system on
+// 127.0.0.1 with admin/password.
+type Options struct {
+	Listen  string // default "127.0.0.1:0"
+	Systems int    // number of systems, ids "1".."N" unless IDs given (default 1)
+	// IDs, when set, names the systems explicitly (Systems is then ignored).
+	IDs                []string
+	Username, Password string        // default "admin"/"password"
+	TLS                bool          // self-signed cert (clients need insecure, or CertPool)
+	Latency            time.Duration // added to every system request
+	SlowDelay          time.Duration // delay of FaultSlow (default 3s)
+	PowerDelay         time.Duration // power changes land this long after a Reset; 0 = immediate
+	NoSessionService   bool          // serve no SessionService (basic auth only)
+}
+
+// Fleet is a running simulated Redfish service.
+type Fleet struct {
+	opts     Options
+	ln       net.Listener
+	srv      *http.Server
+	url      string
+	certPool *x509.CertPool
+
+	systems  map[string]*system // by id
+	order    []*system
+	sysColl  []byte // precomputed Systems collection
+	mgrColl  []byte // precomputed Managers collection
+	rootJSON []byte
+	uuid     string
+
+	total atomic.Int64
+
+	sessMu      sync.RWMutex
+	sessions    map[string]*session // by token
+	sessionByID map[string]*session
+	nextSession uint64
+	logins      atomic.Int64
+
+	// in-flight handler accounting, so Close leaves no goroutine behind.
+	lifeMu    sync.RWMutex
+	closed    bool
+	inflight  sync.WaitGroup
+	done      chan struct{}
+	serveDone chan struct{}
+	closeOnce sync.Once
+}
+
+type session struct {
+	id, token, user string
+	created         time.Time
+}
+
+type system struct {
+	id, path, mgrPath string
+	index             int
+	uuid, serial      string
+	requests          atomic.Int64
+
+	mu          sync.Mutex
+	fault       Fault
+	flapFail    bool // the next request of a flapping system fails
+	power       bool
+	ignorePower bool
+	powerSeq    uint64
+	pending     *time.Timer
+	bootTarget  string
+	bootEnabled string
+	bootMode    string
+	mediaImage  string
+	mediaIn     bool
+	mediaWP     bool
+}
+
+// Start builds the fleet and serves it until Close.
+func Start(opts Options) (*Fleet, error) {
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	if opts.Username == "" {
+		opts.Username = "admin"
+	}
+	if opts.Password == "" {
+		opts.Password = "password"
+	}
+	if opts.SlowDelay <= 0 {
+		opts.SlowDelay = 3 * time.Second
+	}
+	ids := opts.IDs
+	if len(ids) == 0 {
+		n := opts.Systems
+		if n <= 0 {
+			n = 1
+		}
+		ids = make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprint(i + 1)
+		}
+	}
+	f := &Fleet{
+		opts:        opts,
+		systems:     make(map[string]*system, len(ids)),
+		order:       make([]*system, 0, len(ids)),
+		sessions:    make(map[string]*session),
+		sessionByID: make(map[string]*session),
+		done:        make(chan struct{}),
+		serveDone:   make(chan struct{}),
+		uuid:        nameUUID("fleet"),
+	}
+	for i, id := range ids {
+		if id == "" || strings.ContainsAny(id, "/?#% ") {
+			return nil, fmt.Errorf("sim: invalid system id %q", id)
+		}
+		if _, dup := f.systems[id]; dup {
+			return nil, fmt.Errorf("sim: duplicate system id %q", id)
+		}
+		s := &system{
+			id:          id,
+			index:       i,
+			path:        systemsPath + "/" + id,
+			mgrPath:     managersPath + "/" + id,
+			uuid:        nameUUID("system/" + id),
+			serial:      fmt.Sprintf("SIM%07d", i+1),
+			bootTarget:  "None",
+			bootEnabled: "Disabled",
+			bootMode:    "UEFI",
+			mediaWP:     true,
+		}
+		f.systems[id] = s
+		f.order = append(f.order, s)
+	}
+	f.buildStatic()
+
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("sim: listen: %w", err)
+	}
+	scheme := "http"
+	if opts.TLS {
+		cert, pool, err := selfSigned(ln.Addr())
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		f.certPool = pool
+		ln = tls.NewListener(ln, &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			MinVersion:   tls.VersionTLS12,
+			NextProtos:   []string{"http/1.1"},
+		})
+		scheme = "https"
+	}
+	f.ln = ln
+	f.url = scheme + "://" + ln.Addr().String()
+	f.srv = &http.Server{
+		Handler:           f,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// HTTP/1.1 only: FaultDown hijacks the connection, as a crashing
+		// BMC would drop it, and most real BMCs speak HTTP/1.1 anyway.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		// Clients that refuse our self-signed cert would otherwise spam the log.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	go func() {
+		defer close(f.serveDone)
+		_ = f.srv.Serve(ln)
+	}()
+	return f, nil
+}
+
+// URL is the service's base URL, e.g. http://127.0.0.1:41234.
+func (f *Fleet) URL() string { return f.url }
+
+// CertPool trusts the fleet's self-signed certificate (nil without TLS).
+func (f *Fleet) CertPool() *x509.CertPool { return f.certPool }
+
+// SystemIDs returns every system's path, e.g. /redfish/v1/Systems/1, in
+// creation order.
+func (f *Fleet) SystemIDs() []string {
+	out := make([]string, len(f.order))
+	for i, s := range f.order {
+		out[i] = s.path
+	}
+	return out
+}
+
+// Handler is the Redfish + control handler, for mounting on another server.
+func (f *Fleet) Handler() http.Handler { return f }
+
+func (f *Fleet) lookup(system string) (*system, error) {
+	id := strings.TrimSuffix(system, "/")
+	if rest, ok := strings.CutPrefix(id, systemsPath+"/"); ok {
+		id = rest
+	}
+	if s := f.systems[id]; s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("sim: no system %q", system)
+}
+
+// SetFault injects fault into one system (id "7" or path); FaultNone clears.
+func (f *Fleet) SetFault(system string, fault Fault) error {
+	fault, err := ParseFault(string(fault))
+	if err != nil {
+		return err
+	}
+	s, err := f.lookup(system)
+	if err != nil {
+		return err
+	}
+	s.setFault(fault)
+	return nil
+}
+
+// SetAllFaults injects fault into every system.
+func (f *Fleet) SetAllFaults(fault Fault) {
+	for _, s := range f.order {
+		s.setFault(fault)
+	}
+}
+
+func (s *system) setFault(fault Fault) {
+	s.mu.Lock()
+	s.fault = fault
+	s.flapFail = true
+	s.mu.Unlock()
+}
+
+// Power returns "On" or "Off" as the sim holds it (a pending delayed change
+// is not visible yet).
+func (f *Fleet) Power(system string) (string, error) {
+	s, err := f.lookup(system)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return powerString(s.power), nil
+}
+
+// SetPower sets the power state at once, cancelling a pending change.
+func (f *Fleet) SetPower(system string, on bool) error {
+	s, err := f.lookup(system)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.cancelPendingLocked()
+	s.power = on
+	s.mu.Unlock()
+	return nil
+}
+
+// SetIgnorePower makes Reset succeed without ever changing the power state.
+func (f *Fleet) SetIgnorePower(system string, ignore bool) error {
+	s, err := f.lookup(system)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ignorePower = ignore
+	s.mu.Unlock()
+	return nil
+}
+
+// BootOverride returns BootSourceOverrideTarget and BootSourceOverrideEnabled.
+func (f *Fleet) BootOverride(system string) (target, enabled string, err error) {
+	s, err := f.lookup(system)
+	if err != nil {
+		return "", "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bootTarget, s.bootEnabled, nil
+}
+
+// Media returns the virtual CD's image and whether it is inserted.
+func (f *Fleet) Media(system string) (image string, inserted bool, err error) {
+	s, err := f.lookup(system)
+	if err != nil {
+		return "", false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mediaImage, s.mediaIn, nil
+}
+
+// Requests counts the HTTP requests that touched that system (its
+// ComputerSystem, sub-resources and Manager), whatever their outcome.
+func (f *Fleet) Requests(system string) int64 {
+	s, err := f.lookup(system)
+	if err != nil {
+		return 0
+	}
+	return s.requests.Load()
+}
+
+// TotalRequests counts every Redfish request (not the /sim control API).
+func (f *Fleet) TotalRequests() int64 { return f.total.Load() }
+
+// Logins counts sessions created so far.
+func (f *Fleet) Logins() int64 { return f.logins.Load() }
+
+// Sessions is the number of live sessions.
+func (f *Fleet) Sessions() int {
+	f.sessMu.RLock()
+	defer f.sessMu.RUnlock()
+	return len(f.sessions)
+}
+
+// DropSessions forgets every session, as a rebooted BMC or an expiry would:
+// clients holding a token get 401 until they log in again.
+func (f *Fleet) DropSessions() {
+	f.sessMu.Lock()
+	clear(f.sessions)
+	clear(f.sessionByID)
+	f.sessMu.Unlock()
+}
+
+// Close stops the server, drops every connection (ending hung requests) and
+// waits for all handlers to return.
+func (f *Fleet) Close() error {
+	var err error
+	f.closeOnce.Do(func() {
+		f.lifeMu.Lock()
+		f.closed = true
+		close(f.done)
+		f.lifeMu.Unlock()
+		err = f.srv.Close()
+		<-f.serveDone
+		f.inflight.Wait()
+		for _, s := range f.order {
+			s.mu.Lock()
+			s.cancelPendingLocked()
+			s.mu.Unlock()
+		}
+	})
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// enter registers an in-flight request; false once the fleet is closed.
+func (f *Fleet) enter() bool {
+	f.lifeMu.RLock()
+	defer f.lifeMu.RUnlock()
+	if f.closed {
+		return false
+	}
+	f.inflight.Add(1)
+	return true
+}
+
+func powerString(on bool) string {
+	if on {
+		return "On"
+	}
+	return "Off"
+}
+
+// nameUUID is a stable, RFC 4122-shaped (version 5 style) UUID for a name,
+// so a system keeps its UUID across restarts of the sim.
+func nameUUID(name string) string {
+	h := sha1.Sum([]byte("baremetal-sim/" + name))
+	h[6] = (h[6] & 0x0f) | 0x50
+	h[8] = (h[8] & 0x3f) | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
