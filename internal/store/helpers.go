@@ -1,0 +1,90 @@
+package store
+
+// Helpers shared by the sqlite and postgres implementations, so both give
+// the same cursors, page sizes, timestamps and error messages.
+
+import (
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+)
+
+// DefaultPageLimit is the page size when a Page has no Limit.
+const DefaultPageLimit = 100
+
+// PageLimit returns the effective page size for a requested limit: the
+// default when limit <= 0, at most MaxPageLimit.
+func PageLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultPageLimit
+	case limit > MaxPageLimit:
+		return MaxPageLimit
+	}
+	return limit
+}
+
+// EncodeCursor makes an opaque cursor from the sort key of the last item
+// of a page. Clients must not parse it: the encoding may change.
+func EncodeCursor(key string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(key))
+}
+
+// DecodeCursor returns the sort key in a cursor made by EncodeCursor; ""
+// decodes to "" (the first page). A malformed cursor is CodeInvalid on
+// field "cursor".
+func DecodeCursor(cursor string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	key, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(key) == 0 {
+		return "", &baremetal.Error{Code: baremetal.CodeInvalid, Field: "cursor", Message: "malformed cursor"}
+	}
+	return string(key), nil
+}
+
+// TimePrecision is the resolution of every stored timestamp. PostgreSQL
+// keeps microseconds, so the SQLite store truncates to the same: a value
+// reads back identical from either database. All stored times are UTC.
+const TimePrecision = time.Microsecond
+
+// Timestamp normalizes t the way the stores store it: UTC, truncated to
+// TimePrecision, monotonic clock reading stripped.
+func Timestamp(t time.Time) time.Time {
+	return t.UTC().Truncate(TimePrecision)
+}
+
+// Now is the current time as a store would save it.
+func Now() time.Time { return Timestamp(time.Now()) }
+
+// TimestampPtr normalizes *t, returning a new pointer (nil stays nil).
+func TimestampPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := Timestamp(*t)
+	return &v
+}
+
+// NotFound is the error for a missing row: kind "node", key as asked.
+func NotFound(kind, key string) error {
+	return &baremetal.Error{Code: baremetal.CodeNotFound, Message: fmt.Sprintf("%s %q not found", kind, key)}
+}
+
+// StaleVersion is the error for a write whose version is not the stored
+// one, i.e. someone else wrote the row since the caller read it.
+func StaleVersion(kind string, given, stored int64) error {
+	return &baremetal.Error{
+		Code:    baremetal.CodeConflict,
+		Field:   "version",
+		Message: fmt.Sprintf("%s was modified concurrently (version %d, stored %d)", kind, given, stored),
+	}
+}
+
+// Duplicate is the error for a unique violation on field.
+func Duplicate(field, message string, cause error) error {
+	return &baremetal.Error{Code: baremetal.CodeConflict, Field: field, Message: message, Err: cause}
+}

@@ -1,0 +1,45 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+func TestPageLimit(t *testing.T) {
+	for in, want := range map[int]int{-1: 100, 0: 100, 1: 1, 100: 100, 1000: 1000, 1001: 1000} {
+		if got := store.PageLimit(in); got != want {
+			t.Errorf("PageLimit(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	for _, key := range []string{"a", "0b6f9a2e-7c1d-4e8f-9a0b-1c2d3e4f5a6b", "42", "ü/+="} {
+		c := store.EncodeCursor(key)
+		got, err := store.DecodeCursor(c)
+		if err != nil || got != key {
+			t.Errorf("DecodeCursor(EncodeCursor(%q)) = %q, %v", key, got, err)
+		}
+	}
+	if got, err := store.DecodeCursor(""); got != "" || err != nil {
+		t.Errorf(`DecodeCursor("") = %q, %v`, got, err)
+	}
+	_, err := store.DecodeCursor("not base64!")
+	if !baremetal.IsCode(err, baremetal.CodeInvalid) || baremetal.ErrorField(err) != "cursor" {
+		t.Errorf("malformed cursor: %v", err)
+	}
+}
+
+func TestTimestamp(t *testing.T) {
+	in := time.Date(2030, 1, 1, 5, 0, 0, 999999999, time.FixedZone("X", 3600))
+	got := store.Timestamp(in)
+	if got.Location() != time.UTC || got.Nanosecond() != 999999000 || !got.Equal(in.Truncate(time.Microsecond)) {
+		t.Errorf("Timestamp(%v) = %v", in, got)
+	}
+	if store.TimestampPtr(nil) != nil {
+		t.Error("TimestampPtr(nil) != nil")
+	}
+}

@@ -1,0 +1,154 @@
+// Package postgres is the store for PostgreSQL through pgx/v5, for
+// deployments that outgrow one machine: several controller replicas share
+// one database, and River's jobs live in it too.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// Store is the PostgreSQL store. Create it with Open.
+type Store struct {
+	queries
+	pool *pgxpool.Pool
+}
+
+var (
+	_ store.Store = (*Store)(nil)
+	_ store.Tx    = (*Tx)(nil)
+)
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// DSN; pool settings such as pool_max_conns go in it), applies pending
+// migrations (ours and River's), and returns the store. box seals BMC
+// passwords and is required.
+func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
+	if box == nil {
+		return nil, errors.New("postgres: open: a secret.Box is required to seal BMC passwords")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors can echo the URL, password included.
+		return nil, errors.New("postgres: open: malformed database URL")
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	s := &Store{queries: queries{db: pool, box: box}, pool: pool}
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrationLock is the advisory lock key that serializes migrations of
+// replicas starting together ("baremetal" in ASCII).
+const migrationLock int64 = 0x626172656d6574
+
+// Migrate applies pending migrations: the store's schema, then River's.
+// Both are recorded in the database, so running it again is a no-op.
+// Replicas starting at once take turns on an advisory lock.
+func (s *Store) Migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return fmt.Errorf("postgres: migrate: lock: %w", err)
+	}
+	defer func() {
+		// A session lock outlives a cancelled ctx; unlock regardless.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock)
+	}()
+
+	if err := migrate(ctx, conn.Conn()); err != nil {
+		return err
+	}
+	migrator, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: quietLogger()})
+	if err != nil {
+		return fmt.Errorf("postgres: river migrations: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("postgres: river migrations: %w", err)
+	}
+	return nil
+}
+
+// quietLogger keeps River's migrator to warnings: one line per applied
+// migration on every fresh test database is noise.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// InTx runs fn in a transaction. fn's error (or panic) rolls back and is
+// returned as is.
+func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	pgTx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			// Roll back even when ctx is cancelled, so the connection
+			// returns to the pool clean.
+			_ = pgTx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(&Tx{queries: queries{db: pgTx, box: s.box}, tx: pgTx}); err != nil {
+		return err
+	}
+	done = true
+	if err := pgTx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Dialect returns "postgres".
+func (s *Store) Dialect() string { return "postgres" }
+
+// Native returns the *pgxpool.Pool, for River's riverpgxv5 driver.
+func (s *Store) Native() any { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Tx is an open transaction; every query runs on it.
+type Tx struct {
+	queries
+	tx pgx.Tx
+}
+
+// Native returns the pgx.Tx, for River's InsertTx.
+func (t *Tx) Native() any { return t.tx }

@@ -1,0 +1,196 @@
+// Package sqlite is the embedded store: one database file (WAL mode) in the
+// controller's data directory, through modernc.org/sqlite (pure Go, no cgo).
+//
+// Connections: SQLite allows one writer at a time, and River shares the
+// database. Every write (the Store's own, every transaction, and River's)
+// goes through one *sql.DB limited to a single connection, so writers queue
+// in database/sql (honoring contexts) instead of failing with SQLITE_BUSY.
+// Reads outside transactions use a second, query-only pool of several
+// connections: in WAL mode readers never block the writer nor each other
+// and see every committed write.
+//
+// The consequence callers must respect (see store.Store.InTx): while a
+// transaction is open it holds the only writer connection, so a Store write
+// or a River call outside the transaction waits until it ends.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// Store is the SQLite store. Create it with Open.
+type Store struct {
+	queries
+	writer *sql.DB
+	reader *sql.DB
+	path   string
+}
+
+var (
+	_ store.Store = (*Store)(nil)
+	_ store.Tx    = (*Tx)(nil)
+)
+
+// Writer pragmas: WAL so readers run alongside the writer; busy_timeout
+// because another process (a CLI `migrate`, a backup) may hold the lock
+// briefly; foreign keys so a node's events go with it. _txlock=immediate
+// takes the write lock at BEGIN: a deferred transaction that reads then
+// writes can fail with SQLITE_BUSY when another process wrote in between,
+// and the busy handler cannot help it.
+const writerParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+
+// Reader pragmas: query_only makes an accidental write through the read
+// pool an error rather than a second writer racing the first.
+const readerParams = "_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=query_only(1)"
+
+// Open opens (creating when missing) the database file at path, applies
+// pending migrations (ours and River's), and returns the store. box seals
+// BMC passwords and is required.
+func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
+	if box == nil {
+		return nil, errors.New("sqlite: open: a secret.Box is required to seal BMC passwords")
+	}
+	// The file name reaches the driver as a DSN; "?" would start the
+	// parameters, and in-memory databases cannot be shared by the two
+	// pools, so accept plain file paths only.
+	if path == "" || strings.ContainsAny(path, "?#") || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlite: open: %q is not a plain file path", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: open: create directory: %w", err)
+	}
+
+	writer, err := sql.Open("sqlite", path+"?"+writerParams)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+
+	s := &Store{writer: writer, path: path}
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		writer.Close()
+		return nil, err
+	}
+
+	// Opened after migrating, so the file is already in WAL mode and has
+	// its tables when the first read arrives.
+	reader, err := sql.Open("sqlite", path+"?"+readerParams)
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	n := max(4, runtime.NumCPU())
+	reader.SetMaxOpenConns(n)
+	reader.SetMaxIdleConns(n)
+	reader.SetConnMaxLifetime(0)
+	reader.SetConnMaxIdleTime(0)
+	if err := reader.PingContext(ctx); err != nil {
+		reader.Close()
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s.reader = reader
+	s.queries = queries{r: reader, w: writer, box: box}
+	return s, nil
+}
+
+// Migrate applies pending migrations: the store's schema, then River's.
+// Both are recorded in the database, so running it again is a no-op.
+func (s *Store) Migrate(ctx context.Context) error {
+	if err := migrate(ctx, s.writer); err != nil {
+		return err
+	}
+	migrator, err := rivermigrate.New(riversqlite.New(s.writer), &rivermigrate.Config{Logger: quietLogger()})
+	if err != nil {
+		return fmt.Errorf("sqlite: river migrations: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("sqlite: river migrations: %w", err)
+	}
+	return nil
+}
+
+// quietLogger keeps River's migrator to warnings: one line per applied
+// migration on every fresh test database is noise.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// InTx runs fn in a transaction on the writer connection. fn's error (or
+// panic) rolls back and is returned as is.
+func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) (err error) {
+	sqlTx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err := fn(&Tx{queries: queries{r: sqlTx, w: sqlTx, box: s.box}, tx: sqlTx}); err != nil {
+		return err
+	}
+	done = true
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+// Ping runs a query on the read pool. It does not touch the writer, so a
+// long transaction does not make the controller look unready.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.reader.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	return nil
+}
+
+// Dialect returns "sqlite".
+func (s *Store) Dialect() string { return "sqlite" }
+
+// Native returns the writer *sql.DB (one connection), for River's
+// riversqlite driver.
+func (s *Store) Native() any { return s.writer }
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.reader.Close(), s.writer.Close())
+}
+
+// Tx is an open transaction; every query runs on it.
+type Tx struct {
+	queries
+	tx *sql.Tx
+}
+
+// Native returns the *sql.Tx, for River's InsertTx.
+func (t *Tx) Native() any { return t.tx }

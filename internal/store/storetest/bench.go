@@ -1,0 +1,93 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// BenchNodes is the fleet size of the benchmarks.
+const BenchNodes = 1000
+
+// seedNodes inserts n nodes in one transaction and returns their ids.
+func seedNodes(b *testing.B, s store.Store, n int) []string {
+	b.Helper()
+	ctx := context.Background()
+	ids := make([]string, 0, n)
+	err := s.InTx(ctx, func(tx store.Tx) error {
+		for i := range n {
+			node := newNode(fmt.Sprintf("bench-%04d", i))
+			node.ProvisionState = baremetal.StateAvailable
+			if err := tx.InsertNode(ctx, node); err != nil {
+				return err
+			}
+			ids = append(ids, node.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ids
+}
+
+func reportRate(b *testing.B) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchGetNode measures GetNode by id, in parallel, on a store of
+// BenchNodes nodes. The BMC password is decrypted on every read.
+func BenchGetNode(b *testing.B, s store.Store) {
+	ids := seedNodes(b, s, BenchNodes)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := s.GetNode(ctx, ids[(i*7919)%len(ids)]); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+	reportRate(b)
+}
+
+// BenchListNodesPage measures ListNodes pages of 100, in parallel, cycling
+// through the pages of BenchNodes nodes with the default filter (which
+// hides deleting nodes).
+func BenchListNodesPage(b *testing.B, s store.Store) {
+	seedNodes(b, s, BenchNodes)
+	ctx := context.Background()
+	// Collect the cursors first so that every page costs the same.
+	cursors := []string{""}
+	for {
+		_, next, err := s.ListNodes(ctx, store.NodeFilter{Page: store.Page{After: cursors[len(cursors)-1], Limit: 100}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if next == "" {
+			break
+		}
+		cursors = append(cursors, next)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			page, _, err := s.ListNodes(ctx, store.NodeFilter{Page: store.Page{After: cursors[i%len(cursors)], Limit: 100}})
+			if err != nil || len(page) != 100 {
+				b.Errorf("page of %d nodes: %v", len(page), err)
+				return
+			}
+			i++
+		}
+	})
+	reportRate(b)
+}

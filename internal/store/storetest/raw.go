@@ -1,0 +1,100 @@
+package storetest
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"io/fs"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// The suite looks under the store, at the database itself, through the
+// handle Native returns: to check what is really stored.
+
+func rawStrings(t *testing.T, s store.Store, query string) []string {
+	t.Helper()
+	var out []string
+	switch db := s.Native().(type) {
+	case *sql.DB:
+		rows, err := db.QueryContext(ctxOf(t), query)
+		must(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var v string
+			must(t, rows.Scan(&v))
+			out = append(out, v)
+		}
+		must(t, rows.Err())
+	case *pgxpool.Pool:
+		rows, err := db.Query(ctxOf(t), query)
+		must(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var v string
+			must(t, rows.Scan(&v))
+			out = append(out, v)
+		}
+		must(t, rows.Err())
+	default:
+		t.Fatalf("unknown native handle %T", db)
+	}
+	return out
+}
+
+func rawCount(t *testing.T, s store.Store, query string) int {
+	t.Helper()
+	var n int
+	switch db := s.Native().(type) {
+	case *sql.DB:
+		must(t, db.QueryRowContext(ctxOf(t), query).Scan(&n))
+	case *pgxpool.Pool:
+		must(t, db.QueryRow(ctxOf(t), query).Scan(&n))
+	default:
+		t.Fatalf("unknown native handle %T", db)
+	}
+	return n
+}
+
+// assertNotOnDisk checks that plain appears nowhere in the database: in
+// any column of the nodes table, and for SQLite in the bytes of the
+// database file and its write-ahead log, before and after a checkpoint.
+func assertNotOnDisk(t *testing.T, s store.Store, plain string) {
+	t.Helper()
+	switch db := s.Native().(type) {
+	case *sql.DB:
+		var path string
+		must(t, db.QueryRowContext(ctxOf(t), `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path))
+		grep := func(when string) {
+			for _, p := range []string{path, path + "-wal"} {
+				b, err := os.ReadFile(p)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				must(t, err)
+				if len(b) == 0 && p == path {
+					t.Fatalf("%s is empty; the check would prove nothing", p)
+				}
+				if bytes.Contains(b, []byte(plain)) {
+					t.Errorf("%s: the plaintext password is in %s", when, p)
+				}
+			}
+		}
+		grep("before checkpoint")
+		_, err := db.ExecContext(ctxOf(t), `PRAGMA wal_checkpoint(TRUNCATE)`)
+		must(t, err)
+		grep("after checkpoint")
+	case *pgxpool.Pool:
+		var n int
+		must(t, db.QueryRow(ctxOf(t), `SELECT count(*) FROM nodes WHERE row_to_json(nodes)::text LIKE '%' || $1 || '%'`, plain).Scan(&n))
+		if n != 0 {
+			t.Errorf("the plaintext password is stored in %d node rows", n)
+		}
+	default:
+		t.Fatalf("unknown native handle %T", db)
+	}
+}
