@@ -1,0 +1,106 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// cleanupWorker returns a node whose instance was deleted to the pool:
+// power off (observed), clear the boot override, eject media, available.
+//
+// It never gives up (DESIGN.md: destroy always succeeds). The instance is
+// already gone from the user's view; the node stays cleaning, out of
+// scheduling, and the job retries with backoff capped at MaxBackoff for as
+// long as the BMC is down, keeping the node's fault and last_error current.
+// In maintenance it waits (snoozes) and resumes when maintenance ends.
+type cleanupWorker struct {
+	river.WorkerDefaults[CleanupArgs]
+	r *Runner
+}
+
+func (w *cleanupWorker) NextRetry(job *river.Job[CleanupArgs]) time.Time {
+	return w.r.nextRetry(job.JobRow)
+}
+
+func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
+	return w.r.finish(job.Kind, w.r.cleanup(ctx, job))
+}
+
+func (r *Runner) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error {
+	n, err := r.begin(ctx, job.JobRow, job.Args.NodeID, true)
+	if n == nil {
+		return err
+	}
+	if n.ProvisionState != baremetal.StateCleaning {
+		return nil
+	}
+	stop := func(ctx context.Context) bool {
+		cur, err := r.store.GetNode(ctx, n.ID)
+		if err != nil {
+			return baremetal.IsCode(err, baremetal.CodeNotFound)
+		}
+		return cur.ProvisionState != baremetal.StateCleaning
+	}
+	if err := r.powerOff(ctx, n, stop); err != nil {
+		return r.cleanupError(ctx, job, n, err)
+	}
+	if err := r.clearBoot(ctx, n); err != nil {
+		return r.cleanupError(ctx, job, n, err)
+	}
+	_, err = r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
+		if n.ProvisionState != baremetal.StateCleaning {
+			return errSkip
+		}
+		now := time.Now()
+		r.observePower(n, bmc.PowerOff, nil, now)
+		touchSeen(n, now)
+		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultCleanFailed, baremetal.FaultDeployTimeout)
+		n.InstanceID = ""
+		if err := n.Transition(baremetal.StateAvailable); err != nil {
+			return err
+		}
+		c.reason = "cleaned: powered off, boot override cleared"
+		if id := job.Args.InstanceID; id != "" {
+			c.reason = fmt.Sprintf("cleaned after instance %s was deleted: powered off, boot override cleared", id)
+		}
+		return nil
+	})
+	return ignoreGone(err)
+}
+
+// cleanupError records why this attempt failed and retries, forever.
+func (r *Runner) cleanupError(ctx context.Context, job *river.Job[CleanupArgs], n *baremetal.Node, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	var pt *powerTimeoutError
+	switch {
+	case errors.As(err, &pt):
+		r.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "cleanup: "+err.Error())
+	case isBMCErr(err):
+		r.recordBMCFailure(ctx, n.ID, "cleanup", err)
+	}
+	return r.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %w", n.Name, err))
+}
+
+// recordActionFault writes an action fault (e.g. power_mismatch) to a node.
+func (r *Runner) recordActionFault(ctx context.Context, nodeID string, f baremetal.Fault, msg string) {
+	_, err := r.updateNode(ctx, nodeID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
+		setActionFault(n, f, msg, time.Now())
+		return nil
+	})
+	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		r.log.WarnContext(ctx, "record fault", "node", nodeID, "fault", f, "err", err)
+	}
+}

@@ -1,0 +1,137 @@
+package jobs
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// DefaultPowerSyncInterval is the power-sync period a controller should use
+// unless told otherwise.
+const DefaultPowerSyncInterval = 60 * time.Second
+
+// Config configures a Runner. Zero durations and counts take the defaults
+// documented on each field, so a Config with only Store and BMC works
+// (PowerSyncInterval excepted).
+type Config struct {
+	Store  store.Store
+	BMC    bmc.Opener
+	Logger *slog.Logger
+
+	// Workers is how many jobs of the default queue (verify, deploy,
+	// cleanup, power, retire, sync_node) run at once in this process.
+	// Default 20.
+	Workers int
+
+	// BMCTimeout bounds every single BMC call, including opening a session.
+	// Default 10s.
+	BMCTimeout time.Duration
+	// PowerChangeTimeout is how long a power change may take to be observed
+	// before the node gets the power_mismatch fault. Default 60s.
+	PowerChangeTimeout time.Duration
+	// PowerPollInterval is the pause between power reads while waiting for
+	// a change. Default 2s.
+	PowerPollInterval time.Duration
+
+	// PowerSyncInterval is the period of the power-sync pass; 0 disables
+	// the periodic pass (SyncPass and Sync still work). Unlike the other
+	// fields, zero does not mean the default: use DefaultPowerSyncInterval.
+	PowerSyncInterval time.Duration
+	// PowerSyncWorkers bounds the BMC calls of power sync in flight in this
+	// process (not counting calls already past the straggler threshold,
+	// see powersync.go). Default 64.
+	PowerSyncWorkers int
+	// PowerSyncBatchSize is how many nodes one power_sync_batch job reads.
+	// Default 200.
+	PowerSyncBatchSize int
+
+	// FaultThreshold is how many consecutive failed BMC calls set a fault.
+	// Default 3.
+	FaultThreshold int
+	// RetryBase is the first backoff step after a failed BMC call; each
+	// further failure doubles it. Default 2s.
+	RetryBase time.Duration
+	// MaxBackoff caps job retry delays and NextCheckAt. Default 5m.
+	MaxBackoff time.Duration
+
+	// MaintenancePoll is how long a job waits (snoozed, not failed) before
+	// looking again whether its node left maintenance. Default 30s.
+	MaintenancePoll time.Duration
+	// BusyPoll is how long a job waits when another mutating job of the
+	// same node is running. Default 2s.
+	BusyPoll time.Duration
+
+	// FetchCooldown and FetchPollInterval tune River's job fetching (see
+	// NOTES.md: the cooldown caps throughput, the poll interval bounds the
+	// latency of short retries and snoozes). Defaults 20ms and 500ms.
+	FetchCooldown     time.Duration
+	FetchPollInterval time.Duration
+
+	// Metrics, when set, receives the runner's Prometheus collectors.
+	Metrics prometheus.Registerer
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defInt := func(i *int, v int) {
+		if *i <= 0 {
+			*i = v
+		}
+	}
+	defInt(&c.Workers, 20)
+	defInt(&c.PowerSyncWorkers, 64)
+	defInt(&c.PowerSyncBatchSize, 200)
+	defInt(&c.FaultThreshold, 3)
+	def(&c.BMCTimeout, 10*time.Second)
+	def(&c.PowerChangeTimeout, 60*time.Second)
+	def(&c.PowerPollInterval, 2*time.Second)
+	def(&c.RetryBase, 2*time.Second)
+	def(&c.MaxBackoff, 5*time.Minute)
+	def(&c.MaintenancePoll, 30*time.Second)
+	def(&c.BusyPoll, 2*time.Second)
+	def(&c.FetchCooldown, 20*time.Millisecond)
+	def(&c.FetchPollInterval, 500*time.Millisecond)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("Store is required"))
+	}
+	if c.BMC == nil {
+		errs = append(errs, errors.New("BMC opener is required"))
+	}
+	if c.MaxBackoff < c.RetryBase {
+		errs = append(errs, errors.New("MaxBackoff must not be below RetryBase"))
+	}
+	for name, d := range map[string]time.Duration{
+		"BMCTimeout": c.BMCTimeout, "PowerChangeTimeout": c.PowerChangeTimeout,
+		"PowerPollInterval": c.PowerPollInterval, "RetryBase": c.RetryBase,
+		"MaintenancePoll": c.MaintenancePoll, "BusyPoll": c.BusyPoll,
+		"PowerSyncInterval": c.PowerSyncInterval, "FetchCooldown": c.FetchCooldown, "FetchPollInterval": c.FetchPollInterval,
+	} {
+		if d < 0 {
+			errs = append(errs, errors.New(name+" must not be negative"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// jobTimeout bounds the longest job: a deploy makes about six BMC calls
+// plus the power-change wait. River cancels the job's context after it.
+func (c Config) jobTimeout() time.Duration {
+	return c.PowerChangeTimeout + 8*c.BMCTimeout + 30*time.Second
+}

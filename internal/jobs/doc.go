@@ -1,0 +1,46 @@
+// Package jobs is the controller's durable work on River: one args+worker
+// pair per kind (verify, deploy, cleanup, power, retire, sync_node), plus
+// the periodic power sync. Jobs are enqueued with InsertTx in the same
+// transaction as the state change that needs them, so neither can exist
+// without the other; River's tables live in the store's database, SQLite or
+// PostgreSQL, behind one generic adapter (queue.go).
+//
+// # Rules every job follows
+//
+//   - Maintenance is the operator's. No code path here sets it; the single
+//     write path (nodeupdate.go) refuses to. A node in maintenance is still
+//     observed (power sync, sync_node) but not acted on: mutating jobs
+//     snooze (wait without using an attempt) and resume when it ends.
+//   - BMC trouble is a fault (faults.go): counted, backed off, raised after
+//     FaultThreshold failures, cleared by the first success with a
+//     "BMC reachable again after …" event.
+//   - One mutating job per node at a time (exclusive.go).
+//   - Every node write re-reads the node in a short transaction, retries on
+//     a version conflict, and records one event per changed field
+//     (provision_state, fault, power_state), actor "controller".
+//   - Transactions hold no BMC call: BMC calls happen first, the write
+//     after, so SQLite's single writer is never held for a BMC's timeout.
+//
+// # Power sync, across replicas
+//
+// Every PowerSyncInterval River's elected leader (one per database, so one
+// among all replicas) enqueues a power_sync job, unique per period so a
+// leadership change cannot double a pass. The replica that takes it lists
+// the nodes that are due (not deleting, NextCheckAt not in the future) and
+// enqueues them as power_sync_batch jobs of PowerSyncBatchSize node ids in
+// the power_sync queue. Any replica takes batches; River hands each job to
+// exactly one, so each node is read by exactly one replica per pass, and
+// the load spreads by itself over however many replicas run. If a pass is
+// still running when the next is due, the next one is skipped rather than
+// piled up. A replica that dies mid-batch leaves the batch to River's
+// rescuer; the next pass covers it in any case (reads are idempotent).
+//
+// Within a process, reads are bounded by PowerSyncWorkers slots with a
+// BMCTimeout each; a read still unanswered after a short straggler
+// threshold yields its slot, so dead BMCs cost the pass about one
+// BMCTimeout in total, and afterwards they back off and are skipped.
+// Observed power states are written only when they change.
+//
+// SyncPass runs the same pass in-process (tests, benchmarks); Sync and the
+// sync_node job read one node at once, ignoring its backoff.
+package jobs

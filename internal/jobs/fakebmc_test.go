@@ -1,0 +1,158 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+)
+
+// fakeBMCs is an in-memory bmc.Opener with the sim's fault vocabulary and
+// no virtual media or inventory: it covers the PXE path that the sim (which
+// always has virtual media) cannot.
+type fakeBMCs struct {
+	mu      sync.Mutex
+	systems map[string]*fakeSystem
+}
+
+type fakeSystem struct {
+	power  bool
+	fault  sim.Fault
+	flap   bool
+	ignore bool
+	boot   bmc.BootDevice
+	calls  int
+}
+
+func newFakeBMCs(ids ...string) *fakeBMCs {
+	f := &fakeBMCs{systems: map[string]*fakeSystem{}}
+	for _, id := range ids {
+		f.systems[id] = &fakeSystem{}
+	}
+	return f
+}
+
+func (f *fakeBMCs) Open(_ context.Context, ep bmc.Endpoint) (bmc.Client, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.systems[ep.SystemID]; !ok {
+		return nil, bmc.Errorf(bmc.KindUnreachable, "open", "no system %q", ep.SystemID)
+	}
+	return &fakeClient{f: f, id: ep.SystemID}, nil
+}
+
+func (f *fakeBMCs) system(id string) *fakeSystem {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.systems[id]
+}
+
+type fakeClient struct {
+	f  *fakeBMCs
+	id string
+}
+
+// enter applies the system's fault to one call.
+func (c *fakeClient) enter(ctx context.Context, op string) (*fakeSystem, error) {
+	c.f.mu.Lock()
+	s := c.f.systems[c.id]
+	s.calls++
+	fault := s.fault
+	if fault == sim.FaultFlap {
+		s.flap = !s.flap
+		if s.flap {
+			fault = sim.FaultDown
+		} else {
+			fault = sim.FaultNone
+		}
+	}
+	c.f.mu.Unlock()
+	switch fault {
+	case sim.FaultDown:
+		return nil, bmc.Errorf(bmc.KindUnreachable, op, "connection reset")
+	case sim.FaultHang, sim.FaultSlow:
+		<-ctx.Done()
+		return nil, bmc.Wrap(bmc.KindUnreachable, op, ctx.Err())
+	case sim.FaultError:
+		return nil, bmc.Errorf(bmc.KindBMCError, op, "500 internal error")
+	case sim.FaultAuth:
+		return nil, bmc.Errorf(bmc.KindAuth, op, "401 unauthorized")
+	}
+	return s, nil
+}
+
+func (c *fakeClient) PowerState(ctx context.Context) (bmc.PowerState, error) {
+	s, err := c.enter(ctx, "power state")
+	if err != nil {
+		return "", err
+	}
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if s.power {
+		return bmc.PowerOn, nil
+	}
+	return bmc.PowerOff, nil
+}
+
+func (c *fakeClient) SetPower(ctx context.Context, a bmc.PowerAction) error {
+	s, err := c.enter(ctx, "set power")
+	if err != nil {
+		return err
+	}
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if !s.ignore {
+		s.power = a.Target() == bmc.PowerOn
+	}
+	return nil
+}
+
+func (c *fakeClient) SetBootDevice(ctx context.Context, dev bmc.BootDevice, _ bool) error {
+	s, err := c.enter(ctx, "boot device")
+	if err != nil {
+		return err
+	}
+	if dev == bmc.BootCD {
+		return errors.New("fake has no virtual media")
+	}
+	c.f.mu.Lock()
+	s.boot = dev
+	c.f.mu.Unlock()
+	return nil
+}
+
+var _ bmc.Client = (*fakeClient)(nil)
+
+// bmcCtl of the fake, with the sim's signatures.
+
+func (f *fakeBMCs) SetFault(system string, fault sim.Fault) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.systems[system].fault = fault
+	return nil
+}
+
+func (f *fakeBMCs) SetIgnorePower(system string, ignore bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.systems[system].ignore = ignore
+	return nil
+}
+
+func (f *fakeBMCs) Power(system string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.systems[system].power {
+		return "On", nil
+	}
+	return "Off", nil
+}
+
+func (f *fakeBMCs) SetPower(system string, on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.systems[system].power = on
+	return nil
+}

@@ -1,0 +1,206 @@
+package jobs
+
+// Faults live here and only here. The rules (DESIGN.md, "the problem we
+// exist to solve"):
+//
+//   - A failed BMC call counts (BMCFailures), records a classified
+//     LastError and pushes NextCheckAt back exponentially, capped at
+//     MaxBackoff, so the power sync stops spending time on dead BMCs.
+//   - After FaultThreshold consecutive failures the node gets a fault
+//     (bmc_auth_failed, bmc_error or bmc_unreachable) and FaultSince; only
+//     then does its power state become "unknown". A single lost packet does
+//     not make a healthy node unschedulable.
+//   - The first success clears all of it and says so in an event.
+//   - Maintenance is never touched: it is the operator's, not ours.
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+)
+
+// maxLastError bounds LastError: a BMC can answer with an HTML page.
+const maxLastError = 512
+
+// backoff is the delay after the n-th consecutive failure (n ≥ 1):
+// RetryBase·2^(n-1) capped at MaxBackoff, minus up to 20% jitter so nodes
+// behind one failed switch do not all come back in the same instant.
+func (r *Runner) backoff(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := r.cfg.MaxBackoff
+	if n <= 30 {
+		if step := r.cfg.RetryBase << (n - 1); step > 0 && step < d {
+			d = step
+		}
+	}
+	return d - time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// isBMCFault reports whether f is about reaching the BMC at all: the kind
+// of fault a successful BMC call disproves. power_mismatch, deploy_timeout
+// and clean_failed are about the outcome of an action and clear when that
+// action succeeds.
+func isBMCFault(f baremetal.Fault) bool {
+	switch f {
+	case baremetal.FaultBMCUnreachable, baremetal.FaultBMCAuthFailed, baremetal.FaultBMCError:
+		return true
+	}
+	return false
+}
+
+// faultFor maps a BMC error kind to the node fault it becomes.
+func faultFor(kind bmc.Kind) baremetal.Fault {
+	switch kind {
+	case bmc.KindAuth:
+		return baremetal.FaultBMCAuthFailed
+	case bmc.KindBMCError:
+		return baremetal.FaultBMCError
+	default:
+		return baremetal.FaultBMCUnreachable
+	}
+}
+
+// describeBMCError renders err for LastError: the operation, its class and
+// the cause, never a credential (bmc errors promise not to carry one; the
+// password is scrubbed anyway in case a driver quotes a URL with userinfo).
+func describeBMCError(n *baremetal.Node, op string, err error) string {
+	msg := err.Error()
+	var be *bmc.Error
+	if !errors.As(err, &be) {
+		msg = fmt.Sprintf("bmc %s: %s: %v", op, bmc.KindOf(err), err)
+	}
+	return clip(scrub(n, msg))
+}
+
+func scrub(n *baremetal.Node, s string) string {
+	if pw := n.BMC.Password; len(pw) >= 3 {
+		s = strings.ReplaceAll(s, pw, "***")
+	}
+	return s
+}
+
+func clip(s string) string {
+	if len(s) > maxLastError {
+		return s[:maxLastError-3] + "..."
+	}
+	return s
+}
+
+// noteFailure records a failed BMC call on n (in memory; the caller writes).
+func (r *Runner) noteFailure(n *baremetal.Node, op string, err error, now time.Time) {
+	n.BMCFailures++
+	n.LastError = describeBMCError(n, op, err)
+	next := now.Add(r.backoff(n.BMCFailures))
+	n.NextCheckAt = &next
+	if n.BMCFailures < r.cfg.FaultThreshold {
+		return
+	}
+	// An action fault (power_mismatch, ...) gives way to a BMC fault: not
+	// reaching the BMC at all is the more urgent thing to tell.
+	f := faultFor(bmc.KindOf(err))
+	if n.Fault != f {
+		n.Fault = f
+	}
+	if n.FaultSince == nil {
+		n.FaultSince = &now
+	}
+	// While the BMC does not answer we do not know the power state; saying
+	// the last one would mislead an operator about a node that may be off.
+	n.PowerState = baremetal.PowerUnknown
+}
+
+// noteSuccess records that the BMC answered. It clears every trace of BMC
+// trouble and, when a BMC fault is cleared, returns the "reachable again"
+// message for the fault event.
+func (r *Runner) noteSuccess(n *baremetal.Node, now time.Time) {
+	if isBMCFault(n.Fault) {
+		n.Fault = baremetal.FaultNone
+		n.FaultSince = nil
+		n.LastError = ""
+	} else if n.Fault == baremetal.FaultNone && n.BMCFailures > 0 {
+		// Failures below the threshold left a LastError behind; it no
+		// longer describes the node.
+		n.LastError = ""
+	}
+	n.BMCFailures = 0
+	n.NextCheckAt = nil
+	// LastSeenAt is refreshed only when it is unset or something else is
+	// written anyway (see touchSeen): rewriting every healthy node on every
+	// pass would bump versions (breaking clients' If-Match) for nothing.
+	if n.LastSeenAt == nil {
+		n.LastSeenAt = &now
+	}
+}
+
+// touchSeen refreshes LastSeenAt on a node that is being written anyway.
+func touchSeen(n *baremetal.Node, now time.Time) { n.LastSeenAt = &now }
+
+// clearActionFault clears a fault about an action's outcome once the same
+// kind of action worked (e.g. a later power change was observed).
+func clearActionFault(n *baremetal.Node, f ...baremetal.Fault) {
+	for _, x := range f {
+		if n.Fault == x {
+			n.Fault = baremetal.FaultNone
+			n.FaultSince = nil
+			n.LastError = ""
+		}
+	}
+}
+
+// setActionFault records a fault about an action's outcome. A BMC fault
+// already present stays: it explains the outcome better.
+func setActionFault(n *baremetal.Node, f baremetal.Fault, msg string, now time.Time) {
+	n.LastError = clip(scrub(n, msg))
+	if isBMCFault(n.Fault) {
+		return
+	}
+	n.Fault = f
+	if n.FaultSince == nil {
+		n.FaultSince = &now
+	}
+}
+
+// observePower applies one power read to n: the BMC answered with ps (err
+// nil) or failed. It is the single rule shared by the sync pass, sync_node
+// and the jobs.
+func (r *Runner) observePower(n *baremetal.Node, ps bmc.PowerState, err error, now time.Time) {
+	if err != nil {
+		r.noteFailure(n, "power state", err, now)
+		return
+	}
+	r.noteSuccess(n, now)
+	if p := toDomainPower(ps); p != n.PowerState {
+		n.PowerState = p
+		touchSeen(n, now)
+	}
+}
+
+func toDomainPower(ps bmc.PowerState) baremetal.PowerState {
+	switch ps {
+	case bmc.PowerOn:
+		return baremetal.PowerOn
+	case bmc.PowerOff:
+		return baremetal.PowerOff
+	default:
+		return baremetal.PowerUnknown
+	}
+}
+
+// humanDuration renders a fault's duration for events: "4m12s", "850ms".
+func humanDuration(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Millisecond).String()
+	}
+}

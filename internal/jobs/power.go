@@ -1,0 +1,120 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// powerWorker carries out an admin power action and waits until its result
+// is observed; the outcome is an event either way.
+type powerWorker struct {
+	river.WorkerDefaults[PowerArgs]
+	r *Runner
+}
+
+func (w *powerWorker) NextRetry(job *river.Job[PowerArgs]) time.Time {
+	return w.r.nextRetry(job.JobRow)
+}
+
+func (w *powerWorker) Work(ctx context.Context, job *river.Job[PowerArgs]) error {
+	return w.r.finish(job.Kind, w.r.power(ctx, job))
+}
+
+func parseAction(s string) (bmc.PowerAction, bool) {
+	switch a := bmc.PowerAction(s); a {
+	case bmc.ActionOn, bmc.ActionOff, bmc.ActionSoftOff, bmc.ActionReset:
+		return a, true
+	}
+	return "", false
+}
+
+func (r *Runner) power(ctx context.Context, job *river.Job[PowerArgs]) error {
+	a := job.Args
+	action, ok := parseAction(a.Action)
+	if !ok {
+		return river.JobCancel(fmt.Errorf("power action %q: want on, off, soft_off or reset", a.Action))
+	}
+	n, err := r.begin(ctx, job.JobRow, a.NodeID, true)
+	if n == nil {
+		return err
+	}
+	if n.ProvisionState == baremetal.StateDeleting {
+		return nil // retire powers it off and removes it
+	}
+	who := a.Actor
+	if who == "" {
+		who = "an admin"
+	}
+	target := action.Target()
+
+	ps, err := r.readPower(ctx, n)
+	if err != nil {
+		return r.powerError(ctx, job, n, who, err)
+	}
+	var took time.Duration
+	already := ps == target && action != bmc.ActionReset
+	if !already {
+		if action == bmc.ActionReset && ps == bmc.PowerOff {
+			// Many BMCs reject a restart of a system that is off; on is
+			// what the admin wants to end in.
+			action = bmc.ActionOn
+		}
+		if err := r.setPower(ctx, n, action); err != nil {
+			return r.powerError(ctx, job, n, who, err)
+		}
+		if took, err = r.waitPower(ctx, n, target, nil); err != nil {
+			return r.powerError(ctx, job, n, who, err)
+		}
+	}
+	msg := fmt.Sprintf("power %s requested by %s: observed %s after %s", a.Action, who, target, humanDuration(took))
+	if already {
+		msg = fmt.Sprintf("power %s requested by %s: already %s", a.Action, who, target)
+	}
+	_, err = r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
+		now := time.Now()
+		r.observePower(n, target, nil, now)
+		touchSeen(n, now)
+		clearActionFault(n, baremetal.FaultPowerMismatch)
+		c.events = append(c.events, &baremetal.Event{Type: "power", Message: msg, New: string(target)})
+		return nil
+	})
+	return ignoreGone(err)
+}
+
+// powerError records a failed power action. BMC errors are retried until
+// the attempts run out; a change that was never observed is final (and a
+// power_mismatch fault). Each final failure is an event.
+func (r *Runner) powerError(ctx context.Context, job *river.Job[PowerArgs], n *baremetal.Node, who string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	a := job.Args
+	var pt *powerTimeoutError
+	final := errors.As(err, &pt) || job.Attempt >= job.MaxAttempts || bmc.KindOf(err) == bmc.KindUnsupported
+	if isBMCErr(err) {
+		r.recordBMCFailure(ctx, n.ID, "power "+a.Action, err)
+	}
+	if !final {
+		return fmt.Errorf("power %s node %s: %w", a.Action, n.Name, err)
+	}
+	msg := clip(scrub(n, fmt.Sprintf("power %s requested by %s failed: %v", a.Action, who, err)))
+	_, uerr := r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
+		if pt != nil {
+			setActionFault(n, baremetal.FaultPowerMismatch, msg, time.Now())
+		}
+		c.events = append(c.events, &baremetal.Event{Type: "power", Message: msg})
+		return nil
+	})
+	if uerr != nil && !baremetal.IsCode(uerr, baremetal.CodeNotFound) {
+		r.log.WarnContext(ctx, "record power failure", "node", n.Name, "err", uerr)
+	}
+	return river.JobCancel(fmt.Errorf("power %s node %s: %w", a.Action, n.Name, err))
+}

@@ -1,0 +1,367 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// PassStats describes one power-sync pass (or batch).
+type PassStats struct {
+	// Nodes is how many nodes the pass looked at.
+	Nodes int
+	// Skipped nodes were backing off (NextCheckAt in the future).
+	Skipped int
+	// OK and Failed count the power reads that answered and that failed.
+	OK     int
+	Failed int
+	// Changed is how many nodes were written (power state, fault, ...).
+	Changed  int
+	Duration time.Duration
+}
+
+func (s *PassStats) add(o PassStats) {
+	s.Nodes += o.Nodes
+	s.Skipped += o.Skipped
+	s.OK += o.OK
+	s.Failed += o.Failed
+	s.Changed += o.Changed
+}
+
+// SyncPass runs one full power-sync pass in this process: every node not
+// being deleted, maintenance included (observing is allowed in
+// maintenance), except those backing off. It is what the periodic
+// power_sync job distributes across replicas, run locally: for tests,
+// benchmarks and a controller without River leadership.
+func (r *Runner) SyncPass(ctx context.Context) (PassStats, error) {
+	start := time.Now()
+	nodes, err := r.listNodes(ctx)
+	if err != nil {
+		return PassStats{}, err
+	}
+	due, skipped := dueNodes(nodes, start)
+	st, err := r.syncNodes(ctx, due)
+	st.Nodes = len(nodes)
+	st.Skipped = skipped
+	st.Duration = time.Since(start)
+	r.metrics.syncPass.Observe(st.Duration.Seconds())
+	return st, err
+}
+
+// listNodes pages through every node except those being deleted (retire
+// owns them).
+func (r *Runner) listNodes(ctx context.Context) ([]*baremetal.Node, error) {
+	var all []*baremetal.Node
+	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}}
+	for {
+		page, next, err := r.store.ListNodes(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("list nodes for power sync: %w", err)
+		}
+		all = append(all, page...)
+		if next == "" || len(page) == 0 {
+			return all, nil
+		}
+		f.After = next
+	}
+}
+
+// dueNodes drops nodes whose backoff has not expired: a dead BMC is asked
+// again only after NextCheckAt, so it costs the pass nothing meanwhile.
+func dueNodes(nodes []*baremetal.Node, now time.Time) (due []*baremetal.Node, skipped int) {
+	due = make([]*baremetal.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if n.NextCheckAt != nil && n.NextCheckAt.After(now) {
+			skipped++
+			continue
+		}
+		due = append(due, n)
+	}
+	return due, skipped
+}
+
+// observation is one power read of the sync.
+type observation struct {
+	node *baremetal.Node // as listed, before the read
+	ps   bmc.PowerState
+	err  error
+	at   time.Time
+}
+
+// writeBatch is how many observations share one write transaction: enough
+// to make a first pass over thousands of nodes cheap, few enough that the
+// single SQLite writer is never held for long (River needs it too).
+const writeBatch = 100
+
+// syncNodes reads the power of nodes with bounded concurrency and writes
+// the observations that change something. Reads run in the shared slots
+// (PowerSyncWorkers per process); one writer goroutine batches the writes,
+// which suits SQLite's single writer and keeps PostgreSQL round trips low.
+//
+// A read that has not answered after stragglerAfter gives its slot to the
+// next node and finishes (by BMCTimeout at the latest) as a straggler, up
+// to 16×PowerSyncWorkers of them. So a pass over a fleet where many BMCs
+// hang takes about the healthy time plus one BMCTimeout, instead of
+// (hung nodes / workers) × BMCTimeout.
+func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node) (PassStats, error) {
+	st := PassStats{Nodes: len(nodes)}
+	if len(nodes) == 0 {
+		return st, nil
+	}
+	obs := make(chan observation, writeBatch)
+	var wg sync.WaitGroup
+	go func() {
+		defer close(obs)
+		for _, n := range nodes {
+			select {
+			case r.syncSlots <- struct{}{}:
+			case <-ctx.Done():
+				wg.Wait()
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ps, err := r.readForSync(ctx, n)
+				obs <- observation{node: n, ps: ps, err: err, at: time.Now()}
+			}()
+		}
+		wg.Wait()
+	}()
+
+	var (
+		pending  []observation
+		cleared  []string
+		writeErr error
+	)
+	flush := func() {
+		if len(pending) == 0 || writeErr != nil {
+			pending = pending[:0]
+			return
+		}
+		changed, c, err := r.writeObservations(ctx, pending)
+		st.Changed += changed
+		cleared = append(cleared, c...)
+		if err != nil {
+			writeErr = err
+		}
+		pending = pending[:0]
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case o, ok := <-obs:
+			if !ok {
+				break loop
+			}
+			if o.err != nil && ctx.Err() != nil {
+				continue // our own cancellation, not the BMC's fault
+			}
+			if o.err != nil {
+				st.Failed++
+				r.metrics.syncNodes.WithLabelValues("failed").Inc()
+			} else {
+				st.OK++
+				r.metrics.syncNodes.WithLabelValues("ok").Inc()
+			}
+			// Most reads change nothing: decide on the listed copy and
+			// only open a transaction for the rest.
+			cp := *o.node
+			r.observePower(&cp, o.ps, o.err, o.at)
+			if !sameNode(o.node, &cp) {
+				pending = append(pending, o)
+			}
+			if len(pending) >= writeBatch {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		}
+	}
+	flush()
+	r.metrics.syncNodes.WithLabelValues("changed").Add(float64(st.Changed))
+	for _, id := range cleared {
+		r.nudge(ctx, id)
+	}
+	if writeErr == nil {
+		writeErr = ctx.Err()
+	}
+	return st, writeErr
+}
+
+// readForSync reads n's power while holding one of the caller's sync
+// slots, and releases it: at once for a prompt answer, after
+// stragglerAfter for a slow one, which then waits in the straggler pool.
+func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node) (bmc.PowerState, error) {
+	type result struct {
+		ps  bmc.PowerState
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ps, err := r.readPower(ctx, n)
+		done <- result{ps, err}
+	}()
+	t := time.NewTimer(r.stragglerAfter)
+	defer t.Stop()
+	select {
+	case res := <-done:
+		<-r.syncSlots
+		return res.ps, res.err
+	case <-t.C:
+	}
+	select {
+	case r.syncStragglers <- struct{}{}:
+		<-r.syncSlots
+		res := <-done
+		<-r.syncStragglers
+		return res.ps, res.err
+	case res := <-done:
+		// The straggler pool is full: keep the slot (back-pressure).
+		<-r.syncSlots
+		return res.ps, res.err
+	}
+}
+
+// writeObservations applies observations to the nodes, re-read fresh in
+// one transaction, so a concurrent change (a job, an admin) is never
+// overwritten: the observation is applied to whatever is stored now. It
+// returns how many nodes were written and which had a BMC fault cleared.
+func (r *Runner) writeObservations(ctx context.Context, obs []observation) (int, []string, error) {
+	for attempt := 0; ; attempt++ {
+		changed := 0
+		var cleared []string
+		err := r.store.InTx(ctx, func(tx store.Tx) error {
+			for _, o := range obs {
+				var wasFaulted bool
+				n, wrote, err := r.mutateInTx(ctx, tx, o.node.ID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
+					wasFaulted = isBMCFault(n.Fault) || n.BMCFailures > 0
+					r.observePower(n, o.ps, o.err, o.at)
+					return nil
+				})
+				if baremetal.IsCode(err, baremetal.CodeNotFound) {
+					continue // deleted meanwhile
+				}
+				if err != nil {
+					return err
+				}
+				if wrote {
+					changed++
+				}
+				if wasFaulted && n.BMCFailures == 0 {
+					cleared = append(cleared, n.ID)
+				}
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			return changed, cleared, nil
+		case baremetal.IsCode(err, baremetal.CodeConflict) && attempt < maxConflictRetries:
+			continue
+		default:
+			return 0, nil, fmt.Errorf("write power observations: %w", err)
+		}
+	}
+}
+
+// powerSyncWorker is the periodic pass. River's leader enqueues one per
+// PowerSyncInterval (unique per period); whichever replica takes it splits
+// the due nodes into power_sync_batch jobs, which all replicas work. Each
+// node is in exactly one batch and each batch runs on one replica, so each
+// node is read by exactly one replica per pass.
+type powerSyncWorker struct {
+	river.WorkerDefaults[PowerSyncArgs]
+	r *Runner
+}
+
+func (w *powerSyncWorker) Work(ctx context.Context, job *river.Job[PowerSyncArgs]) error {
+	return w.r.finish(job.Kind, w.r.fanOut(ctx))
+}
+
+// errPassRunning: the previous pass has batches left.
+var errPassRunning = errors.New("previous power sync pass still running")
+
+func (r *Runner) fanOut(ctx context.Context) error {
+	// A pass slower than the interval must not pile passes up: skip this
+	// one while any batch of the previous one is waiting or running.
+	res, err := r.q.JobList(ctx, river.NewJobListParams().
+		Kinds(PowerSyncBatchArgs{}.Kind()).
+		States(rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStateRetryable,
+			rivertype.JobStateScheduled, rivertype.JobStatePending).
+		First(1))
+	if err != nil {
+		return fmt.Errorf("power sync: look for unfinished batches: %w", err)
+	}
+	if len(res.Jobs) > 0 {
+		r.log.InfoContext(ctx, "skipping power sync pass", "reason", errPassRunning)
+		return nil
+	}
+	nodes, err := r.listNodes(ctx)
+	if err != nil {
+		return err
+	}
+	due, skipped := dueNodes(nodes, time.Now())
+	var params []river.InsertManyParams
+	for i := 0; i < len(due); i += r.cfg.PowerSyncBatchSize {
+		batch := due[i:min(i+r.cfg.PowerSyncBatchSize, len(due))]
+		ids := make([]string, len(batch))
+		for j, n := range batch {
+			ids[j] = n.ID
+		}
+		params = append(params, river.InsertManyParams{Args: PowerSyncBatchArgs{NodeIDs: ids}})
+	}
+	r.metrics.syncNodes.WithLabelValues("skipped").Add(float64(skipped))
+	if len(params) == 0 {
+		return nil
+	}
+	if _, err := r.q.InsertMany(ctx, params); err != nil {
+		return fmt.Errorf("power sync: enqueue %d batches: %w", len(params), err)
+	}
+	r.log.DebugContext(ctx, "power sync pass fanned out", "nodes", len(due), "skipped", skipped, "batches", len(params))
+	return nil
+}
+
+// powerSyncBatchWorker reads the power of one batch of nodes.
+type powerSyncBatchWorker struct {
+	river.WorkerDefaults[PowerSyncBatchArgs]
+	r *Runner
+}
+
+func (w *powerSyncBatchWorker) Work(ctx context.Context, job *river.Job[PowerSyncBatchArgs]) error {
+	return w.r.finish(job.Kind, w.r.syncBatch(ctx, job.Args.NodeIDs))
+}
+
+func (r *Runner) syncBatch(ctx context.Context, ids []string) error {
+	start := time.Now()
+	nodes := make([]*baremetal.Node, 0, len(ids))
+	for _, id := range ids {
+		n, err := r.store.GetNode(ctx, id)
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("power sync batch: load node %s: %w", id, err)
+		}
+		if n.ProvisionState != baremetal.StateDeleting {
+			nodes = append(nodes, n)
+		}
+	}
+	// The batch may have waited in the queue; a node may have failed
+	// (and backed off) since the pass was planned.
+	due, _ := dueNodes(nodes, time.Now())
+	_, err := r.syncNodes(ctx, due)
+	r.metrics.syncPass.Observe(time.Since(start).Seconds())
+	return err
+}

@@ -1,0 +1,258 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// Runner runs the controller's durable jobs and the power sync on River,
+// over the store's own database.
+type Runner struct {
+	cfg     Config
+	store   store.Store
+	log     *slog.Logger
+	q       queue
+	metrics *metrics
+
+	// syncSlots bounds the power-sync BMC calls in flight in this process
+	// (PowerSyncWorkers); syncStragglers holds calls that outlived
+	// stragglerAfter, so a dead BMC does not keep a slot (powersync.go).
+	syncSlots      chan struct{}
+	syncStragglers chan struct{}
+	stragglerAfter time.Duration
+}
+
+var _ Inserter = (*Runner)(nil)
+
+// powerSyncQueueWorkers is how many power_sync_batch jobs one process works
+// at once. The BMC concurrency is bounded by syncSlots, not by this; two
+// batches in flight are enough to keep the slots busy while one batch
+// waits for its stragglers, and few enough to leave work for the other
+// replicas.
+const powerSyncQueueWorkers = 3
+
+// New builds a Runner; Start makes it work jobs.
+func New(cfg Config) (*Runner, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("jobs config: %w", err)
+	}
+	m, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{
+		cfg:            cfg,
+		store:          cfg.Store,
+		log:            cfg.Logger,
+		metrics:        m,
+		syncSlots:      make(chan struct{}, cfg.PowerSyncWorkers),
+		syncStragglers: make(chan struct{}, 16*cfg.PowerSyncWorkers),
+		stragglerAfter: min(max(cfg.BMCTimeout/10, 100*time.Millisecond), time.Second),
+	}
+
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &verifyWorker{r: r})
+	river.AddWorker(workers, &deployWorker{r: r})
+	river.AddWorker(workers, &cleanupWorker{r: r})
+	river.AddWorker(workers, &powerWorker{r: r})
+	river.AddWorker(workers, &retireWorker{r: r})
+	river.AddWorker(workers, &syncNodeWorker{r: r})
+	river.AddWorker(workers, &powerSyncWorker{r: r})
+	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
+
+	rcfg := &river.Config{
+		Logger:  cfg.Logger,
+		Workers: workers,
+		Queues: map[string]river.QueueConfig{
+			QueueDefault:   {MaxWorkers: cfg.Workers},
+			QueuePowerSync: {MaxWorkers: powerSyncQueueWorkers},
+		},
+		FetchCooldown:     cfg.FetchCooldown,
+		FetchPollInterval: max(cfg.FetchPollInterval, cfg.FetchCooldown),
+		JobTimeout:        cfg.jobTimeout(),
+		// A job is "stuck" only well after its own timeout; a shorter
+		// value would run a slow deploy twice (NOTES.md, crash recovery).
+		RescueStuckJobsAfter: cfg.jobTimeout() + time.Minute,
+	}
+	if iv := cfg.PowerSyncInterval; iv > 0 {
+		rcfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(
+			river.PeriodicInterval(iv),
+			func() (river.JobArgs, *river.InsertOpts) {
+				opts := PowerSyncArgs{}.InsertOpts()
+				// One pass per period even when leadership moves and the new
+				// leader runs its RunOnStart pass (River refuses ByPeriod
+				// below one second, which only tests use).
+				if iv >= time.Second {
+					opts.UniqueOpts = river.UniqueOpts{ByPeriod: iv}
+				}
+				return PowerSyncArgs{}, &opts
+			},
+			&river.PeriodicJobOpts{ID: "power_sync", RunOnStart: true},
+		)}
+	}
+	q, err := newQueue(cfg.Store, rcfg)
+	if err != nil {
+		return nil, err
+	}
+	r.q = q
+	return r, nil
+}
+
+// Start begins working jobs (and, on the elected leader, enqueueing the
+// periodic power sync). Cancelling ctx stops the runner softly.
+func (r *Runner) Start(ctx context.Context) error {
+	if err := r.q.Start(ctx); err != nil {
+		return fmt.Errorf("start job runner: %w", err)
+	}
+	return nil
+}
+
+// Stop waits for running jobs to finish until ctx ends, then cancels them.
+// Jobs cancelled this way are retried later (by this or another process):
+// every job is idempotent.
+func (r *Runner) Stop(ctx context.Context) error {
+	err := r.q.Stop(ctx)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == nil {
+		return fmt.Errorf("stop job runner: %w", err)
+	}
+	hard, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.q.StopAndCancel(hard); err != nil {
+		return fmt.Errorf("stop job runner (cancelling running jobs): %w", err)
+	}
+	return nil
+}
+
+// InsertTx enqueues args in tx, so the job exists if and only if the state
+// change that needs it commits. A job of the same kind already waiting or
+// running for the node is not duplicated: its id is returned instead.
+func (r *Runner) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs) (int64, error) {
+	res, err := r.q.InsertTx(ctx, tx, args, nil)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s job: %w", args.Kind(), err)
+	}
+	return res.Job.ID, nil
+}
+
+// maxListedJobs caps ListJobs: the admin API shows the most recent ones.
+const maxListedJobs = 500
+
+// ListJobs returns the most recent jobs, newest first, optionally only
+// those of one node and/or in one River state (available, running,
+// retryable, scheduled, completed, cancelled, discarded, pending).
+func (r *Runner) ListJobs(ctx context.Context, nodeID, state string) ([]api.Job, error) {
+	p := river.NewJobListParams().OrderBy(river.JobListOrderByID, river.SortOrderDesc).First(maxListedJobs)
+	if state != "" {
+		st := rivertype.JobState(state)
+		if !slices.Contains(rivertype.JobStates(), st) {
+			return nil, baremetal.FieldErrorf("state", "unknown job state %q", state)
+		}
+		p = p.States(st)
+	}
+	if nodeID != "" {
+		p = p.Where(argsNodeID, river.NamedArgs{"node_id": nodeID})
+	}
+	res, err := r.q.JobList(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	out := make([]api.Job, 0, len(res.Jobs))
+	for _, j := range res.Jobs {
+		out = append(out, toAPIJob(j))
+	}
+	return out, nil
+}
+
+func toAPIJob(j *rivertype.JobRow) api.Job {
+	var args struct {
+		NodeID string `json:"node_id"`
+	}
+	_ = json.Unmarshal(j.EncodedArgs, &args) // kinds without node_id leave it empty
+	aj := api.Job{
+		ID:          j.ID,
+		Kind:        j.Kind,
+		State:       string(j.State),
+		NodeID:      args.NodeID,
+		Attempt:     j.Attempt,
+		MaxAttempts: j.MaxAttempts,
+		ScheduledAt: j.ScheduledAt,
+		CreatedAt:   j.CreatedAt,
+		FinalizedAt: j.FinalizedAt,
+	}
+	if n := len(j.Errors); n > 0 {
+		aj.LastError = j.Errors[n-1].Error
+	}
+	return aj
+}
+
+// Sync reads one node's power state now, whatever its backoff, and records
+// the result (power state, fault accounting). It returns the BMC error, if
+// any, after recording it.
+func (r *Runner) Sync(ctx context.Context, nodeID string) error {
+	n, err := r.store.GetNode(ctx, nodeID)
+	if err != nil {
+		return fmt.Errorf("sync node %s: %w", nodeID, err)
+	}
+	return r.syncOne(ctx, n)
+}
+
+// syncOne reads n's power and records the observation; when that clears a
+// BMC fault, the node's waiting jobs are nudged.
+func (r *Runner) syncOne(ctx context.Context, n *baremetal.Node) error {
+	ps, bmcErr := r.readPower(ctx, n)
+	if bmcErr != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	at := time.Now()
+	var cleared bool
+	_, err := r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
+		was := isBMCFault(n.Fault) || n.BMCFailures > 0
+		r.observePower(n, ps, bmcErr, at)
+		cleared = was && n.BMCFailures == 0
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if cleared {
+		r.nudge(ctx, n.ID)
+	}
+	if bmcErr != nil {
+		return fmt.Errorf("sync node %s: %w", n.Name, bmcErr)
+	}
+	return nil
+}
+
+// finish counts a job attempt's outcome and passes its error through.
+func (r *Runner) finish(kind string, err error) error {
+	outcome := "ok"
+	var snooze *rivertype.JobSnoozeError
+	var cancel *rivertype.JobCancelError
+	switch {
+	case err == nil:
+	case errors.As(err, &snooze):
+		outcome = "snoozed"
+	case errors.As(err, &cancel):
+		outcome = "cancelled"
+	default:
+		outcome = "error"
+	}
+	r.metrics.jobsFinished.WithLabelValues(kind, outcome).Inc()
+	return err
+}

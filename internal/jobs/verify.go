@@ -1,0 +1,148 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// verifyWorker moves an enrolled node to available once its BMC answered a
+// power read (and an inventory read, where the driver has one). While the
+// BMC does not answer it keeps the node in enroll, records the failures
+// (the node gets a fault after FaultThreshold of them) and retries with
+// backoff for as long as it takes: a BMC that comes back makes the node
+// available without anyone touching it.
+type verifyWorker struct {
+	river.WorkerDefaults[VerifyArgs]
+	r *Runner
+}
+
+func (w *verifyWorker) NextRetry(job *river.Job[VerifyArgs]) time.Time {
+	return w.r.nextRetry(job.JobRow)
+}
+
+func (w *verifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) error {
+	return w.r.finish(job.Kind, w.r.verify(ctx, job))
+}
+
+func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
+	n, err := r.begin(ctx, job.JobRow, job.Args.NodeID, true)
+	if n == nil {
+		return err
+	}
+	if n.ProvisionState != baremetal.StateEnroll {
+		return nil
+	}
+	ps, err := r.readPower(ctx, n)
+	var inv *bmc.Inventory
+	if err == nil {
+		inv, err = r.readInventory(ctx, n)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.recordBMCFailure(ctx, n.ID, "verify", err)
+		return r.retryForever(job.JobRow, fmt.Errorf("verify node %s: %w", n.Name, err))
+	}
+	_, err = r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
+		if n.ProvisionState != baremetal.StateEnroll {
+			return errSkip
+		}
+		now := time.Now()
+		r.observePower(n, ps, nil, now)
+		touchSeen(n, now)
+		fillProperties(&n.Properties, inv)
+		if err := n.Transition(baremetal.StateAvailable); err != nil {
+			return err
+		}
+		c.reason = fmt.Sprintf("BMC verified: power %s", ps)
+		if inv != nil {
+			c.reason += fmt.Sprintf(", %d CPUs, %d MiB, %s", inv.CPUs, inv.MemoryMB, inv.CPUArch)
+		}
+		return nil
+	})
+	return ignoreGone(err)
+}
+
+// readInventory reads the hardware inventory; nil without error when the
+// driver or the BMC has none.
+func (r *Runner) readInventory(ctx context.Context, n *baremetal.Node) (*bmc.Inventory, error) {
+	var inv *bmc.Inventory
+	err := r.bmcCall(ctx, n, "inventory", func(ctx context.Context, c bmc.Client) error {
+		ig, ok := c.(bmc.InventoryGetter)
+		if !ok {
+			return nil
+		}
+		got, err := ig.Inventory(ctx)
+		if err != nil {
+			return err
+		}
+		inv = &got
+		return nil
+	})
+	if err != nil && bmc.KindOf(err) == bmc.KindUnsupported {
+		return nil, nil
+	}
+	return inv, err
+}
+
+// fillProperties fills the properties the operator left empty from the
+// inventory; what the operator set always wins.
+func fillProperties(p *baremetal.Properties, inv *bmc.Inventory) {
+	if inv == nil {
+		return
+	}
+	if p.CPUs == 0 {
+		p.CPUs = inv.CPUs
+	}
+	if p.MemoryMB == 0 {
+		p.MemoryMB = inv.MemoryMB
+	}
+	if p.CPUArch == "" {
+		p.CPUArch = inv.CPUArch
+	}
+}
+
+// syncNodeWorker reads one node's power state: a targeted power sync, for
+// instance right after an admin fixed the BMC credentials. It observes
+// only, so it runs in maintenance too and does not take the node's
+// mutating-job slot. BMC failures are recorded on the node, not retried
+// here: the periodic sync keeps trying.
+type syncNodeWorker struct {
+	river.WorkerDefaults[SyncNodeArgs]
+	r *Runner
+}
+
+func (w *syncNodeWorker) Work(ctx context.Context, job *river.Job[SyncNodeArgs]) error {
+	return w.r.finish(job.Kind, w.r.syncNode(ctx, job.Args.NodeID))
+}
+
+func (r *Runner) syncNode(ctx context.Context, nodeID string) error {
+	// A sync_node request that arrives while one runs is dropped as a
+	// duplicate (uniqueness includes running jobs), and it may carry new
+	// credentials: so read again if the endpoint changed under us.
+	for range 3 {
+		n, err := r.store.GetNode(ctx, nodeID)
+		if err != nil {
+			return ignoreGone(err)
+		}
+		if err := r.syncOne(ctx, n); err != nil && !isBMCErr(err) {
+			return ignoreGone(err)
+		}
+		again, err := r.store.GetNode(ctx, nodeID)
+		if err != nil {
+			return ignoreGone(err)
+		}
+		if endpoint(again) == endpoint(n) {
+			return nil
+		}
+	}
+	return nil
+}

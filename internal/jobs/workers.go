@@ -1,0 +1,146 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// begin is how every mutating job starts. It returns the node to act on,
+// or nil and the error the job should end with: nil when the node is gone
+// (nothing left to do), a snooze while another mutating job of the node
+// runs or while the node is in maintenance. Snoozing is waiting, not
+// failing: it uses no attempt, so a job can wait out any maintenance.
+func (r *Runner) begin(ctx context.Context, job *rivertype.JobRow, nodeID string, honorMaintenance bool) (*baremetal.Node, error) {
+	busy, err := r.busyNode(ctx, job, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	if busy {
+		return nil, river.JobSnooze(r.cfg.BusyPoll)
+	}
+	n, err := r.store.GetNode(ctx, nodeID)
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load node %s: %w", nodeID, err)
+	}
+	if honorMaintenance && n.Maintenance {
+		r.log.DebugContext(ctx, "node in maintenance; job waits", "kind", job.Kind, "node", n.Name)
+		return nil, river.JobSnooze(r.cfg.MaintenancePoll)
+	}
+	return n, nil
+}
+
+// nextRetry is the retry schedule of every kind: the same exponential
+// backoff as NextCheckAt, capped at MaxBackoff.
+func (r *Runner) nextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(r.backoff(job.Attempt))
+}
+
+// retryForever returns err for River to retry it, except on the last
+// attempt, where it snoozes instead: snoozing gives the attempt back, so
+// kinds that must never give up (cleanup, verify) never reach MaxAttempts.
+func (r *Runner) retryForever(job *rivertype.JobRow, err error) error {
+	if job.Attempt >= job.MaxAttempts-1 {
+		r.log.Warn("job keeps failing; still retrying", "kind", job.Kind, "job", job.ID, "err", err)
+		return river.JobSnooze(r.backoff(job.Attempt))
+	}
+	return err
+}
+
+// ignoreGone turns "the node (or instance) is gone" into success: a job
+// whose subject was deleted has nothing left to do.
+func ignoreGone(err error) error {
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return nil
+	}
+	return err
+}
+
+// powerOff makes sure n is observed off: it reads the power state, asks
+// for a hard off when it is not, and waits until off is observed. stop is
+// passed to waitPower.
+func (r *Runner) powerOff(ctx context.Context, n *baremetal.Node, stop func(context.Context) bool) error {
+	ps, err := r.readPower(ctx, n)
+	if err != nil {
+		return err
+	}
+	if ps == bmc.PowerOff {
+		return nil
+	}
+	if err := r.setPower(ctx, n, bmc.ActionOff); err != nil {
+		return err
+	}
+	_, err = r.waitPower(ctx, n, bmc.PowerOff, stop)
+	return err
+}
+
+// clearBoot removes the boot override and ejects virtual media; a BMC that
+// has neither capability has nothing to clear.
+func (r *Runner) clearBoot(ctx context.Context, n *baremetal.Node) error {
+	err := r.bmcCall(ctx, n, "clear boot device", func(ctx context.Context, c bmc.Client) error {
+		return c.SetBootDevice(ctx, bmc.BootNone, false)
+	})
+	if err != nil && bmc.KindOf(err) != bmc.KindUnsupported {
+		return err
+	}
+	return r.ejectMedia(ctx, n)
+}
+
+// ejectMedia ejects virtual media when the driver has it. It reports
+// whether the BMC supports virtual media at all.
+func (r *Runner) ejectMedia(ctx context.Context, n *baremetal.Node) error {
+	_, err := r.ejectMediaSupported(ctx, n)
+	return err
+}
+
+func (r *Runner) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (bool, error) {
+	supported := false
+	err := r.bmcCall(ctx, n, "eject media", func(ctx context.Context, c bmc.Client) error {
+		vm, ok := c.(bmc.VirtualMedia)
+		if !ok {
+			return nil
+		}
+		err := vm.EjectMedia(ctx)
+		if err != nil && bmc.KindOf(err) == bmc.KindUnsupported {
+			return nil
+		}
+		supported = true
+		return err
+	})
+	return supported, err
+}
+
+// deleteNode removes a node record that is still in state deleting.
+func (r *Runner) deleteNode(ctx context.Context, id string) error {
+	for attempt := 0; ; attempt++ {
+		err := r.store.InTx(ctx, func(tx store.Tx) error {
+			n, err := tx.GetNode(ctx, id)
+			if err != nil {
+				return err
+			}
+			if n.ProvisionState != baremetal.StateDeleting {
+				return errSkip
+			}
+			return tx.DeleteNode(ctx, n.ID, n.Version)
+		})
+		switch {
+		case err == nil, errors.Is(err, errSkip), baremetal.IsCode(err, baremetal.CodeNotFound):
+			return nil
+		case baremetal.IsCode(err, baremetal.CodeConflict) && attempt < maxConflictRetries:
+			continue
+		default:
+			return fmt.Errorf("delete node %s: %w", id, err)
+		}
+	}
+}
