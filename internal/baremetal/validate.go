@@ -183,6 +183,17 @@ func (i *Instance) Validate() error {
 	if len(i.UserData) > MaxUserData {
 		return FieldErrorf("user_data", "user_data is %d bytes; at most %d are allowed", len(i.UserData), MaxUserData)
 	}
+	if i.Project == "" {
+		return FieldErrorf("project", "project is required")
+	}
+	if len(i.Project) > 63 {
+		return FieldErrorf("project", "project must be at most 63 characters")
+	}
+	return i.ValidateMutable()
+}
+
+// ValidateMutable checks the fields that may change after creation.
+func (i *Instance) ValidateMutable() error {
 	if len(i.Metadata) > 64 {
 		return FieldErrorf("metadata", "metadata has %d keys; at most 64 are allowed", len(i.Metadata))
 	}
@@ -198,12 +209,6 @@ func (i *Instance) Validate() error {
 	case "", PowerOn, PowerOff:
 	default:
 		return FieldErrorf("power_state", "power_state %q must be \"on\" or \"off\"", i.PowerState)
-	}
-	if i.Project == "" {
-		return FieldErrorf("project", "project is required")
-	}
-	if len(i.Project) > 63 {
-		return FieldErrorf("project", "project must be at most 63 characters")
 	}
 	return nil
 }

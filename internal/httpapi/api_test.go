@@ -59,7 +59,7 @@ func (f *fakeJobs) kinds() []string {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	st     store.Store
 	jobs   *fakeJobs
@@ -87,7 +87,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newEnv(t *testing.T, open func(testing.TB) store.Store) *env {
+func newEnv(t testing.TB, open func(testing.TB) store.Store) *env {
 	t.Helper()
 	st := open(t)
 	e := &env{t: t, st: st, jobs: &fakeJobs{}, logs: &syncBuffer{}, bodies: &syncBuffer{}}
@@ -122,7 +122,7 @@ type resp struct {
 	body   []byte
 }
 
-func (r resp) problem(t *testing.T) api.Problem {
+func (r resp) problem(t testing.TB) api.Problem {
 	t.Helper()
 	if ct := r.header.Get("Content-Type"); ct != api.ProblemContentType {
 		t.Fatalf("status %d: content type %q, want problem+json; body %s", r.status, ct, r.body)
@@ -516,7 +516,11 @@ func testInstances(t *testing.T, e *env) {
 		t.Fatalf("last job %v, want cleanup", k)
 	}
 	// No capacity explains itself with counts.
-	e.mustJSON("PATCH", "/v1/nodes/gpu-1", adminSecret, `{"maintenance":true,"maintenance_reason":"fan"}`, 200, nil)
+	spare := nodes[0].ID
+	if spare == inst.NodeID {
+		spare = nodes[1].ID
+	}
+	e.mustJSON("PATCH", "/v1/nodes/"+spare, adminSecret, `{"maintenance":true,"maintenance_reason":"fan"}`, 200, nil)
 	r = e.do("POST", "/v1/instances", e.member, body("web-3"))
 	if p := r.problem(t); r.status != 409 || p.Code != "no_capacity" ||
 		!strings.Contains(p.Detail, `no node of class "gpu" is available: 1 cleaning, 1 in maintenance`) {

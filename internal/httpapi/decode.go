@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,16 @@ func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		err = jsonError(err)
+		var be *baremetal.Error
+		if errors.As(err, &be) && strings.HasPrefix(be.Message, "unknown field ") {
+			// encoding/json names only the leaf; give the full path
+			// (bmc.port, not port) so the client knows where to look.
+			if path := unknownFieldPath(body, reflect.TypeOf(v), be.Field); path != "" {
+				be.Field, be.Message = path, fmt.Sprintf("unknown field %q", path)
+			}
+		}
+		return err
 	}
 	if dec.More() {
 		return baremetal.Errorf(baremetal.CodeInvalid, "request body has data after the JSON object")
@@ -126,4 +136,49 @@ func mergePatch(target, patch any) any {
 		t[k] = mergePatch(t[k], v)
 	}
 	return t
+}
+
+// unknownFieldPath finds the dotted path of the first key named leaf in
+// body that has no matching field in t.
+func unknownFieldPath(body []byte, t reflect.Type, leaf string) string {
+	var doc any
+	if json.Unmarshal(body, &doc) != nil {
+		return ""
+	}
+	return findUnknown(doc, t, "", leaf)
+}
+
+func findUnknown(doc any, t reflect.Type, prefix, leaf string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok || t.Kind() != reflect.Struct {
+		return ""
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	for k, v := range obj {
+		ft, known := fields[k]
+		if !known {
+			if k == leaf {
+				return prefix + k
+			}
+			continue
+		}
+		if p := findUnknown(v, ft, prefix+k+".", leaf); p != "" {
+			return p
+		}
+	}
+	return ""
 }

@@ -244,7 +244,7 @@ func (s *Service) UpdateInstance(ctx context.Context, c Caller, idOrName string,
 			if metadata != nil {
 				next.Metadata = *metadata
 			}
-			if err := next.Validate(); err != nil {
+			if err := next.ValidateMutable(); err != nil {
 				return err
 			}
 			if err := tx.UpdateInstance(ctx, &next); err != nil {

@@ -53,10 +53,12 @@ func (s *Service) CreateNode(ctx context.Context, c Caller, spec NodeSpec) (*bar
 		return nil, err
 	}
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		// Look before inserting: after a failed statement PostgreSQL
+		// aborts the transaction, so the explanation could not be read.
+		if err := nameFree(ctx, tx, n.Name, ""); err != nil {
+			return err
+		}
 		if err := tx.InsertNode(ctx, n); err != nil {
-			if baremetal.IsCode(err, baremetal.CodeConflict) {
-				return s.nameTaken(ctx, tx, n.Name, err)
-			}
 			return err
 		}
 		msg := "node enrolled; verifying its BMC"
@@ -77,15 +79,25 @@ func (s *Service) CreateNode(ctx context.Context, c Caller, spec NodeSpec) (*bar
 	return n, nil
 }
 
-// nameTaken explains a duplicate name, including the case of a node that
-// is still being deleted under that name.
-func (s *Service) nameTaken(ctx context.Context, q store.Queries, name string, cause error) error {
-	if old, err := q.GetNode(ctx, name); err == nil && old.ProvisionState == baremetal.StateDeleting {
-		return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name", Err: cause,
+// nameFree checks that no node other than self is called name, and
+// explains a clash, including a node still being deleted under that name.
+func nameFree(ctx context.Context, q store.Queries, name, self string) error {
+	old, err := q.GetNode(ctx, name)
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if old.ID == self {
+		return nil
+	}
+	if old.ProvisionState == baremetal.StateDeleting {
+		return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name",
 			Message: fmt.Sprintf("a node named %q is still being deleted (id %s); wait for its retire job to finish or delete it with force=true", name, old.ID)}
 	}
-	return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name", Err: cause,
-		Message: fmt.Sprintf("a node named %q already exists", name)}
+	return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name",
+		Message: fmt.Sprintf("a node named %q already exists (id %s)", name, old.ID)}
 }
 
 // GetNode returns a node by id or name.
@@ -172,10 +184,12 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				events = append(events, &baremetal.Event{Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
 					Old: string(cur.ProvisionState), New: string(next.ProvisionState), Message: "BMC changed; re-verifying before scheduling on it again"})
 			}
-			if err := tx.UpdateNode(ctx, &next); err != nil {
-				if baremetal.IsCode(err, baremetal.CodeConflict) && baremetal.ErrorField(err) == "name" {
-					return s.nameTaken(ctx, tx, next.Name, err)
+			if next.Name != cur.Name {
+				if err := nameFree(ctx, tx, next.Name, cur.ID); err != nil {
+					return err
 				}
+			}
+			if err := tx.UpdateNode(ctx, &next); err != nil {
 				return err
 			}
 			for _, e := range events {
