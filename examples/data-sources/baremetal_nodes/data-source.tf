@@ -1,0 +1,23 @@
+# Nodes of a class that can take an instance right now.
+data "baremetal_nodes" "free_gpu" {
+  resource_class  = "gpu"
+  provision_state = "available"
+  maintenance     = false
+  fault           = "none"
+}
+
+output "free_gpu_nodes" {
+  value = length(data.baremetal_nodes.free_gpu.nodes)
+}
+
+# Warn (without failing the run) when any node has BMC trouble.
+check "no_faulted_nodes" {
+  data "baremetal_nodes" "faulted" {
+    fault = "any"
+  }
+
+  assert {
+    condition     = length(data.baremetal_nodes.faulted.nodes) == 0
+    error_message = "Faulted nodes: ${join(", ", [for n in data.baremetal_nodes.faulted.nodes : "${n.name} (${n.fault}: ${n.last_error})"])}"
+  }
+}

@@ -1,0 +1,105 @@
+# Quick start against a local controller with a simulated BMC fleet:
+#
+#   make run                                   # controller on :8080, 8 simulated BMCs on :8000
+#   export BAREMETAL_TOKEN=$(cat data/admin-token)
+#
+# then see README.md in this directory to point Terraform at a locally built
+# provider, and `terraform apply`.
+
+terraform {
+  required_version = ">= 1.5.0"
+  required_providers {
+    baremetal = {
+      source = "baremetal-tf/baremetal"
+    }
+  }
+}
+
+variable "endpoint" {
+  description = "URL of the controller's API."
+  type        = string
+  default     = "http://127.0.0.1:8080"
+}
+
+variable "token" {
+  description = "Admin token of the controller; null uses the BAREMETAL_TOKEN environment variable."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
+variable "sim_address" {
+  description = "Address of the simulated Redfish BMC fleet (every node's BMC)."
+  type        = string
+  default     = "http://127.0.0.1:8000"
+}
+
+variable "node_count" {
+  description = "How many of the simulated systems to enroll (make run starts 8)."
+  type        = number
+  default     = 4
+}
+
+provider "baremetal" {
+  endpoint = var.endpoint
+  token    = var.token
+}
+
+resource "baremetal_node" "sim" {
+  count = var.node_count
+
+  name           = "sim-${count.index + 1}"
+  driver         = "redfish"
+  resource_class = "baremetal"
+
+  bmc = {
+    address   = var.sim_address
+    username  = "admin"
+    password  = "password"
+    system_id = "/redfish/v1/Systems/${count.index + 1}"
+  }
+}
+
+resource "baremetal_instance" "web" {
+  name           = "web-1"
+  project        = "demo" # an admin token must name the project
+  resource_class = "baremetal"
+
+  image = {
+    url = "https://images.example.com/ubuntu-24.04.img"
+  }
+
+  metadata = {
+    role = "web"
+  }
+
+  power_state = "on"
+
+  # The scheduler needs available nodes first.
+  depends_on = [baremetal_node.sim]
+}
+
+# Warn when a BMC misbehaves, e.g. after
+#   curl -X POST http://127.0.0.1:8000/sim/systems/2/fault -d '{"fault":"down"}'
+check "no_faulted_nodes" {
+  data "baremetal_nodes" "faulted" {
+    fault = "any"
+  }
+
+  assert {
+    condition     = length(data.baremetal_nodes.faulted.nodes) == 0
+    error_message = "Faulted nodes: ${join(", ", [for n in data.baremetal_nodes.faulted.nodes : "${n.name} (${n.fault})"])}"
+  }
+}
+
+output "nodes" {
+  value = { for n in baremetal_node.sim : n.name => n.provision_state }
+}
+
+output "web" {
+  value = {
+    id    = baremetal_instance.web.id
+    node  = baremetal_instance.web.node_id
+    state = baremetal_instance.web.state
+  }
+}

@@ -1,0 +1,34 @@
+# Let the scheduler pick an available node of the class.
+resource "baremetal_instance" "app" {
+  name           = "app-1"
+  resource_class = "general"
+
+  image = {
+    url      = "https://images.example.com/ubuntu-24.04.qcow2"
+    checksum = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+  }
+
+  user_data = file("${path.module}/cloud-init.yaml")
+
+  metadata = {
+    role = "app"
+  }
+
+  # Keep the server powered on: a node switched off outside Terraform shows
+  # up in the plan and the next apply powers it on again.
+  power_state = "on"
+
+  timeouts {
+    create = "45m"
+  }
+}
+
+# Pin an instance to one node.
+resource "baremetal_instance" "db" {
+  name    = "db-1"
+  node_id = baremetal_node.db01.id
+
+  image = {
+    url = "https://images.example.com/debian-12.qcow2"
+  }
+}

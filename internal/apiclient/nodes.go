@@ -1,0 +1,189 @@
+package apiclient
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+)
+
+// NodeFilter narrows ListNodes. Zero fields do not filter.
+type NodeFilter struct {
+	ProvisionState string
+	Maintenance    *bool
+	// Fault is "any" (faulted nodes), "none" (healthy ones) or one fault
+	// (e.g. "bmc_unreachable").
+	Fault           string
+	ResourceClass   string
+	IncludeDeleting bool
+	// PageSize is the page size asked of the server (its default when 0).
+	PageSize int
+}
+
+func (f NodeFilter) values() url.Values {
+	v := url.Values{}
+	if f.ProvisionState != "" {
+		v.Set("provision_state", f.ProvisionState)
+	}
+	if f.Maintenance != nil {
+		v.Set("maintenance", strconv.FormatBool(*f.Maintenance))
+	}
+	if f.Fault != "" {
+		v.Set("fault", f.Fault)
+	}
+	if f.ResourceClass != "" {
+		v.Set("resource_class", f.ResourceClass)
+	}
+	if f.IncludeDeleting {
+		v.Set("include_deleting", "true")
+	}
+	if f.PageSize > 0 {
+		v.Set("limit", strconv.Itoa(f.PageSize))
+	}
+	return v
+}
+
+// NodePatch is a JSON Merge Patch of a node: nil fields are left alone.
+type NodePatch struct {
+	Name              *string         `json:"name,omitempty"`
+	Driver            *string         `json:"driver,omitempty"`
+	BMC               *BMCPatch       `json:"bmc,omitempty"`
+	ResourceClass     *string         `json:"resource_class,omitempty"`
+	Properties        *api.Properties `json:"properties,omitempty"`
+	Maintenance       *bool           `json:"maintenance,omitempty"`
+	MaintenanceReason *string         `json:"maintenance_reason,omitempty"`
+}
+
+// BMCPatch is the bmc member of a NodePatch.
+type BMCPatch struct {
+	Address     *string `json:"address,omitempty"`
+	Username    *string `json:"username,omitempty"`
+	Password    *string `json:"password,omitempty"`
+	Insecure    *bool   `json:"insecure,omitempty"`
+	SystemID    *string `json:"system_id,omitempty"`
+	CipherSuite *int    `json:"cipher_suite,omitempty"`
+}
+
+// GetNode returns the node with that id or name.
+func (c *Client) GetNode(ctx context.Context, idOrName string) (*api.Node, error) {
+	n, _, err := c.GetNodeETag(ctx, idOrName)
+	return n, err
+}
+
+// GetNodeETag returns the node and its ETag, for a later If-Match.
+func (c *Client) GetNodeETag(ctx context.Context, idOrName string) (*api.Node, string, error) {
+	var n api.Node
+	h, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/nodes/" + escape(idOrName), out: &n})
+	if err != nil {
+		return nil, "", err
+	}
+	return &n, h.Get("ETag"), nil
+}
+
+// Nodes iterates over every node matching f, fetching pages as needed. It
+// yields a non-nil error at most once, as its last pair.
+func (c *Client) Nodes(ctx context.Context, f NodeFilter) iter.Seq2[api.Node, error] {
+	return func(yield func(api.Node, error) bool) {
+		q := f.values()
+		for {
+			var page api.NodeList
+			if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/nodes", query: q, out: &page}); err != nil {
+				yield(api.Node{}, err)
+				return
+			}
+			for _, n := range page.Items {
+				if !yield(n, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" || page.NextCursor == q.Get("cursor") {
+				return
+			}
+			q.Set("cursor", page.NextCursor)
+		}
+	}
+}
+
+// ListNodes returns every node matching f, across all pages.
+func (c *Client) ListNodes(ctx context.Context, f NodeFilter) ([]api.Node, error) {
+	return collect(c.Nodes(ctx, f))
+}
+
+// CreateNode enrolls a node.
+func (c *Client) CreateNode(ctx context.Context, in api.NodeCreate) (*api.Node, error) {
+	var n api.Node
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes", body: in, out: &n}); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// PatchNode applies a JSON Merge Patch (a NodePatch, a map or any value
+// that encodes to a JSON object) to the node. A non-empty ifMatch is sent
+// as If-Match: the server then answers 412 (ErrPreconditionFailed) when
+// the node changed since that ETag.
+func (c *Client) PatchNode(ctx context.Context, idOrName string, patch any, ifMatch string) (*api.Node, error) {
+	var n api.Node
+	_, err := c.do(ctx, request{method: http.MethodPatch, path: "/v1/nodes/" + escape(idOrName), body: patch,
+		contentType: mergePatchType, ifMatch: ifMatch, out: &n})
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// DeleteNode retires a node. The server answers as soon as the work is
+// queued; force skips the checks that would refuse it (an instance on it).
+func (c *Client) DeleteNode(ctx context.Context, idOrName string, force bool) (*api.Accepted, error) {
+	var q url.Values
+	if force {
+		q = url.Values{"force": {"true"}}
+	}
+	var a api.Accepted
+	if _, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/nodes/" + escape(idOrName), query: q, out: &a}); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// ListNodeEvents returns a node's events, oldest first, across all pages.
+func (c *Client) ListNodeEvents(ctx context.Context, idOrName string) ([]api.Event, error) {
+	var all []api.Event
+	q := url.Values{}
+	for {
+		var page api.EventList
+		if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/nodes/" + escape(idOrName) + "/events", query: q, out: &page}); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Items...)
+		if page.NextCursor == "" || page.NextCursor == q.Get("cursor") {
+			return all, nil
+		}
+		q.Set("cursor", page.NextCursor)
+	}
+}
+
+// NodePower asks for a power action: "on", "off" or "reset".
+func (c *Client) NodePower(ctx context.Context, idOrName, target string) (*api.Accepted, error) {
+	var a api.Accepted
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + escape(idOrName) + "/power",
+		body: api.PowerRequest{Target: target}, out: &a})
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	all := []T{}
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, v)
+	}
+	return all, nil
+}

@@ -1,0 +1,31 @@
+// Command terraform-provider-baremetal is the Terraform provider for the
+// baremetal controller.
+package main
+
+import (
+	"context"
+	"flag"
+	"log"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/provider"
+)
+
+// version is set by the release build (-ldflags "-X main.version=1.2.3").
+var version = "dev"
+
+func main() {
+	var debug bool
+	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
+	flag.Parse()
+
+	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
+		Address:         "registry.terraform.io/baremetal-tf/baremetal",
+		Debug:           debug,
+		ProtocolVersion: 6,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}

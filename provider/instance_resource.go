@@ -1,0 +1,418 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
+)
+
+const (
+	defaultInstanceCreateTimeout = 30 * time.Minute
+	defaultInstanceUpdateTimeout = 10 * time.Minute
+
+	instanceActive = "active"
+	instanceError  = "error"
+)
+
+var (
+	_ resource.Resource                     = &InstanceResource{}
+	_ resource.ResourceWithConfigure        = &InstanceResource{}
+	_ resource.ResourceWithImportState      = &InstanceResource{}
+	_ resource.ResourceWithConfigValidators = &InstanceResource{}
+)
+
+// InstanceResource manages a baremetal_instance: an image deployed on one
+// node, chosen by the scheduler from a resource class or pinned.
+type InstanceResource struct {
+	client *apiclient.Client
+}
+
+// NewInstanceResource is the resource's constructor for the provider.
+func NewInstanceResource() resource.Resource { return &InstanceResource{} }
+
+type instanceResourceModel struct {
+	ID            types.String        `tfsdk:"id"`
+	Name          types.String        `tfsdk:"name"`
+	Project       types.String        `tfsdk:"project"`
+	ResourceClass types.String        `tfsdk:"resource_class"`
+	NodeID        types.String        `tfsdk:"node_id"`
+	Image         *instanceImageModel `tfsdk:"image"`
+	UserData      types.String        `tfsdk:"user_data"`
+	Metadata      types.Map           `tfsdk:"metadata"`
+	PowerState    types.String        `tfsdk:"power_state"`
+	State         types.String        `tfsdk:"state"`
+	LastError     types.String        `tfsdk:"last_error"`
+	Timeouts      timeouts.Value      `tfsdk:"timeouts"`
+}
+
+type instanceImageModel struct {
+	URL      types.String `tfsdk:"url"`
+	Checksum types.String `tfsdk:"checksum"`
+}
+
+var instanceAttrs = map[string]attrKind{
+	"name": attrPlain, "project": attrPlain, "resource_class": attrPlain, "node_id": attrPlain,
+	"image": attrObject, "user_data": attrPlain, "metadata": attrMap, "power_state": attrPlain,
+}
+
+func (r *InstanceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_instance"
+}
+
+func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	keepOrReplace := []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "An instance: an image deployed on one node, either chosen by the controller's scheduler " +
+			"from `resource_class` or pinned with `node_id`.\n\n" +
+			"Creation waits until the instance is `active` (and, when `power_state` is set, until the node's power matches). " +
+			"If no node can take it, creation fails with the controller's explanation.\n\n" +
+			"Destroying an instance always succeeds at once: the controller removes it from the project (and its quota) " +
+			"immediately and cleans its node in the background, however long the node's BMC is unreachable.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The instance's id (a UUID), assigned by the controller.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the instance, unique in its project: a DNS label (lowercase letters, digits and hyphens, at most 63 characters). Changing it replaces the instance.",
+				Required:            true,
+				PlanModifiers:       replace,
+				Validators:          []validator.String{stringvalidator.RegexMatches(nameRE, nameRule)},
+			},
+			"project": schema.StringAttribute{
+				MarkdownDescription: "Project that owns the instance. Defaults to the token's project for a member token; required with an admin token. Changing it replaces the instance.",
+				Optional:            true,
+				Computed:            true,
+				PlanModifiers:       keepOrReplace,
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63)},
+			},
+			"resource_class": schema.StringAttribute{
+				MarkdownDescription: "Class of node to schedule the instance on. Exactly one of `resource_class` and `node_id` must be set; " +
+					"with `node_id` this is the pinned node's class. Changing it replaces the instance.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: keepOrReplace,
+				Validators:    []validator.String{stringvalidator.RegexMatches(resourceClassRE, "must be 1-63 letters, digits, '.', '_' or '-'")},
+			},
+			"node_id": schema.StringAttribute{
+				MarkdownDescription: "Id of the node to deploy on (pinning), instead of letting the scheduler choose from `resource_class`. " +
+					"Exactly one of `resource_class` and `node_id` must be set; with `resource_class` this is the node the scheduler chose. " +
+					"Changing it replaces the instance.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: keepOrReplace,
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"image": schema.SingleNestedAttribute{
+				MarkdownDescription: "The image to deploy. Changing it replaces the instance.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"url": schema.StringAttribute{
+						MarkdownDescription: "`http://` or `https://` URL of the image.",
+						Required:            true,
+						Validators:          []validator.String{urlValidator{}},
+					},
+					"checksum": schema.StringAttribute{
+						MarkdownDescription: "Checksum of the image: hex, optionally prefixed by `sha256:`, `sha512:` or `md5:`.",
+						Optional:            true,
+						Validators: []validator.String{stringvalidator.RegexMatches(regexp.MustCompile(`^((sha256|sha512|md5):)?[0-9a-fA-F]{32,128}$`),
+							"must be hex, optionally prefixed by sha256:, sha512: or md5:")},
+					},
+				},
+			},
+			"user_data": schema.StringAttribute{
+				MarkdownDescription: "User data (e.g. cloud-init) handed to the deployed OS, at most 64 KiB. Changing it replaces the instance.",
+				Optional:            true,
+				PlanModifiers:       replace,
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 64<<10)},
+			},
+			"metadata": schema.MapAttribute{
+				MarkdownDescription: "Free-form key/value metadata (at most 64 keys). Can be changed in place.",
+				ElementType:         types.StringType,
+				Optional:            true,
+				Validators:          []validator.Map{mapvalidator.SizeAtMost(64), mapvalidator.KeysAre(stringvalidator.LengthBetween(1, 255))},
+			},
+			"power_state": schema.StringAttribute{
+				MarkdownDescription: "Desired power state of the instance's node: `on` or `off`. When set, the provider reports the power state " +
+					"actually observed on the node, so a node powered differently outside Terraform shows up as a change in the plan, " +
+					"and apply converges it. Leave unset to not manage power.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf("on", "off")},
+			},
+			"state": schema.StringAttribute{
+				MarkdownDescription: "State of the instance: `deploying`, `active` or `error`.",
+				Computed:            true,
+			},
+			"last_error": schema.StringAttribute{
+				MarkdownDescription: "Why the instance is in `error`, or the last deploy error; empty otherwise.",
+				Computed:            true,
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true}),
+		},
+	}
+}
+
+func (r *InstanceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{
+		resourcevalidator.ExactlyOneOf(path.MatchRoot("resource_class"), path.MatchRoot("node_id")),
+	}
+}
+
+func (r *InstanceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.client = configuredClient(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *InstanceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan instanceResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultInstanceCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	metadata, diags := metadataFromMap(ctx, plan.Metadata)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	in := api.InstanceCreate{
+		Name:          plan.Name.ValueString(),
+		Project:       plan.Project.ValueString(),
+		ResourceClass: plan.ResourceClass.ValueString(),
+		NodeID:        plan.NodeID.ValueString(),
+		Image:         api.Image{URL: plan.Image.URL.ValueString(), Checksum: plan.Image.Checksum.ValueString()},
+		UserData:      plan.UserData.ValueString(),
+		Metadata:      metadata,
+		PowerState:    plan.PowerState.ValueString(),
+	}
+	inst, err := r.client.CreateInstance(ctx, in)
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not create instance "+in.Name, err, instanceAttrs)
+		return
+	}
+	tflog.Info(ctx, "instance created", map[string]any{"id": inst.ID, "name": inst.Name, "node_id": inst.NodeID})
+	resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, plan.PowerState)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	inst, err = r.waitReady(ctx, inst.ID, plan.PowerState.ValueString(), timeout)
+	if inst != nil {
+		resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, plan.PowerState)...)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Instance "+in.Name+" did not become active", err.Error())
+	}
+}
+
+// waitReady waits until the instance is active and, when a power state is
+// wanted, its node's observed power matches it. An instance in error
+// fails the wait with the controller's reason.
+func (r *InstanceResource) waitReady(ctx context.Context, id, power string, timeout time.Duration) (*api.Instance, error) {
+	inst, err := waitFor(ctx, "instance "+id+" to become active", func(ctx context.Context) (*api.Instance, error) {
+		return r.client.GetInstance(ctx, id)
+	}, func(in *api.Instance) (bool, error) {
+		switch in.State {
+		case instanceError:
+			msg := in.LastError
+			if msg == "" {
+				msg = "the controller gave no reason"
+			}
+			return false, fmt.Errorf("instance %s failed to deploy: %s", in.Name, msg)
+		case instanceActive:
+			return power == "" || in.ObservedPowerState == power, nil
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return inst, nil
+	case errors.Is(err, errWaitTimeout) && inst != nil:
+		msg := fmt.Sprintf("Instance %s is still %q after %s", inst.Name, inst.State, timeout)
+		if inst.State == instanceActive && power != "" {
+			msg = fmt.Sprintf("Instance %s is active, but its node's power is still %q, not %q, after %s", inst.Name, inst.ObservedPowerState, power, timeout)
+		}
+		if inst.LastError != "" {
+			msg += ".\n\nLast error: " + inst.LastError
+		}
+		return inst, errors.New(msg + ".\n\nRaise the create timeout, or look at the node's events for what the controller is doing.")
+	case errors.Is(err, apiclient.ErrNotFound):
+		return nil, fmt.Errorf("instance %s was deleted while waiting for it to become active", id)
+	default:
+		return inst, err
+	}
+}
+
+func (r *InstanceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state instanceResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	inst, err := r.client.GetInstance(ctx, state.ID.ValueString())
+	if errors.Is(err, apiclient.ErrNotFound) {
+		tflog.Info(ctx, "instance is gone; removing it from the state", map[string]any{"id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not read instance "+state.ID.ValueString(), err, nil)
+		return
+	}
+	resp.Diagnostics.Append(state.setFromAPI(ctx, inst, state.PowerState)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state instanceResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultInstanceUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var u api.InstanceUpdate
+	if !plan.PowerState.Equal(state.PowerState) {
+		p := plan.PowerState.ValueString() // "" clears the wish
+		u.PowerState = &p
+	}
+	if !plan.Metadata.Equal(state.Metadata) {
+		md, diags := metadataFromMap(ctx, plan.Metadata)
+		resp.Diagnostics.Append(diags...)
+		if md == nil {
+			md = map[string]string{}
+		}
+		u.Metadata = &md
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := state.ID.ValueString()
+	var inst *api.Instance
+	var err error
+	if u.PowerState != nil || u.Metadata != nil {
+		inst, err = r.client.PatchInstance(ctx, id, u)
+	} else {
+		inst, err = r.client.GetInstance(ctx, id) // only timeouts changed
+	}
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not update instance "+state.Name.ValueString(), err, instanceAttrs)
+		return
+	}
+	resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, plan.PowerState)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.PowerState.IsNull() {
+		return
+	}
+	inst, err = r.waitReady(ctx, id, plan.PowerState.ValueString(), timeout)
+	if inst != nil {
+		resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, plan.PowerState)...)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Instance "+plan.Name.ValueString()+" did not reach power "+plan.PowerState.ValueString(), err.Error())
+	}
+}
+
+func (r *InstanceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state instanceResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	accepted, err := r.client.DeleteInstance(ctx, state.ID.ValueString())
+	if errors.Is(err, apiclient.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not delete instance "+state.Name.ValueString(), err, nil)
+		return
+	}
+	tflog.Info(ctx, "instance deleted; node cleanup queued", map[string]any{"id": state.ID.ValueString(), "job_id": accepted.JobID})
+}
+
+func (r *InstanceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	// The API takes an id or a name; Read replaces a name with the id.
+	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}
+
+// setFromAPI copies the instance into the model. prevPower is the
+// power_state the model had: when the user manages power (or the
+// controller holds a wish), power_state shows the node's observed power so
+// that drift appears in the plan.
+func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance, prevPower types.String) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.ID = types.StringValue(in.ID)
+	m.Name = types.StringValue(in.Name)
+	m.Project = types.StringValue(in.Project)
+	m.ResourceClass = types.StringValue(in.ResourceClass)
+	m.NodeID = types.StringValue(in.NodeID)
+	m.Image = &instanceImageModel{URL: types.StringValue(in.Image.URL), Checksum: stringOrNull(in.Image.Checksum)}
+	m.UserData = stringOrNull(in.UserData)
+	if len(in.Metadata) == 0 && (m.Metadata.IsNull() || m.Metadata.IsUnknown()) {
+		m.Metadata = types.MapNull(types.StringType)
+	} else {
+		var d diag.Diagnostics
+		m.Metadata, d = types.MapValueFrom(ctx, types.StringType, in.Metadata)
+		diags.Append(d...)
+	}
+	switch {
+	case !prevPower.IsNull() || in.PowerState != "":
+		observed := in.ObservedPowerState
+		if observed == "" {
+			observed = "unknown"
+		}
+		m.PowerState = types.StringValue(observed)
+	default:
+		m.PowerState = types.StringNull()
+	}
+	m.State = types.StringValue(in.State)
+	m.LastError = types.StringValue(in.LastError)
+	return diags
+}
+
+func metadataFromMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {
+	if m.IsNull() || m.IsUnknown() {
+		return nil, nil
+	}
+	out := map[string]string{}
+	diags := m.ElementsAs(ctx, &out, false)
+	return out, diags
+}

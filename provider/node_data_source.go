@@ -1,0 +1,183 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
+)
+
+var (
+	_ datasource.DataSource                     = &NodeDataSource{}
+	_ datasource.DataSourceWithConfigure        = &NodeDataSource{}
+	_ datasource.DataSourceWithConfigValidators = &NodeDataSource{}
+)
+
+// NodeDataSource reads one node by id or name.
+type NodeDataSource struct {
+	client *apiclient.Client
+}
+
+// NewNodeDataSource is the data source's constructor for the provider.
+func NewNodeDataSource() datasource.DataSource { return &NodeDataSource{} }
+
+// nodeDataModel is a node as data sources show it: capacity and health,
+// never BMC credentials.
+type nodeDataModel struct {
+	ID                types.String `tfsdk:"id"`
+	Name              types.String `tfsdk:"name"`
+	Driver            types.String `tfsdk:"driver"`
+	ResourceClass     types.String `tfsdk:"resource_class"`
+	Properties        types.Object `tfsdk:"properties"`
+	Maintenance       types.Bool   `tfsdk:"maintenance"`
+	MaintenanceReason types.String `tfsdk:"maintenance_reason"`
+	PowerState        types.String `tfsdk:"power_state"`
+	ProvisionState    types.String `tfsdk:"provision_state"`
+	Fault             types.String `tfsdk:"fault"`
+	FaultSince        types.String `tfsdk:"fault_since"`
+	LastError         types.String `tfsdk:"last_error"`
+	InstanceID        types.String `tfsdk:"instance_id"`
+}
+
+func (d *NodeDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_node"
+}
+
+// nodeDataAttributes are the computed attributes shared by baremetal_node
+// and the elements of baremetal_nodes.
+func nodeDataAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"driver": schema.StringAttribute{
+			MarkdownDescription: "BMC driver: `redfish` or `ipmi`.",
+			Computed:            true,
+		},
+		"resource_class": schema.StringAttribute{
+			MarkdownDescription: "Class of hardware the node offers.",
+			Computed:            true,
+		},
+		"properties": schema.SingleNestedAttribute{
+			MarkdownDescription: "Hardware properties (configured or from the BMC's inventory).",
+			Computed:            true,
+			Attributes: map[string]schema.Attribute{
+				"cpus":      schema.Int64Attribute{MarkdownDescription: "Number of CPU cores.", Computed: true},
+				"memory_mb": schema.Int64Attribute{MarkdownDescription: "Memory in MiB.", Computed: true},
+				"local_gb":  schema.Int64Attribute{MarkdownDescription: "Local disk in GiB.", Computed: true},
+				"cpu_arch":  schema.StringAttribute{MarkdownDescription: "CPU architecture.", Computed: true},
+			},
+		},
+		"maintenance": schema.BoolAttribute{
+			MarkdownDescription: "Whether an operator took the node out of service.",
+			Computed:            true,
+		},
+		"maintenance_reason": schema.StringAttribute{
+			MarkdownDescription: "Why the node is in maintenance; empty otherwise.",
+			Computed:            true,
+		},
+		"power_state": schema.StringAttribute{
+			MarkdownDescription: "Power state last observed on the BMC: `on`, `off` or `unknown`.",
+			Computed:            true,
+		},
+		"provision_state": schema.StringAttribute{
+			MarkdownDescription: "Where the node is in its life cycle: `enroll`, `available`, `deploying`, `active`, `deploy_failed`, `cleaning` or `deleting`.",
+			Computed:            true,
+		},
+		"fault": schema.StringAttribute{
+			MarkdownDescription: "BMC trouble the controller detected (`bmc_unreachable`, `bmc_auth_failed`, ...), or empty when healthy.",
+			Computed:            true,
+		},
+		"fault_since": schema.StringAttribute{
+			MarkdownDescription: "When the current fault started (RFC 3339), or empty.",
+			Computed:            true,
+		},
+		"last_error": schema.StringAttribute{
+			MarkdownDescription: "The last error the controller met on this node, or empty.",
+			Computed:            true,
+		},
+		"instance_id": schema.StringAttribute{
+			MarkdownDescription: "Id of the instance on the node, or empty.",
+			Computed:            true,
+		},
+	}
+}
+
+func (d *NodeDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	attrs := nodeDataAttributes()
+	attrs["id"] = schema.StringAttribute{
+		MarkdownDescription: "Id of the node to read. Exactly one of `id` and `name` must be set.",
+		Optional:            true,
+		Computed:            true,
+	}
+	attrs["name"] = schema.StringAttribute{
+		MarkdownDescription: "Name of the node to read. Exactly one of `id` and `name` must be set.",
+		Optional:            true,
+		Computed:            true,
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Reads one node by id or name: its capacity, state and health. BMC details are never exposed.",
+		Attributes:          attrs,
+	}
+}
+
+func (d *NodeDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
+	return []datasource.ConfigValidator{
+		datasourcevalidator.ExactlyOneOf(path.MatchRoot("id"), path.MatchRoot("name")),
+	}
+}
+
+func (d *NodeDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.client = configuredClient(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *NodeDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var cfg nodeDataModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	key, attr := cfg.ID.ValueString(), "id"
+	if key == "" {
+		key, attr = cfg.Name.ValueString(), "name"
+	}
+	node, err := d.client.GetNode(ctx, key)
+	if errors.Is(err, apiclient.ErrNotFound) {
+		resp.Diagnostics.AddAttributeError(path.Root(attr), "Node not found", "No node has the "+attr+" "+key+".")
+		return
+	}
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not read node "+key, err, nil)
+		return
+	}
+	var out nodeDataModel
+	resp.Diagnostics.Append(out.setFromAPI(node)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &out)...)
+}
+
+func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
+	m.ID = types.StringValue(n.ID)
+	m.Name = types.StringValue(n.Name)
+	m.Driver = types.StringValue(n.Driver)
+	m.ResourceClass = types.StringValue(n.ResourceClass)
+	var diags diag.Diagnostics
+	m.Properties, diags = propertiesObject(n.Properties)
+	m.Maintenance = types.BoolValue(n.Maintenance)
+	m.MaintenanceReason = types.StringValue(n.MaintenanceReason)
+	m.PowerState = types.StringValue(n.PowerState)
+	m.ProvisionState = types.StringValue(n.ProvisionState)
+	m.Fault = types.StringValue(n.Fault)
+	m.FaultSince = types.StringValue("")
+	if n.FaultSince != nil {
+		m.FaultSince = types.StringValue(n.FaultSince.UTC().Format(time.RFC3339))
+	}
+	m.LastError = types.StringValue(n.LastError)
+	m.InstanceID = types.StringValue(n.InstanceID)
+	return diags
+}

@@ -1,0 +1,619 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
+)
+
+const (
+	defaultNodeCreateTimeout = 10 * time.Minute
+	defaultNodeUpdateTimeout = 10 * time.Minute
+
+	stateEnroll    = "enroll"
+	stateAvailable = "available"
+	stateDeleting  = "deleting"
+)
+
+// The controller's own rules, repeated here so a bad value fails at plan
+// time instead of half-way through an apply. The controller stays the
+// authority and checks again.
+var (
+	nameRE          = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	resourceClassRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	drivers         = []string{"redfish", "ipmi"}
+)
+
+const nameRule = "must be a DNS label: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit"
+
+var (
+	_ resource.Resource                   = &NodeResource{}
+	_ resource.ResourceWithConfigure      = &NodeResource{}
+	_ resource.ResourceWithImportState    = &NodeResource{}
+	_ resource.ResourceWithValidateConfig = &NodeResource{}
+)
+
+// NodeResource manages a baremetal_node: a physical server enrolled
+// through its BMC.
+type NodeResource struct {
+	client *apiclient.Client
+}
+
+// NewNodeResource is the resource's constructor for the provider.
+func NewNodeResource() resource.Resource { return &NodeResource{} }
+
+type nodeResourceModel struct {
+	ID                types.String   `tfsdk:"id"`
+	Name              types.String   `tfsdk:"name"`
+	Driver            types.String   `tfsdk:"driver"`
+	BMC               *nodeBMCModel  `tfsdk:"bmc"`
+	ResourceClass     types.String   `tfsdk:"resource_class"`
+	Properties        types.Object   `tfsdk:"properties"`
+	Maintenance       types.Bool     `tfsdk:"maintenance"`
+	MaintenanceReason types.String   `tfsdk:"maintenance_reason"`
+	WaitForAvailable  types.Bool     `tfsdk:"wait_for_available"`
+	PowerState        types.String   `tfsdk:"power_state"`
+	ProvisionState    types.String   `tfsdk:"provision_state"`
+	Fault             types.String   `tfsdk:"fault"`
+	LastError         types.String   `tfsdk:"last_error"`
+	InstanceID        types.String   `tfsdk:"instance_id"`
+	Timeouts          timeouts.Value `tfsdk:"timeouts"`
+}
+
+type nodeBMCModel struct {
+	Address     types.String `tfsdk:"address"`
+	Username    types.String `tfsdk:"username"`
+	Password    types.String `tfsdk:"password"`
+	Insecure    types.Bool   `tfsdk:"insecure"`
+	SystemID    types.String `tfsdk:"system_id"`
+	CipherSuite types.Int64  `tfsdk:"cipher_suite"`
+}
+
+// nodeAttrs lets API field paths find their attribute.
+var nodeAttrs = map[string]attrKind{
+	"name": attrPlain, "driver": attrPlain, "bmc": attrObject, "resource_class": attrPlain,
+	"properties": attrObject, "maintenance": attrPlain, "maintenance_reason": attrPlain,
+}
+
+var propertiesAttrTypes = map[string]attr.Type{
+	"cpus":      types.Int64Type,
+	"memory_mb": types.Int64Type,
+	"local_gb":  types.Int64Type,
+	"cpu_arch":  types.StringType,
+}
+
+func (r *NodeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_node"
+}
+
+func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A physical server (node) enrolled in the controller through its BMC. Needs an admin token.\n\n" +
+			"A new node starts in `enroll`; the controller reaches its BMC once, fills empty `properties` from the " +
+			"hardware inventory and makes it `available`. Creation waits for that unless `wait_for_available` is `false`. " +
+			"If the BMC cannot be reached the node stays in `enroll` with a `fault` (retried automatically) and " +
+			"creation fails when its timeout expires, reporting the fault.\n\n" +
+			"BMC trouble never puts a node in maintenance: `maintenance` is only ever set by an operator, with a reason. " +
+			"Destroying a node returns as soon as the controller has queued its retirement.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The node's id (a UUID), assigned by the controller.",
+				Computed:            true,
+				PlanModifiers:       stable,
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Unique name of the node: a DNS label (lowercase letters, digits and hyphens, at most 63 characters). Can be changed in place.",
+				Required:            true,
+				Validators:          []validator.String{stringvalidator.RegexMatches(nameRE, nameRule)},
+			},
+			"driver": schema.StringAttribute{
+				MarkdownDescription: "How the controller talks to the BMC: `redfish` or `ipmi`. Changing it updates the node in place; the controller then re-verifies the BMC.",
+				Required:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(drivers...)},
+			},
+			"bmc": schema.SingleNestedAttribute{
+				MarkdownDescription: "How to reach the node's baseboard management controller. Changing `address` or `system_id` updates the node in place and makes the controller re-verify it before scheduling on it again.",
+				Required:            true,
+				Attributes: map[string]schema.Attribute{
+					"address": schema.StringAttribute{
+						MarkdownDescription: "URL of the BMC: `https://host[:port]` (or `http://`) for `redfish`, `ipmi://host[:port]` for `ipmi` (port 623 by default).",
+						Required:            true,
+						Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+					},
+					"username": schema.StringAttribute{
+						MarkdownDescription: "BMC user name.",
+						Required:            true,
+						Validators:          []validator.String{stringvalidator.LengthBetween(1, 64)},
+					},
+					"password": schema.StringAttribute{
+						MarkdownDescription: "BMC password. Write-only on the controller's side: the API never returns it, so the provider keeps the configured value in the state (marked sensitive) and cannot detect changes made outside Terraform. It is null after an import until the next apply sets it.",
+						Required:            true,
+						Sensitive:           true,
+						Validators:          []validator.String{stringvalidator.LengthBetween(1, 256)},
+					},
+					"insecure": schema.BoolAttribute{
+						MarkdownDescription: "Skip verification of the BMC's TLS certificate (many BMCs have self-signed ones). Defaults to `false`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             booldefault.StaticBool(false),
+					},
+					"system_id": schema.StringAttribute{
+						MarkdownDescription: "Redfish system path, e.g. `/redfish/v1/Systems/1`. Optional when the BMC manages exactly one system; only for `redfish`.",
+						Optional:            true,
+						Validators: []validator.String{stringvalidator.RegexMatches(regexp.MustCompile(`^/redfish/v1/Systems/.+`),
+							"must be a Redfish system path such as /redfish/v1/Systems/1")},
+					},
+					"cipher_suite": schema.Int64Attribute{
+						MarkdownDescription: "IPMI lanplus cipher suite to use; `0` (the default) lets the controller find one. Only for `ipmi`.",
+						Optional:            true,
+						Computed:            true,
+						Default:             int64default.StaticInt64(0),
+						Validators:          []validator.Int64{int64validator.Between(0, 17)},
+					},
+				},
+			},
+			"resource_class": schema.StringAttribute{
+				MarkdownDescription: "Class of hardware the node offers; instances ask for a class (e.g. `gpu-large`). 1-63 letters, digits, `.`, `_` or `-`.",
+				Required:            true,
+				Validators:          []validator.String{stringvalidator.RegexMatches(resourceClassRE, "must be 1-63 letters, digits, '.', '_' or '-'")},
+			},
+			"properties": schema.SingleNestedAttribute{
+				MarkdownDescription: "Hardware properties. Those left out are filled by the controller from the BMC's inventory; set one to override what the inventory says.",
+				Optional:            true,
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
+				Attributes: map[string]schema.Attribute{
+					"cpus": schema.Int64Attribute{
+						MarkdownDescription: "Number of CPU cores.",
+						Optional:            true, Computed: true,
+						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+						Validators:    []validator.Int64{int64validator.AtLeast(0)},
+					},
+					"memory_mb": schema.Int64Attribute{
+						MarkdownDescription: "Memory in MiB.",
+						Optional:            true, Computed: true,
+						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+						Validators:    []validator.Int64{int64validator.AtLeast(0)},
+					},
+					"local_gb": schema.Int64Attribute{
+						MarkdownDescription: "Local disk in GiB.",
+						Optional:            true, Computed: true,
+						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+						Validators:    []validator.Int64{int64validator.AtLeast(0)},
+					},
+					"cpu_arch": schema.StringAttribute{
+						MarkdownDescription: "CPU architecture, e.g. `x86_64` or `aarch64`.",
+						Optional:            true, Computed: true,
+						PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+						Validators:    []validator.String{stringvalidator.LengthAtMost(32)},
+					},
+				},
+			},
+			"maintenance": schema.BoolAttribute{
+				MarkdownDescription: "Take the node out of service. An operator's decision only: the controller never sets it by itself. " +
+					"No new instances are placed on a node in maintenance and its queued work waits. Requires `maintenance_reason`. Defaults to `false`.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+			},
+			"maintenance_reason": schema.StringAttribute{
+				MarkdownDescription: "Why the node is in maintenance; required when `maintenance` is `true` and only allowed then. Recorded in the node's audit events.",
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 1024)},
+			},
+			"wait_for_available": schema.BoolAttribute{
+				MarkdownDescription: "Wait, on create (and after a BMC change), until the controller has verified the BMC and the node is `available`. " +
+					"Not done when `maintenance` is `true`, as the controller does not act on a node in maintenance. Defaults to `true`.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(true),
+			},
+			"power_state": schema.StringAttribute{
+				MarkdownDescription: "Power state last observed on the BMC: `on`, `off` or `unknown`.",
+				Computed:            true,
+			},
+			"provision_state": schema.StringAttribute{
+				MarkdownDescription: "Where the node is in its life cycle: `enroll`, `available`, `deploying`, `active`, `deploy_failed`, `cleaning` or `deleting`.",
+				Computed:            true,
+			},
+			"fault": schema.StringAttribute{
+				MarkdownDescription: "BMC trouble the controller detected (`bmc_unreachable`, `bmc_auth_failed`, `power_mismatch`, ...), or empty when healthy. Faults clear themselves when the BMC answers again.",
+				Computed:            true,
+			},
+			"last_error": schema.StringAttribute{
+				MarkdownDescription: "The last error the controller met on this node, or empty.",
+				Computed:            true,
+			},
+			"instance_id": schema.StringAttribute{
+				MarkdownDescription: "Id of the instance on the node, or empty.",
+				Computed:            true,
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true}),
+		},
+	}
+}
+
+func (r *NodeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.client = configuredClient(req.ProviderData, &resp.Diagnostics)
+}
+
+// ValidateConfig enforces the pairing of maintenance and its reason, which
+// the controller would otherwise refuse half-way through an apply.
+func (r *NodeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var maintenance types.Bool
+	var reason types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("maintenance"), &maintenance)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("maintenance_reason"), &reason)...)
+	if resp.Diagnostics.HasError() || maintenance.IsUnknown() || reason.IsUnknown() {
+		return
+	}
+	hasReason := !reason.IsNull() && strings.TrimSpace(reason.ValueString()) != ""
+	if maintenance.ValueBool() && !hasReason {
+		resp.Diagnostics.AddAttributeError(path.Root("maintenance_reason"), "Missing maintenance_reason",
+			"maintenance_reason is required when maintenance is true: say why the node is taken out of service "+
+				"(it is recorded in the node's audit events).")
+	}
+	if !maintenance.ValueBool() && !reason.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("maintenance_reason"), "maintenance_reason without maintenance",
+			"maintenance_reason may only be set when maintenance is true; the controller clears the reason when maintenance ends. "+
+				"Remove maintenance_reason or set maintenance = true.")
+	}
+}
+
+func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan nodeResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultNodeCreateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	in := api.NodeCreate{
+		Name:   plan.Name.ValueString(),
+		Driver: plan.Driver.ValueString(),
+		BMC: api.BMCInput{
+			Address:     plan.BMC.Address.ValueString(),
+			Username:    plan.BMC.Username.ValueString(),
+			Password:    plan.BMC.Password.ValueString(),
+			Insecure:    plan.BMC.Insecure.ValueBool(),
+			SystemID:    plan.BMC.SystemID.ValueString(),
+			CipherSuite: int(plan.BMC.CipherSuite.ValueInt64()),
+		},
+		ResourceClass:     plan.ResourceClass.ValueString(),
+		Properties:        propertiesFromObject(plan.Properties),
+		Maintenance:       plan.Maintenance.ValueBool(),
+		MaintenanceReason: plan.MaintenanceReason.ValueString(),
+	}
+	node, err := r.createNode(ctx, in)
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not create node "+in.Name, err, nodeAttrs)
+		return
+	}
+	tflog.Info(ctx, "node enrolled", map[string]any{"id": node.ID, "name": node.Name})
+
+	// Saved at once: if the wait below fails, the node exists and Terraform
+	// must know it (it will be marked tainted).
+	resp.Diagnostics.Append(plan.setFromAPI(node, plan.BMC.Password)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !plan.WaitForAvailable.ValueBool() || plan.Maintenance.ValueBool() {
+		return
+	}
+	node, err = r.waitVerified(ctx, node.ID, timeout)
+	if node != nil {
+		resp.Diagnostics.Append(plan.setFromAPI(node, plan.BMC.Password)...)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Node "+in.Name+" did not become available", err.Error())
+	}
+}
+
+// createNode enrolls a node. A name still held by a node being retired
+// (after a destroy, or when Terraform replaces a node) frees up once the
+// retire job ends, so that conflict is waited out rather than reported.
+func (r *NodeResource) createNode(ctx context.Context, in api.NodeCreate) (*api.Node, error) {
+	for {
+		node, err := r.client.CreateNode(ctx, in)
+		if !errors.Is(err, apiclient.ErrConflict) {
+			return node, err
+		}
+		old, gerr := r.client.GetNode(ctx, in.Name)
+		if gerr != nil || old.ProvisionState != stateDeleting {
+			return nil, err
+		}
+		tflog.Info(ctx, "a node of the same name is being retired; waiting for it to go", map[string]any{"name": in.Name, "old_id": old.ID})
+		_, werr := waitFor(ctx, "retired node "+old.ID, func(ctx context.Context) (*api.Node, error) {
+			n, err := r.client.GetNode(ctx, old.ID)
+			if errors.Is(err, apiclient.ErrNotFound) {
+				return nil, nil
+			}
+			return n, err
+		}, func(n *api.Node) (bool, error) { return n == nil, nil })
+		if werr != nil {
+			return nil, fmt.Errorf("%w\n\nWaited for the node being retired under that name (%s) to go, but: %v", err, old.ID, werr)
+		}
+	}
+}
+
+// waitVerified waits until the controller has verified the node's BMC
+// (provision_state leaves enroll). A node that stays in enroll with a
+// fault is tolerated until the timeout: the controller keeps retrying and
+// faults clear themselves.
+func (r *NodeResource) waitVerified(ctx context.Context, id string, timeout time.Duration) (*api.Node, error) {
+	node, err := waitFor(ctx, "node "+id+" to be verified", func(ctx context.Context) (*api.Node, error) {
+		return r.client.GetNode(ctx, id)
+	}, func(n *api.Node) (bool, error) {
+		switch n.ProvisionState {
+		case stateEnroll:
+			return false, nil
+		case stateDeleting:
+			return false, fmt.Errorf("node %s is being deleted (by someone else?) while waiting for it to become available", n.Name)
+		default:
+			return true, nil
+		}
+	})
+	switch {
+	case err == nil:
+		return node, nil
+	case errors.Is(err, errWaitTimeout) && node != nil:
+		msg := fmt.Sprintf("The controller did not verify node %s within %s: it is still in provision_state %q", node.Name, timeout, node.ProvisionState)
+		if node.Fault != "" {
+			msg += fmt.Sprintf(" with fault %q", node.Fault)
+		}
+		if node.LastError != "" {
+			msg += fmt.Sprintf(".\n\nLast error: %s", node.LastError)
+		}
+		msg += ".\n\nThe node was enrolled and the controller keeps retrying its BMC. Check the bmc settings and the BMC's network, " +
+			"raise the create timeout, or set wait_for_available = false."
+		return node, errors.New(msg)
+	case errors.Is(err, apiclient.ErrNotFound):
+		return nil, fmt.Errorf("node %s was deleted while waiting for it to become available", id)
+	default:
+		return node, err
+	}
+}
+
+func (r *NodeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state nodeResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	node, err := r.client.GetNode(ctx, state.ID.ValueString())
+	if errors.Is(err, apiclient.ErrNotFound) || err == nil && node.ProvisionState == stateDeleting {
+		tflog.Info(ctx, "node is gone or being deleted; removing it from the state", map[string]any{"id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not read node "+state.ID.ValueString(), err, nil)
+		return
+	}
+	var password types.String
+	if state.BMC != nil {
+		password = state.BMC.Password
+	} else {
+		password = types.StringNull() // imported: the API never returns it
+	}
+	if state.WaitForAvailable.IsNull() {
+		state.WaitForAvailable = types.BoolValue(true)
+	}
+	resp.Diagnostics.Append(state.setFromAPI(node, password)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state nodeResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultNodeUpdateTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	patch, changed := nodePatch(&plan, &state)
+	node := (*api.Node)(nil)
+	if changed {
+		var err error
+		node, err = r.client.PatchNode(ctx, state.ID.ValueString(), patch, "")
+		if err != nil {
+			addAPIError(&resp.Diagnostics, "Could not update node "+state.Name.ValueString(), err, nodeAttrs)
+			return
+		}
+	} else {
+		// Only provider-side settings (wait_for_available, timeouts) changed.
+		var err error
+		if node, err = r.client.GetNode(ctx, state.ID.ValueString()); err != nil {
+			addAPIError(&resp.Diagnostics, "Could not read node "+state.Name.ValueString(), err, nil)
+			return
+		}
+	}
+	resp.Diagnostics.Append(plan.setFromAPI(node, plan.BMC.Password)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if node.ProvisionState != stateEnroll || !plan.WaitForAvailable.ValueBool() || plan.Maintenance.ValueBool() {
+		return
+	}
+	node, err := r.waitVerified(ctx, node.ID, timeout)
+	if node != nil {
+		resp.Diagnostics.Append(plan.setFromAPI(node, plan.BMC.Password)...)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Node "+plan.Name.ValueString()+" was updated but not re-verified", err.Error())
+	}
+}
+
+// nodePatch builds the merge patch from state to plan. The BMC is sent
+// whole when any of it (or the driver, which the address must fit)
+// changes, the password only when it changed: the controller keeps the
+// stored one otherwise.
+func nodePatch(plan, state *nodeResourceModel) (apiclient.NodePatch, bool) {
+	var p apiclient.NodePatch
+	changed := false
+	str := func(s types.String) *string { v := s.ValueString(); return &v }
+	if !plan.Name.Equal(state.Name) {
+		p.Name, changed = str(plan.Name), true
+	}
+	if !plan.Driver.Equal(state.Driver) {
+		p.Driver, changed = str(plan.Driver), true
+	}
+	if state.BMC == nil || !plan.Driver.Equal(state.Driver) ||
+		!plan.BMC.Address.Equal(state.BMC.Address) || !plan.BMC.Username.Equal(state.BMC.Username) ||
+		!plan.BMC.Password.Equal(state.BMC.Password) || !plan.BMC.Insecure.Equal(state.BMC.Insecure) ||
+		!plan.BMC.SystemID.Equal(state.BMC.SystemID) || !plan.BMC.CipherSuite.Equal(state.BMC.CipherSuite) {
+		insecure := plan.BMC.Insecure.ValueBool()
+		cipher := int(plan.BMC.CipherSuite.ValueInt64())
+		p.BMC = &apiclient.BMCPatch{
+			Address:     str(plan.BMC.Address),
+			Username:    str(plan.BMC.Username),
+			Insecure:    &insecure,
+			SystemID:    str(plan.BMC.SystemID),
+			CipherSuite: &cipher,
+		}
+		if state.BMC == nil || !plan.BMC.Password.Equal(state.BMC.Password) {
+			p.BMC.Password = str(plan.BMC.Password)
+		}
+		changed = true
+	}
+	if !plan.ResourceClass.Equal(state.ResourceClass) {
+		p.ResourceClass, changed = str(plan.ResourceClass), true
+	}
+	if !plan.Properties.Equal(state.Properties) {
+		props := propertiesFromObject(plan.Properties)
+		p.Properties, changed = &props, true
+	}
+	if !plan.Maintenance.Equal(state.Maintenance) || !plan.MaintenanceReason.Equal(state.MaintenanceReason) {
+		m := plan.Maintenance.ValueBool()
+		p.Maintenance, p.MaintenanceReason, changed = &m, str(plan.MaintenanceReason), true
+	}
+	return p, changed
+}
+
+func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state nodeResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	accepted, err := r.client.DeleteNode(ctx, state.ID.ValueString(), false)
+	if errors.Is(err, apiclient.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not delete node "+state.Name.ValueString(), err, nil)
+		return
+	}
+	tflog.Info(ctx, "node deletion queued", map[string]any{"id": state.ID.ValueString(), "job_id": accepted.JobID, "message": accepted.Message})
+}
+
+func (r *NodeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	// The API takes an id or a name; Read replaces a name with the id.
+	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}
+
+// setFromAPI copies the node into the model. The BMC password is not in
+// the API's answer: the caller passes the value to keep.
+func (m *nodeResourceModel) setFromAPI(n *api.Node, password types.String) diag.Diagnostics {
+	m.ID = types.StringValue(n.ID)
+	m.Name = types.StringValue(n.Name)
+	m.Driver = types.StringValue(n.Driver)
+	if n.BMC != nil {
+		m.BMC = &nodeBMCModel{
+			Address:     types.StringValue(n.BMC.Address),
+			Username:    types.StringValue(n.BMC.Username),
+			Password:    password,
+			Insecure:    types.BoolValue(n.BMC.Insecure),
+			SystemID:    stringOrNull(n.BMC.SystemID),
+			CipherSuite: types.Int64Value(int64(n.BMC.CipherSuite)),
+		}
+	}
+	m.ResourceClass = types.StringValue(n.ResourceClass)
+	var diags diag.Diagnostics
+	m.Properties, diags = propertiesObject(n.Properties)
+	m.Maintenance = types.BoolValue(n.Maintenance)
+	m.MaintenanceReason = stringOrNull(n.MaintenanceReason)
+	m.PowerState = types.StringValue(n.PowerState)
+	m.ProvisionState = types.StringValue(n.ProvisionState)
+	m.Fault = types.StringValue(n.Fault)
+	m.LastError = types.StringValue(n.LastError)
+	m.InstanceID = types.StringValue(n.InstanceID)
+	return diags
+}
+
+func propertiesObject(p api.Properties) (types.Object, diag.Diagnostics) {
+	return types.ObjectValue(propertiesAttrTypes, map[string]attr.Value{
+		"cpus":      types.Int64Value(int64(p.CPUs)),
+		"memory_mb": types.Int64Value(int64(p.MemoryMB)),
+		"local_gb":  types.Int64Value(int64(p.LocalGB)),
+		"cpu_arch":  types.StringValue(p.CPUArch),
+	})
+}
+
+// propertiesFromObject reads planned properties; unknown or null members
+// are sent empty, which asks the controller to fill them from inventory.
+func propertiesFromObject(o types.Object) api.Properties {
+	var p api.Properties
+	if o.IsNull() || o.IsUnknown() {
+		return p
+	}
+	attrs := o.Attributes()
+	if v, ok := attrs["cpus"].(basetypes.Int64Value); ok {
+		p.CPUs = int(v.ValueInt64())
+	}
+	if v, ok := attrs["memory_mb"].(basetypes.Int64Value); ok {
+		p.MemoryMB = int(v.ValueInt64())
+	}
+	if v, ok := attrs["local_gb"].(basetypes.Int64Value); ok {
+		p.LocalGB = int(v.ValueInt64())
+	}
+	if v, ok := attrs["cpu_arch"].(basetypes.StringValue); ok {
+		p.CPUArch = v.ValueString()
+	}
+	return p
+}

@@ -1,0 +1,113 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
+)
+
+var (
+	_ datasource.DataSource              = &NodesDataSource{}
+	_ datasource.DataSourceWithConfigure = &NodesDataSource{}
+)
+
+// Filter values the controller accepts.
+var (
+	provisionStates = []string{"enroll", "available", "deploying", "active", "deploy_failed", "cleaning", "deleting"}
+	faultFilters    = []string{"any", "none", "bmc_unreachable", "bmc_auth_failed", "bmc_error", "power_mismatch", "deploy_timeout", "clean_failed"}
+)
+
+// NodesDataSource lists nodes matching filters.
+type NodesDataSource struct {
+	client *apiclient.Client
+}
+
+// NewNodesDataSource is the data source's constructor for the provider.
+func NewNodesDataSource() datasource.DataSource { return &NodesDataSource{} }
+
+type nodesDataModel struct {
+	ResourceClass  types.String    `tfsdk:"resource_class"`
+	ProvisionState types.String    `tfsdk:"provision_state"`
+	Maintenance    types.Bool      `tfsdk:"maintenance"`
+	Fault          types.String    `tfsdk:"fault"`
+	Nodes          []nodeDataModel `tfsdk:"nodes"`
+}
+
+func (d *NodesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_nodes"
+}
+
+func (d *NodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	element := nodeDataAttributes()
+	element["id"] = schema.StringAttribute{MarkdownDescription: "The node's id.", Computed: true}
+	element["name"] = schema.StringAttribute{MarkdownDescription: "The node's name.", Computed: true}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Lists the nodes that match all the given filters (all nodes without filters), " +
+			"with their capacity, state and health; never BMC details. Nodes being deleted are left out " +
+			"unless `provision_state` is `deleting`.",
+		Attributes: map[string]schema.Attribute{
+			"resource_class": schema.StringAttribute{
+				MarkdownDescription: "Only nodes of this resource class.",
+				Optional:            true,
+			},
+			"provision_state": schema.StringAttribute{
+				MarkdownDescription: "Only nodes in this provision state.",
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(provisionStates...)},
+			},
+			"maintenance": schema.BoolAttribute{
+				MarkdownDescription: "Only nodes in maintenance (`true`) or not in maintenance (`false`).",
+				Optional:            true,
+			},
+			"fault": schema.StringAttribute{
+				MarkdownDescription: "Only faulted nodes (`any`), only healthy nodes (`none`), or only nodes with this fault " +
+					"(`bmc_unreachable`, `bmc_auth_failed`, `bmc_error`, `power_mismatch`, `deploy_timeout`, `clean_failed`).",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf(faultFilters...)},
+			},
+			"nodes": schema.ListNestedAttribute{
+				MarkdownDescription: "The matching nodes, in the controller's order.",
+				Computed:            true,
+				NestedObject:        schema.NestedAttributeObject{Attributes: element},
+			},
+		},
+	}
+}
+
+func (d *NodesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.client = configuredClient(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *NodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var cfg nodesDataModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	f := apiclient.NodeFilter{
+		ResourceClass:  cfg.ResourceClass.ValueString(),
+		ProvisionState: cfg.ProvisionState.ValueString(),
+		Fault:          cfg.Fault.ValueString(),
+	}
+	if !cfg.Maintenance.IsNull() {
+		m := cfg.Maintenance.ValueBool()
+		f.Maintenance = &m
+	}
+	nodes, err := d.client.ListNodes(ctx, f)
+	if err != nil {
+		addAPIError(&resp.Diagnostics, "Could not list nodes", err,
+			map[string]attrKind{"resource_class": attrPlain, "provision_state": attrPlain, "maintenance": attrPlain, "fault": attrPlain})
+		return
+	}
+	cfg.Nodes = make([]nodeDataModel, len(nodes))
+	for i := range nodes {
+		resp.Diagnostics.Append(cfg.Nodes[i].setFromAPI(&nodes[i])...)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &cfg)...)
+}

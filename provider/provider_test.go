@@ -1,0 +1,221 @@
+package provider
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
+)
+
+// protoV6ProviderFactories runs the provider in-process for the real
+// terraform binary that terraform-plugin-testing drives.
+var protoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"baremetal": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// requireAcc skips tests that need the terraform binary unless TF_ACC is
+// set, as resource.Test does. `make test` always sets it.
+func requireAcc(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1 (make test and make testacc do)")
+	}
+}
+
+// described is anything with a markdown description.
+type described interface {
+	GetMarkdownDescription() string
+}
+
+// TestSchemasAreDocumented checks that every attribute of the provider,
+// its resources and data sources has a MarkdownDescription, and that the
+// schemas pass the framework's own validation.
+func TestSchemasAreDocumented(t *testing.T) {
+	ctx := context.Background()
+	p := New("test")()
+
+	var presp provider.SchemaResponse
+	p.Schema(ctx, provider.SchemaRequest{}, &presp)
+	if presp.Diagnostics.HasError() {
+		t.Fatalf("provider schema: %v", presp.Diagnostics)
+	}
+	if presp.Schema.MarkdownDescription == "" {
+		t.Error("provider has no MarkdownDescription")
+	}
+	for name, a := range presp.Schema.Attributes {
+		checkDescribed(t, "provider."+name, a, nil)
+	}
+
+	for _, newRes := range p.Resources(ctx) {
+		r := newRes()
+		var md resource.MetadataResponse
+		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: "baremetal"}, &md)
+		var sr resource.SchemaResponse
+		r.Schema(ctx, resource.SchemaRequest{}, &sr)
+		if sr.Diagnostics.HasError() {
+			t.Fatalf("%s schema: %v", md.TypeName, sr.Diagnostics)
+		}
+		if diags := sr.Schema.ValidateImplementation(ctx); diags.HasError() {
+			t.Errorf("%s schema invalid: %v", md.TypeName, diags)
+		}
+		if sr.Schema.MarkdownDescription == "" {
+			t.Errorf("%s has no MarkdownDescription", md.TypeName)
+		}
+		for name, a := range sr.Schema.Attributes {
+			checkDescribed(t, md.TypeName+"."+name, a, func(a any) map[string]described {
+				switch n := a.(type) {
+				case rschema.SingleNestedAttribute:
+					return toDescribed(n.Attributes)
+				}
+				return nil
+			})
+		}
+	}
+
+	for _, newDS := range p.DataSources(ctx) {
+		d := newDS()
+		var md datasource.MetadataResponse
+		d.Metadata(ctx, datasource.MetadataRequest{ProviderTypeName: "baremetal"}, &md)
+		var sr datasource.SchemaResponse
+		d.Schema(ctx, datasource.SchemaRequest{}, &sr)
+		if sr.Diagnostics.HasError() {
+			t.Fatalf("%s schema: %v", md.TypeName, sr.Diagnostics)
+		}
+		if diags := sr.Schema.ValidateImplementation(ctx); diags.HasError() {
+			t.Errorf("%s schema invalid: %v", md.TypeName, diags)
+		}
+		for name, a := range sr.Schema.Attributes {
+			checkDescribed(t, "data."+md.TypeName+"."+name, a, func(a any) map[string]described {
+				switch n := a.(type) {
+				case dschema.SingleNestedAttribute:
+					return toDescribed(n.Attributes)
+				case dschema.ListNestedAttribute:
+					return toDescribed(n.NestedObject.Attributes)
+				}
+				return nil
+			})
+		}
+	}
+}
+
+func toDescribed[A any](m map[string]A) map[string]described {
+	out := map[string]described{}
+	for k, v := range m {
+		if d, ok := any(v).(described); ok {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func checkDescribed(t *testing.T, name string, a any, children func(any) map[string]described) {
+	t.Helper()
+	d, ok := a.(described)
+	if !ok || d.GetMarkdownDescription() == "" {
+		t.Errorf("attribute %s has no MarkdownDescription", name)
+	}
+	if children == nil {
+		return
+	}
+	for k, c := range children(a) {
+		checkDescribed(t, name+"."+k, c, children)
+	}
+}
+
+func TestFieldPath(t *testing.T) {
+	cases := []struct {
+		field string
+		attrs map[string]attrKind
+		want  path.Path
+		ok    bool
+	}{
+		{"bmc.address", nodeAttrs, path.Root("bmc").AtName("address"), true},
+		{"properties.cpus", nodeAttrs, path.Root("properties").AtName("cpus"), true},
+		{"maintenance_reason", nodeAttrs, path.Root("maintenance_reason"), true},
+		{"metadata.role", instanceAttrs, path.Root("metadata").AtMapKey("role"), true},
+		{"image.url", instanceAttrs, path.Root("image").AtName("url"), true},
+		{"If-Match", nodeAttrs, path.Empty(), false},
+		{"", nodeAttrs, path.Empty(), false},
+		{"target", nil, path.Empty(), false},
+	}
+	for _, c := range cases {
+		got, ok := fieldPath(c.field, c.attrs)
+		if ok != c.ok || ok && !got.Equal(c.want) {
+			t.Errorf("fieldPath(%q) = %v, %v; want %v, %v", c.field, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestNodePatchSendsOnlyChanges(t *testing.T) {
+	props, _ := propertiesObject(api.Properties{CPUs: 8, MemoryMB: 1024})
+	base := func() *nodeResourceModel {
+		return &nodeResourceModel{
+			Name: types.StringValue("n1"), Driver: types.StringValue("redfish"),
+			BMC: &nodeBMCModel{Address: types.StringValue("http://a"), Username: types.StringValue("u"),
+				Password: types.StringValue("p"), Insecure: types.BoolValue(false), SystemID: types.StringNull(),
+				CipherSuite: types.Int64Value(0)},
+			ResourceClass: types.StringValue("rc"), Properties: props,
+			Maintenance: types.BoolValue(false), MaintenanceReason: types.StringNull(),
+		}
+	}
+	if _, changed := nodePatch(base(), base()); changed {
+		t.Fatal("identical models produce a patch")
+	}
+
+	plan := base()
+	plan.BMC.Address = types.StringValue("http://b")
+	p, changed := nodePatch(plan, base())
+	if !changed || p.BMC == nil || *p.BMC.Address != "http://b" || p.BMC.Password != nil || p.Name != nil {
+		t.Fatalf("address change: %+v", p)
+	}
+
+	plan = base()
+	plan.BMC.Password = types.StringValue("new")
+	p, _ = nodePatch(plan, base())
+	if p.BMC == nil || p.BMC.Password == nil || *p.BMC.Password != "new" {
+		t.Fatalf("password change not sent: %+v", p.BMC)
+	}
+
+	// After an import the state has no password: the configured one is sent.
+	state := base()
+	state.BMC.Password = types.StringNull()
+	p, _ = nodePatch(base(), state)
+	if p.BMC == nil || p.BMC.Password == nil || *p.BMC.Password != "p" {
+		t.Fatalf("imported node: password not sent: %+v", p.BMC)
+	}
+
+	plan = base()
+	plan.Maintenance, plan.MaintenanceReason = types.BoolValue(true), types.StringValue("disk")
+	p, _ = nodePatch(plan, base())
+	if p.Maintenance == nil || !*p.Maintenance || *p.MaintenanceReason != "disk" || p.BMC != nil {
+		t.Fatalf("maintenance: %+v", p)
+	}
+}
+
+func TestConfiguredClient(t *testing.T) {
+	var diags diag.Diagnostics
+	if c := configuredClient(nil, &diags); c != nil || diags.HasError() {
+		t.Fatal("nil provider data must be tolerated")
+	}
+	if c := configuredClient("nope", &diags); c != nil || !diags.HasError() {
+		t.Fatal("wrong provider data must be reported")
+	}
+	c, _ := apiclient.New("http://127.0.0.1:1", apiclient.Options{})
+	diags = nil
+	if got := configuredClient(c, &diags); got != c || diags.HasError() {
+		t.Fatal("client not passed through")
+	}
+}
