@@ -1,0 +1,32 @@
+// Package redfish is the Redfish BMC driver, built on gofish.
+//
+// An Opener caches one gofish APIClient per BMC and credentials (address,
+// username, password hash, TLS mode): one keep-alive connection pool, one
+// session, and the system path when the endpoint names none. Open does no
+// I/O; the first call logs in. So in steady state a power read is exactly
+// one HTTP request, the GET of the ComputerSystem.
+//
+// Authentication: the service root is read once per BMC; when it links a
+// SessionService the driver logs in with a session (X-Auth-Token) and
+// otherwise, or when creating a session answers 404/405/501, it falls back
+// to basic auth. A cached session refused with 401 is replaced once (at
+// most once a second per BMC) and the call retried; the old session is
+// deleted in the background, since BMCs have few session slots.
+//
+// Every request has an http.Client timeout (Options.Timeout) and carries
+// the caller's context, whose deadline wins when shorter: gofish sets
+// neither. TLS certificates are verified unless the endpoint is Insecure.
+//
+// Errors are *bmc.Error: dial, timeout, TLS, reset, EOF and context
+// deadlines are KindUnreachable; 401/403 KindAuth; 404/405/501 and Redfish
+// "not supported" messages KindUnsupported; other statuses (5xx, 4xx) and
+// unreadable answers KindBMCError, with the Redfish message. Messages are
+// built from the status and Redfish message fields, never from raw bodies,
+// and are scrubbed of the password and of URL userinfo.
+//
+// ComputerSystems are decoded leniently (case-insensitive keys, numbers
+// sent as strings, nulls, missing fields) because real BMCs send such
+// documents and gofish's typed decoding rejects a whole resource for one
+// mistyped field. Managers and VirtualMedia use gofish's types, which also
+// carry its InsertMedia/EjectMedia-or-PATCH fallbacks.
+package redfish

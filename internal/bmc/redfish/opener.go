@@ -1,0 +1,529 @@
+package redfish
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stmcginnis/gofish"
+	"github.com/stmcginnis/gofish/schemas"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+)
+
+// Options tunes an Opener.
+type Options struct {
+	// Timeout bounds every single HTTP request (default 10s). Context
+	// deadlines are honoured on top of it.
+	Timeout time.Duration
+	// MaxConcurrentRequests caps in-flight requests per BMC (default 64).
+	MaxConcurrentRequests int
+	// Logger receives login, fallback and re-login events (default: discard).
+	Logger *slog.Logger
+}
+
+// Opener hands out Clients and keeps one gofish APIClient (connection pool
+// and session) per BMC, keyed by address, username, password hash and TLS
+// mode, so steady-state calls cost one request each.
+type Opener struct {
+	opts Options
+	log  *slog.Logger
+	// reloginEvery is the least time between two re-logins of one BMC, so a
+	// resource that always answers 401 cannot turn every call into a login.
+	reloginEvery time.Duration
+	// authRetryAfter is how long a refused login is remembered: BMCs lock
+	// accounts (or source addresses) after a few failed logins, so a wrong
+	// password must not be retried at the rate of power sync. A corrected
+	// password is a new cache key, so it is tried at once.
+	authRetryAfter time.Duration
+
+	mu        sync.Mutex
+	conns     map[connKey]*conn
+	closed    bool
+	lastSweep time.Time
+	bg        sync.WaitGroup // background session deletions
+}
+
+var _ bmc.Opener = (*Opener)(nil)
+
+const (
+	idleConnTTL   = 30 * time.Minute
+	sweepInterval = 5 * time.Minute
+	logoutTimeout = 3 * time.Second
+)
+
+// NewOpener returns an Opener; Close it to log out of every BMC.
+func NewOpener(opts Options) *Opener {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.MaxConcurrentRequests <= 0 {
+		opts.MaxConcurrentRequests = 64
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Opener{
+		opts:           opts,
+		log:            log.With("driver", "redfish"),
+		reloginEvery:   time.Second,
+		authRetryAfter: 15 * time.Second,
+		conns:          make(map[connKey]*conn),
+		lastSweep:      time.Now(),
+	}
+}
+
+type connKey struct {
+	endpoint string
+	user     string
+	pwHash   [32]byte
+	insecure bool
+}
+
+// Open returns a Client for ep without talking to the BMC: the connection,
+// the session and the system path are set up by the first call and then
+// shared by every Client of the same BMC and credentials.
+func (o *Opener) Open(_ context.Context, ep bmc.Endpoint) (bmc.Client, error) {
+	if ep.Driver != "" && !strings.EqualFold(ep.Driver, "redfish") {
+		return nil, bmc.Errorf(bmc.KindUnsupported, "open", "driver %q is not redfish", ep.Driver)
+	}
+	endpoint, user, pass, err := parseAddress(ep)
+	if err != nil {
+		return nil, classify("open", err, ep.Password)
+	}
+	sysPath, err := systemPath(ep.SystemID)
+	if err != nil {
+		return nil, classify("open", err, ep.Password)
+	}
+	key := connKey{endpoint: endpoint, user: user, pwHash: sha256.Sum256([]byte(pass)), insecure: ep.Insecure}
+
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, classify("open", ErrClosed)
+	}
+	o.sweepLocked()
+	c := o.conns[key]
+	if c == nil {
+		c = o.newConn(endpoint, user, pass, ep.Insecure)
+		o.conns[key] = c
+	}
+	c.touch()
+	return &Client{c: c, system: sysPath}, nil
+}
+
+// Close logs out of every BMC session (bounded by a few seconds) and
+// closes idle connections. Clients of a closed Opener fail.
+func (o *Opener) Close() {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.closed = true
+	conns := make([]*conn, 0, len(o.conns))
+	for _, c := range o.conns {
+		conns = append(conns, c)
+	}
+	clear(o.conns)
+	o.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), logoutTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { c.shutdown(ctx) })
+	}
+	wg.Wait()
+	o.bg.Wait()
+}
+
+// sweepLocked forgets BMCs unused for a long time (rotated passwords,
+// deleted nodes) so the cache does not grow forever. o.mu must be held.
+func (o *Opener) sweepLocked() {
+	now := time.Now()
+	if now.Sub(o.lastSweep) < sweepInterval {
+		return
+	}
+	o.lastSweep = now
+	for k, c := range o.conns {
+		if now.Sub(time.Unix(0, c.lastUsed.Load())) > idleConnTTL {
+			delete(o.conns, k)
+			o.background(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), logoutTimeout)
+				defer cancel()
+				c.shutdown(ctx)
+			})
+		}
+	}
+}
+
+func (o *Opener) background(fn func()) {
+	o.bg.Go(fn)
+}
+
+// parseAddress validates a Redfish address and returns scheme://host[:port]
+// plus the credentials (userinfo in the address is accepted as a fallback
+// and never kept in the URL).
+func parseAddress(ep bmc.Endpoint) (endpoint, user, pass string, err error) {
+	addr := strings.TrimSpace(ep.Address)
+	if addr != "" && !strings.Contains(addr, "://") {
+		addr = "https://" + addr // a bare host: Redfish is HTTPS
+	}
+	u, perr := url.Parse(addr)
+	if perr != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", "", "", bmc.Errorf(bmc.KindUnreachable, "open",
+			"invalid Redfish address %q: want https://host[:port] (or http://)", stripUserinfo(ep.Address))
+	}
+	user, pass = ep.Username, ep.Password
+	if u.User != nil && user == "" && pass == "" {
+		user = u.User.Username()
+		pass, _ = u.User.Password()
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), user, pass, nil
+}
+
+// systemPath normalizes Endpoint.SystemID: a path, a full URL or a bare id.
+func systemPath(id string) (string, error) {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return "", nil
+	}
+	if strings.Contains(id, "://") {
+		u, err := url.Parse(id)
+		if err != nil || u.Path == "" {
+			return "", bmc.Errorf(bmc.KindBMCError, "open", "invalid system_id %q", stripUserinfo(id))
+		}
+		id = u.Path
+	}
+	if !strings.HasPrefix(id, "/") {
+		if strings.ContainsAny(id, "/?#") {
+			return "", bmc.Errorf(bmc.KindBMCError, "open", "invalid system_id %q: want /redfish/v1/Systems/<id>", id)
+		}
+		id = "/redfish/v1/Systems/" + url.PathEscape(id)
+	}
+	if len(id) > 1 {
+		id = strings.TrimSuffix(id, "/")
+	}
+	return id, nil
+}
+
+// conn is one BMC as seen with one set of credentials.
+type conn struct {
+	o         *Opener
+	endpoint  string
+	user      string
+	password  string
+	insecure  bool
+	transport *http.Transport
+	httpc     *http.Client
+	lastUsed  atomic.Int64
+
+	mu            sync.Mutex
+	api           *gofish.APIClient // nil until logged in
+	gen           uint64            // bumped at each login
+	probed        bool
+	basic         bool // the BMC offers no usable SessionService
+	systems       string
+	loginCh       chan struct{} // closed when the login in flight ends
+	loginErr      error
+	lastLogin     time.Time
+	authErr       error     // last login refused with 401/403 ...
+	authErrAt     time.Time // ... and when
+	defaultSystem string
+}
+
+func (o *Opener) newConn(endpoint, user, pass string, insecure bool) *conn {
+	dialer := &net.Dialer{Timeout: min(o.opts.Timeout, 10*time.Second), KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec // per-endpoint opt-in
+		TLSHandshakeTimeout: o.opts.Timeout,
+		MaxIdleConns:        o.opts.MaxConcurrentRequests,
+		MaxIdleConnsPerHost: o.opts.MaxConcurrentRequests,
+		MaxConnsPerHost:     o.opts.MaxConcurrentRequests,
+		IdleConnTimeout:     90 * time.Second,
+		// HTTP/1.1 on purpose: BMC HTTP/2 stacks are young and quirky, and
+		// a pool of keep-alive connections is what they are tested with.
+		ForceAttemptHTTP2: false,
+	}
+	c := &conn{
+		o: o, endpoint: endpoint, user: user, password: pass, insecure: insecure,
+		transport: tr,
+		// gofish sets no timeout of its own: a hung BMC would block forever.
+		httpc:   &http.Client{Transport: tr, Timeout: o.opts.Timeout},
+		systems: "/redfish/v1/Systems",
+	}
+	c.touch()
+	return c
+}
+
+func (c *conn) touch() { c.lastUsed.Store(time.Now().UnixNano()) }
+
+// client returns the logged-in APIClient bound to ctx and its generation,
+// logging in first if needed. Concurrent callers share one login.
+func (c *conn) client(ctx context.Context) (*gofish.APIClient, uint64, error) {
+	for {
+		c.mu.Lock()
+		if c.api != nil {
+			api, gen := c.api, c.gen
+			c.mu.Unlock()
+			return api.WithContext(ctx), gen, nil
+		}
+		if ch := c.loginCh; ch != nil {
+			c.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, 0, ctx.Err()
+			}
+			c.mu.Lock()
+			api, gen, err := c.api, c.gen, c.loginErr
+			c.mu.Unlock()
+			if api != nil {
+				return api.WithContext(ctx), gen, nil
+			}
+			// The leader's own deadline is no reason for us to fail.
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				if ctx.Err() == nil {
+					continue
+				}
+			}
+			return nil, 0, err
+		}
+		if since := time.Since(c.authErrAt); c.authErr != nil && since < c.o.authRetryAfter {
+			err := &bmc.Error{Kind: bmc.KindAuth, Op: "login", Err: fmt.Errorf("%w (refused %s ago; next try in %s)",
+				c.authErr, since.Round(time.Second), (c.o.authRetryAfter - since).Round(time.Second))}
+			c.mu.Unlock()
+			return nil, 0, err
+		}
+		ch := make(chan struct{})
+		c.loginCh = ch
+		c.mu.Unlock()
+
+		api, err := c.login(ctx)
+
+		c.mu.Lock()
+		c.loginCh = nil
+		c.loginErr = err
+		c.authErr = nil
+		if err == nil {
+			c.api = api
+			c.gen++
+			c.lastLogin = time.Now()
+		} else if st := statusOf(err); st == http.StatusUnauthorized || st == http.StatusForbidden {
+			// Sanitized now: this error outlives the call that got it.
+			c.authErr, c.authErrAt = errors.Unwrap(classify("login", err, c.password)), time.Now()
+		}
+		gen := c.gen
+		c.mu.Unlock()
+		close(ch)
+		if err != nil {
+			return nil, 0, err
+		}
+		return api.WithContext(ctx), gen, nil
+	}
+}
+
+var errNoRelogin = errors.New("no re-login")
+
+// relogin replaces the session of generation stale after a 401. Only one
+// caller logs in; the others get the new client. It returns errNoRelogin
+// when a new session cannot help (basic auth, or a login just happened).
+func (c *conn) relogin(ctx context.Context, stale uint64) (*gofish.APIClient, error) {
+	c.mu.Lock()
+	if c.gen == stale && c.api != nil {
+		if c.basic || time.Since(c.lastLogin) < c.o.reloginEvery {
+			c.mu.Unlock()
+			return nil, errNoRelogin
+		}
+		old := c.api
+		c.api = nil
+		c.mu.Unlock()
+		c.o.log.Info("redfish session rejected, logging in again", "bmc", c.endpoint, "user", c.user)
+		api, _, err := c.client(ctx)
+		if err == nil {
+			c.deleteSessionLater(api, old)
+		}
+		return api, err
+	}
+	c.mu.Unlock()
+	api, _, err := c.client(ctx)
+	return api, err
+}
+
+// deleteSessionLater frees the replaced session's slot on the BMC (they
+// have few), using the new session; failures do not matter.
+func (c *conn) deleteSessionLater(current, old *gofish.APIClient) {
+	s, err := old.GetSession()
+	if err != nil || s.ID == "" {
+		return
+	}
+	c.o.background(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), logoutTimeout)
+		defer cancel()
+		_, _ = current.WithContext(ctx).Delete(s.ID)
+	})
+}
+
+// shutdown deletes the session (best effort) and closes idle connections.
+func (c *conn) shutdown(ctx context.Context) {
+	c.mu.Lock()
+	api := c.api
+	c.api = nil
+	c.gen++
+	c.mu.Unlock()
+	if api != nil {
+		if s, err := api.GetSession(); err == nil && s.ID != "" {
+			_, _ = api.WithContext(ctx).Delete(s.ID)
+		}
+	}
+	c.transport.CloseIdleConnections()
+}
+
+// login connects with a session when the BMC offers a SessionService and
+// with basic auth when it does not (or refuses to create sessions).
+func (c *conn) login(ctx context.Context) (*gofish.APIClient, error) {
+	c.mu.Lock()
+	probed, basic := c.probed, c.basic
+	c.mu.Unlock()
+	if !probed {
+		root, err := c.probe(ctx)
+		if err != nil {
+			return nil, err
+		}
+		basic = root.sessions == ""
+		c.mu.Lock()
+		c.probed, c.basic = true, basic
+		if root.systems != "" {
+			c.systems = strings.TrimSuffix(root.systems, "/")
+		}
+		c.mu.Unlock()
+		if basic {
+			c.o.log.Info("BMC offers no SessionService, using basic auth", "bmc", c.endpoint)
+		}
+	}
+	cfg := gofish.ClientConfig{
+		Endpoint:              c.endpoint,
+		Username:              c.user,
+		Password:              c.password,
+		HTTPClient:            c.httpc,
+		BasicAuth:             basic,
+		MaxConcurrentRequests: int64(c.o.opts.MaxConcurrentRequests),
+		ReuseConnections:      true, // else gofish closes the connection after each request
+		NoModifyTransport:     true,
+	}
+	api, err := gofish.ConnectContext(ctx, cfg)
+	if err != nil && !basic {
+		switch statusOf(err) {
+		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+			c.o.log.Info("BMC refused to create a session, using basic auth", "bmc", c.endpoint, "status", statusOf(err))
+			c.mu.Lock()
+			c.basic = true
+			c.mu.Unlock()
+			cfg.BasicAuth = true
+			api, err = gofish.ConnectContext(ctx, cfg)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.o.log.Debug("redfish login", "bmc", c.endpoint, "user", c.user, "session", !cfg.BasicAuth)
+	return api, nil
+}
+
+type rootInfo struct {
+	sessions string
+	systems  string
+}
+
+// probe reads the (unauthenticated) service root once per BMC to learn
+// whether it offers sessions: gofish would otherwise fail the login of a
+// BMC without a SessionService.
+func (c *conn) probe(ctx context.Context) (rootInfo, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint+schemas.DefaultServiceRoot, nil)
+	if err != nil {
+		return rootInfo{}, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.httpc.Do(req)
+	if err != nil {
+		return rootInfo{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDoc))
+	if err != nil {
+		return rootInfo{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return rootInfo{}, schemas.ConstructError(resp.StatusCode, body)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return rootInfo{}, fmt.Errorf("%s is not a Redfish service root: %w", c.endpoint+schemas.DefaultServiceRoot, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return rootInfo{}, &shapeError{what: "service root is not a JSON object"}
+	}
+	d := doc(m)
+	return rootInfo{sessions: d.obj("Links").link("Sessions"), systems: d.link("Systems")}, nil
+}
+
+// resolveSystem returns the BMC's only system, cached per BMC.
+func (c *conn) resolveSystem(api *gofish.APIClient) (string, error) {
+	c.mu.Lock()
+	if s := c.defaultSystem; s != "" {
+		c.mu.Unlock()
+		return s, nil
+	}
+	coll := c.systems
+	c.mu.Unlock()
+
+	d, _, err := getDoc(api, coll)
+	if err != nil {
+		return "", err
+	}
+	members := d.members()
+	switch len(members) {
+	case 0:
+		return "", fmt.Errorf("%w: %s lists no systems", ErrSystemNotFound, coll)
+	case 1:
+		c.mu.Lock()
+		c.defaultSystem = members[0]
+		c.mu.Unlock()
+		return members[0], nil
+	default:
+		shown := members
+		if len(shown) > 5 {
+			shown = shown[:5]
+		}
+		more := ""
+		if len(members) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(members)-len(shown))
+		}
+		return "", fmt.Errorf("%w: it has %d (%s%s)", ErrSystemIDRequired, len(members), strings.Join(shown, ", "), more)
+	}
+}
+
+func (c *conn) forgetSystem(path string) {
+	c.mu.Lock()
+	if c.defaultSystem == path {
+		c.defaultSystem = ""
+	}
+	c.mu.Unlock()
+}
