@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,6 +44,13 @@ func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
 	if err != nil {
 		// pgx's parse errors can echo the URL, password included.
 		return nil, errors.New("postgres: open: malformed database URL")
+	}
+	// pgxpool's default (4 on this kind of machine) is too few once River's
+	// producers, its listener and many workers each hold a connection
+	// during a job's transaction. Connections open lazily, so a larger cap
+	// costs nothing until needed. An explicit pool_max_conns wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = int32(max(16, 4*runtime.NumCPU()))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -146,3 +146,7 @@ func BenchmarkGetNode(b *testing.B) {
 func BenchmarkListNodesPage(b *testing.B) {
 	storetest.BenchListNodesPage(b, storetest.OpenPostgres(b))
 }
+
+func BenchmarkUpdateNode(b *testing.B) {
+	storetest.BenchUpdateNode(b, storetest.OpenPostgres(b))
+}

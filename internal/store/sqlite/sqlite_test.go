@@ -205,10 +205,39 @@ func TestOpenCreatesPrivateDirectory(t *testing.T) {
 	}
 }
 
+// Reads outside transactions go to the read pool; every one must see the
+// writes committed before it, on whichever pooled connection it lands.
+func TestReadYourWrites(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := storetest.OpenSQLite(t)
+	n := &baremetal.Node{Name: "rw", Driver: baremetal.DriverRedfish, ProvisionState: baremetal.StateEnroll}
+	if err := s.InsertNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		n.BMCFailures = i
+		if err := s.UpdateNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetNode(ctx, n.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version != n.Version || got.BMCFailures != i {
+			t.Fatalf("read after write %d saw version %d, want %d", i, got.Version, n.Version)
+		}
+	}
+}
+
 func BenchmarkGetNode(b *testing.B) {
 	storetest.BenchGetNode(b, storetest.OpenSQLite(b))
 }
 
 func BenchmarkListNodesPage(b *testing.B) {
 	storetest.BenchListNodesPage(b, storetest.OpenSQLite(b))
+}
+
+func BenchmarkUpdateNode(b *testing.B) {
+	storetest.BenchUpdateNode(b, storetest.OpenSQLite(b))
 }
