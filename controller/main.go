@@ -1,0 +1,231 @@
+// Command controller runs the baremetal controller: the REST API, durable
+// jobs and power sync over an embedded SQLite store (default) or
+// PostgreSQL. Subcommands:
+//
+//	controller serve     run the controller (optionally with a simulated BMC fleet)
+//	controller migrate   apply database migrations and exit
+//	controller sim       run only a simulated Redfish BMC fleet
+//	controller version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/app"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+)
+
+var version = "dev"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "controller:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: controller <command> [flags]
+
+commands:
+  serve     run the controller API, jobs and power sync
+  migrate   apply database migrations (ours and River's) and exit
+  sim       run a simulated Redfish BMC fleet
+  version   print the version
+
+Run 'controller <command> -h' for a command's flags. Every flag can also
+be set with an environment variable: --power-sync-interval is
+BAREMETAL_POWER_SYNC_INTERVAL.
+`
+
+func run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("no command")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:])
+	case "migrate":
+		return migrate(ctx, args[1:])
+	case "sim":
+		return runSim(ctx, args[1:])
+	case "version":
+		fmt.Println(version)
+		return nil
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return nil
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+// flags wraps a FlagSet so every flag falls back to a BAREMETAL_* env var.
+type flags struct {
+	*flag.FlagSet
+	logLevel, logFormat *string
+}
+
+func newFlags(name string) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	f := &flags{FlagSet: fs}
+	f.logLevel = f.String("log-level", "info", "log level: debug, info, warn, error")
+	f.logFormat = f.String("log-format", "text", "log format: text or json")
+	return f
+}
+
+func envName(flagName string) string {
+	return "BAREMETAL_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parse applies env vars to flags not given on the command line.
+func (f *flags) parse(args []string) error {
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	if f.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", f.Args())
+	}
+	set := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	var err error
+	f.VisitAll(func(fl *flag.Flag) {
+		if set[fl.Name] || err != nil {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(fl.Name)); ok {
+			if e := fl.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(fl.Name), v, e)
+			}
+		}
+	})
+	return err
+}
+
+func (f *flags) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch *f.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format must be text or json, got %q", *f.logFormat)
+	}
+}
+
+func storeFlags(f *flags, cfg *app.Config) {
+	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded database, secret key and generated admin token")
+	f.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (postgres://...); empty = embedded SQLite in --data-dir")
+	f.StringVar(&cfg.SecretKeyFile, "secret-key-file", cfg.SecretKeyFile, "AES-256 key for BMC passwords at rest (default <data-dir>/secret.key, generated on first start)")
+}
+
+func serve(ctx context.Context, args []string) error {
+	cfg := app.Defaults()
+	f := newFlags("serve")
+	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "address of the REST API")
+	storeFlags(f, &cfg)
+	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", "", "admin token to create on first start (default: generate one into <data-dir>/admin-token)")
+	f.DurationVar(&cfg.PowerSyncInterval, "power-sync-interval", cfg.PowerSyncInterval, "how often every node's power state is read")
+	f.IntVar(&cfg.PowerSyncWorkers, "power-sync-workers", cfg.PowerSyncWorkers, "concurrent BMC reads during power sync")
+	f.DurationVar(&cfg.BMCTimeout, "bmc-timeout", cfg.BMCTimeout, "timeout of one BMC call")
+	f.DurationVar(&cfg.PowerChangeTimeout, "power-change-timeout", cfg.PowerChangeTimeout, "how long to wait for a power change to be observed before recording power_mismatch")
+	f.IntVar(&cfg.FaultThreshold, "fault-threshold", cfg.FaultThreshold, "consecutive BMC failures before a node is marked faulted")
+	f.DurationVar(&cfg.MaxBackoff, "max-backoff", cfg.MaxBackoff, "cap of the retry backoff of faulted nodes and failing jobs")
+	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent jobs (deploy, cleanup, ...) per controller")
+	simSystems := f.Int("sim-systems", 0, "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)")
+	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	log, err := f.logger()
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
+	if *simSystems > 0 {
+		fleet, err := sim.Start(sim.Options{Listen: *simListen, Systems: *simSystems})
+		if err != nil {
+			return fmt.Errorf("start simulated BMC fleet: %w", err)
+		}
+		defer fleet.Close()
+		log.Info("simulated Redfish BMC fleet running", "url", fleet.URL(), "systems", *simSystems,
+			"first_system", fleet.SystemIDs()[0], "username", "admin", "password", "(see README)")
+	}
+	a, err := app.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	werr := a.Wait(ctx)
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return errors.Join(werr, a.Stop(sctx))
+}
+
+func migrate(ctx context.Context, args []string) error {
+	cfg := app.Defaults()
+	f := newFlags("migrate")
+	storeFlags(f, &cfg)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	log, err := f.logger()
+	if err != nil {
+		return err
+	}
+	st, err := app.OpenStore(ctx, cfg, log) // opening applies every migration
+	if err != nil {
+		return err
+	}
+	log.Info("migrations applied", "store", st.Dialect())
+	return st.Close()
+}
+
+func runSim(ctx context.Context, args []string) error {
+	f := newFlags("sim")
+	listen := f.String("listen", "127.0.0.1:8000", "address of the simulated Redfish service")
+	systems := f.Int("systems", 10, "number of simulated systems")
+	latency := f.Duration("latency", 0, "added latency of every system request")
+	powerDelay := f.Duration("power-delay", 0, "how long after a Reset the power state changes")
+	tls := f.Bool("tls", false, "serve HTTPS with a self-signed certificate")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *systems < 1 {
+		return errors.New("--systems must be at least 1")
+	}
+	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls})
+	if err != nil {
+		return err
+	}
+	defer fleet.Close()
+	fmt.Printf("simulated Redfish BMC fleet at %s (credentials admin/password)\n", fleet.URL())
+	fmt.Printf("fault injection: curl -X POST %s/sim/systems/<id>/fault -d '{\"fault\":\"hang\"}'  (down, hang, slow, error, auth, flap, none)\n", fleet.URL())
+	ids := fleet.SystemIDs()
+	for _, id := range ids {
+		fmt.Println(id)
+	}
+	fmt.Println(strconv.Itoa(len(ids)) + " systems; Ctrl-C to stop")
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
+)
+
+// These tests run the real controller binary as separate processes and
+// SIGKILL them mid-job: what a crash or a lost replica looks like.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func controllerBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "controller-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "controller")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+const testToken = "bmt_process-test-admin-token"
+
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+	mu   *sync.Mutex
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type lockedBuffer struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// startController runs `controller serve` and waits until /readyz answers.
+func startController(t *testing.T, dataDir, dbURL string) *proc {
+	t.Helper()
+	addr := freePort(t)
+	args := []string{"serve", "--listen", addr, "--data-dir", dataDir, "--bootstrap-token", testToken,
+		"--power-sync-interval", "1s", "--bmc-timeout", "1s", "--max-backoff", "1s", "--fault-threshold", "2",
+		"--power-change-timeout", "10s", "--log-level", "debug"}
+	if dbURL != "" {
+		args = append(args, "--database-url", dbURL)
+	}
+	cmd := exec.Command(controllerBinary(t), args...)
+	p := &proc{t: t, cmd: cmd, url: "http://" + addr, logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	cmd.Stdout = lockedBuffer{p.mu, p.logs}
+	cmd.Stderr = lockedBuffer{p.mu, p.logs}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("controller %s log:\n%s", addr, tail(p.logs.String(), 6000))
+			p.mu.Unlock()
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := http.Get(p.url + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			t.Fatalf("controller did not become ready: %s", tail(p.logs.String(), 4000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// kill sends SIGKILL: no graceful shutdown, jobs die mid-flight.
+func (p *proc) kill() {
+	if p.cmd.Process != nil && p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	}
+}
+
+func (p *proc) call(method, path, body string, want int, out any) {
+	p.t.Helper()
+	var rdr io.Reader
+	if body != "" {
+		rdr = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, p.url+path, rdr)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		p.t.Fatalf("%s %s: %d, want %d: %s", method, path, res.StatusCode, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
+func (p *proc) node(id string) api.Node {
+	var n api.Node
+	p.call("GET", "/v1/nodes/"+id, "", 200, &n)
+	return n
+}
+
+func (p *proc) waitNode(id string, timeout time.Duration, cond func(api.Node) bool) api.Node {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		n := p.node(id)
+		if cond(n) {
+			return n
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("node %s: condition not met in %s; state=%s fault=%q last_error=%q", n.Name, timeout, n.ProvisionState, n.Fault, n.LastError)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitJobRunning waits until a job of kind runs for the node.
+func (p *proc) waitJobRunning(nodeID, kind string, timeout time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var jl api.JobList
+		p.call("GET", "/v1/jobs?state=running&node_id="+nodeID, "", 200, &jl)
+		for _, j := range jl.Items {
+			if j.Kind == kind {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.t.Fatalf("no running %s job for node %s within %s", kind, nodeID, timeout)
+}
+
+// deployedNode enrolls one simulated system, deploys an instance on it and
+// returns the node and instance ids.
+func deployedNode(p *proc, fleet *sim.Fleet, i int) (string, string) {
+	p.t.Helper()
+	var n api.Node
+	p.call("POST", "/v1/nodes", fmt.Sprintf(`{"name":"crash-%d","driver":"redfish","resource_class":"rc%d",
+		"bmc":{"address":%q,"username":"admin","password":"password","system_id":%q}}`, i, i, fleet.URL(), fleet.SystemIDs()[i]), 201, &n)
+	p.waitNode(n.ID, 30*time.Second, func(n api.Node) bool { return n.ProvisionState == "available" })
+	var inst api.Instance
+	p.call("POST", "/v1/instances", fmt.Sprintf(`{"name":"vm-%d","project":"p1","resource_class":"rc%d","image":{"url":"https://images.example/x.iso"}}`, i, i), 201, &inst)
+	p.waitNode(n.ID, 30*time.Second, func(n api.Node) bool { return n.ProvisionState == "active" })
+	return n.ID, inst.ID
+}
+
+// crashMidCleanup deletes an instance while its BMC hangs, SIGKILLs the
+// controller while the cleanup job is stuck in a BMC call, heals the BMC,
+// restarts the controller, and expects the node to reach available.
+func crashMidCleanup(t *testing.T, dbURL string) {
+	fleet, err := sim.Start(sim.Options{Systems: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleet.Close()
+	dataDir := t.TempDir()
+	p := startController(t, dataDir, dbURL)
+	nodeID, instID := deployedNode(p, fleet, 0)
+
+	if err := fleet.SetFault(fleet.SystemIDs()[0], sim.FaultHang); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var acc api.Accepted
+	p.call("DELETE", "/v1/instances/"+instID, "", 202, &acc)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("DELETE with a hung BMC took %s", d)
+	}
+	p.call("GET", "/v1/instances/"+instID, "", 404, nil)
+	p.waitJobRunning(nodeID, "cleanup", 20*time.Second)
+	p.kill()
+
+	if err := fleet.SetFault(fleet.SystemIDs()[0], sim.FaultNone); err != nil {
+		t.Fatal(err)
+	}
+	p2 := startController(t, dataDir, dbURL)
+	n := p2.waitNode(nodeID, 120*time.Second, func(n api.Node) bool { return n.ProvisionState == "available" && n.Fault == "" })
+	if n.Maintenance {
+		t.Fatal("controller set maintenance")
+	}
+	if st, _ := fleet.Power(fleet.SystemIDs()[0]); st != "Off" {
+		t.Fatalf("cleanup did not power the node off: %s", st)
+	}
+}
+
+func TestCrashMidCleanupSQLite(t *testing.T) {
+	t.Parallel()
+	crashMidCleanup(t, "")
+}
+
+func TestCrashMidCleanupPostgres(t *testing.T) {
+	t.Parallel()
+	crashMidCleanup(t, storetest.PostgresURL(t))
+}
+
+// TestReplicaLoss: replica A runs a cleanup stuck on a hung BMC; replica B
+// joins; A is SIGKILLed; B must finish the cleanup once the BMC heals.
+func TestReplicaLoss(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.PostgresURL(t)
+	fleet, err := sim.Start(sim.Options{Systems: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleet.Close()
+	a := startController(t, t.TempDir(), dbURL)
+	nodeID, instID := deployedNode(a, fleet, 0)
+	if err := fleet.SetFault(fleet.SystemIDs()[0], sim.FaultHang); err != nil {
+		t.Fatal(err)
+	}
+	a.call("DELETE", "/v1/instances/"+instID, "", 202, nil)
+	a.waitJobRunning(nodeID, "cleanup", 20*time.Second)
+
+	// B shares the database and the BMC password key.
+	bDir := t.TempDir()
+	key, err := os.ReadFile(filepath.Join(a.dataDirOf(), "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bDir, "secret.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startController(t, bDir, dbURL)
+	a.kill()
+	if err := fleet.SetFault(fleet.SystemIDs()[0], sim.FaultNone); err != nil {
+		t.Fatal(err)
+	}
+	b.waitNode(nodeID, 120*time.Second, func(n api.Node) bool { return n.ProvisionState == "available" && n.Fault == "" })
+}
+
+func (p *proc) dataDirOf() string {
+	for i, a := range p.cmd.Args {
+		if a == "--data-dir" {
+			return p.cmd.Args[i+1]
+		}
+	}
+	return ""
+}

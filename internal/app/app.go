@@ -1,0 +1,231 @@
+// Package app assembles a controller from its parts: the store (embedded
+// SQLite or PostgreSQL), the BMC drivers, River jobs and power sync, the
+// service and the HTTP API. The controller binary and the in-process test
+// environment both start controllers through it, so tests run the same
+// wiring users do.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/httpapi"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite"
+)
+
+// Config is everything a controller needs; the binary fills it from flags
+// and environment variables.
+type Config struct {
+	Listen         string // host:port of the API; "127.0.0.1:0" picks a port
+	DataDir        string
+	DatabaseURL    string // empty: embedded SQLite in DataDir
+	BootstrapToken string
+	SecretKeyFile  string // empty: <DataDir>/secret.key
+
+	PowerSyncInterval  time.Duration
+	PowerSyncWorkers   int
+	BMCTimeout         time.Duration
+	PowerChangeTimeout time.Duration
+	PowerPollInterval  time.Duration
+	FaultThreshold     int
+	MaxBackoff         time.Duration
+	RetryBase          time.Duration
+	Workers            int
+
+	Logger *slog.Logger
+}
+
+// Defaults returns the documented defaults.
+func Defaults() Config {
+	return Config{
+		Listen: "127.0.0.1:8080", DataDir: "./data",
+		PowerSyncInterval: 60 * time.Second, PowerSyncWorkers: 64, BMCTimeout: 10 * time.Second,
+		PowerChangeTimeout: 60 * time.Second, PowerPollInterval: 2 * time.Second,
+		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 20,
+	}
+}
+
+// App is a running controller.
+type App struct {
+	cfg      Config
+	log      *slog.Logger
+	Store    store.Store
+	Jobs     *jobs.Runner
+	Service  *service.Service
+	http     *http.Server
+	listener net.Listener
+	redfish  *redfish.Opener
+	ipmi     *ipmi.Opener
+	// TokenFile is where a generated admin token was written ("" if none).
+	TokenFile string
+	served    chan error
+}
+
+// OpenStore opens (and migrates) the configured store.
+func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	keyFile := cfg.SecretKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(cfg.DataDir, "secret.key")
+	}
+	key, err := secret.LoadOrCreateKey(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("secret key %s: %w", keyFile, err)
+	}
+	box, err := secret.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("secret key %s: %w", keyFile, err)
+	}
+	switch u := cfg.DatabaseURL; {
+	case u == "":
+		path := filepath.Join(cfg.DataDir, "baremetal.db")
+		log.Info("using embedded SQLite store", "path", path)
+		return sqlite.Open(ctx, path, box)
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		log.Info("using PostgreSQL store", "database", redactDSN(u))
+		return postgres.Open(ctx, u, box)
+	default:
+		return nil, fmt.Errorf("--database-url must be a postgres:// URL (or empty for embedded SQLite)")
+	}
+}
+
+// redactDSN hides a password in a database URL for logs.
+func redactDSN(u string) string {
+	if i := strings.Index(u, "@"); i > 0 {
+		if j := strings.Index(u, "://"); j > 0 && j < i {
+			return u[:j+3] + "…@" + u[i+1:]
+		}
+	}
+	return u
+}
+
+// Start opens the store, bootstraps the admin token, starts jobs and
+// serves the API. It returns once the listener is bound.
+func Start(ctx context.Context, cfg Config) (*App, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	a := &App{cfg: cfg, log: log, served: make(chan error, 1)}
+	st, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	a.Store = st
+	fail := func(err error) (*App, error) {
+		a.closeAll(context.Background())
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	a.redfish = redfish.NewOpener(redfish.Options{Timeout: cfg.BMCTimeout, Logger: log})
+	a.ipmi = ipmi.NewOpener(ipmi.Options{Timeout: cfg.BMCTimeout, Logger: log})
+	drivers := bmc.Drivers{"redfish": a.redfish, "ipmi": a.ipmi}
+
+	a.Jobs, err = jobs.New(jobs.Config{
+		Store: st, BMC: drivers, Logger: log, Workers: cfg.Workers,
+		BMCTimeout: cfg.BMCTimeout, PowerChangeTimeout: cfg.PowerChangeTimeout, PowerPollInterval: cfg.PowerPollInterval,
+		PowerSyncInterval: cfg.PowerSyncInterval, PowerSyncWorkers: cfg.PowerSyncWorkers,
+		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("jobs: %w", err))
+	}
+	a.Service = service.New(st, a.Jobs, log)
+	a.TokenFile, err = a.Service.Bootstrap(ctx, cfg.BootstrapToken, filepath.Join(cfg.DataDir, "admin-token"))
+	if err != nil {
+		return fail(fmt.Errorf("bootstrap admin token: %w", err))
+	}
+	if a.TokenFile != "" {
+		log.Info("generated an admin token on first start", "file", a.TokenFile)
+	}
+	if err := a.Jobs.Start(ctx); err != nil {
+		return fail(fmt.Errorf("start jobs: %w", err))
+	}
+	api := httpapi.New(httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg})
+	a.listener, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fail(fmt.Errorf("listen on %s: %w", cfg.Listen, err))
+	}
+	a.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() {
+		err := a.http.Serve(a.listener)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		a.served <- err
+	}()
+	log.Info("controller API listening", "url", a.URL(), "store", st.Dialect())
+	return a, nil
+}
+
+// URL is the API's base URL.
+func (a *App) URL() string { return "http://" + a.listener.Addr().String() }
+
+// Wait blocks until the HTTP server fails or ctx ends.
+func (a *App) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-a.served:
+		return err
+	}
+}
+
+// Stop shuts down gracefully: stop taking requests, let running jobs
+// finish (bounded by ctx), close the store.
+func (a *App) Stop(ctx context.Context) error {
+	var errs []error
+	if a.http != nil {
+		if err := a.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+	}
+	errs = append(errs, a.closeAll(ctx))
+	return errors.Join(errs...)
+}
+
+func (a *App) closeAll(ctx context.Context) error {
+	var errs []error
+	if a.Jobs != nil {
+		if err := a.Jobs.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop jobs: %w", err))
+		}
+	}
+	if a.redfish != nil {
+		a.redfish.Close()
+	}
+	if a.ipmi != nil {
+		a.ipmi.Close()
+	}
+	if a.Store != nil {
+		if err := a.Store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
