@@ -1,0 +1,373 @@
+// Package ipmisim runs OpenIPMI's ipmi_sim as a real IPMI 2.0 BMC for
+// tests: one simulated BMC on a loopback UDP port, whose chassis power and
+// boot device live in files the test can read.
+//
+// ipmi_sim ships no usable configuration, so Start writes three files into
+// a temporary directory:
+//
+//   - lan.conf (ipmi_lan(5)): one LAN channel on 127.0.0.1:PORT, one
+//     admin user, a GUID (RMCP+ needs one), and a chassis_control program;
+//   - cmds (ipmi_sim_cmd(5)): a BMC at IPMB address 0x20, enabled;
+//   - chassis: the chassis_control program. ipmi_sim runs it as
+//     "chassis 0x20 get power" (expects "power:0|1") and
+//     "chassis 0x20 set power 1|0", "set reset 1", "set shutdown 1",
+//     "set boot none|pxe|default|cdrom|bios". Without one, Chassis Control
+//     fails and Get Chassis Status always says off.
+//
+// ipmi_sim offers cipher suites 0 to 3 only and never answers Get Channel
+// Cipher Suites: clients must pin a suite (ipmitool -C 3).
+package ipmisim
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Sim is a running ipmi_sim.
+type Sim struct {
+	Username string
+	Password string
+	Port     int
+
+	dir      string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	stopOnce sync.Once
+}
+
+// Binary is the simulator executable looked up in PATH.
+const Binary = "ipmi_sim"
+
+// Available reports whether ipmi_sim is installed.
+func Available() bool {
+	_, err := exec.LookPath(Binary)
+	return err == nil
+}
+
+// SkipIfUnavailable skips the test when ipmi_sim is missing, except in CI
+// (CI=true), where a missing simulator is a broken runner and fails.
+func SkipIfUnavailable(t testing.TB) {
+	t.Helper()
+	if Available() {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s not found in PATH; CI must install the openipmi package", Binary)
+	}
+	t.Skipf("%s not found in PATH (install the openipmi package); skipping", Binary)
+}
+
+// Config sets up a simulator; the zero value is fine.
+type Config struct {
+	// Username of the admin user; default "admin". At most 16 bytes.
+	Username string
+	// Password of the admin user; default random, so that a test can
+	// search output for it. At most 20 bytes, no double quotes.
+	Password string
+}
+
+// Start runs a simulated BMC, powered off, and stops it when the test
+// ends. It skips the test when ipmi_sim is not installed (fails under
+// CI=true).
+func Start(t testing.TB) *Sim {
+	t.Helper()
+	return StartWith(t, Config{})
+}
+
+// StartWith is Start with chosen credentials (for instance to restart a
+// "BMC" that keeps its users).
+func StartWith(t testing.TB, cfg Config) *Sim {
+	t.Helper()
+	SkipIfUnavailable(t)
+	if cfg.Username == "" {
+		cfg.Username = "admin"
+	}
+	if cfg.Password == "" {
+		cfg.Password = "pw-" + randomHex(6)
+	}
+	if len(cfg.Username) > 16 || len(cfg.Password) > 20 || strings.ContainsAny(cfg.Username+cfg.Password, "\"\n\\") {
+		t.Fatalf("ipmisim: user name must be at most 16 bytes, password at most 20, neither with quotes, backslashes or newlines")
+	}
+
+	dir, err := os.MkdirTemp("", "ipmisim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// The chassis program's path goes through ipmi_sim's config parser
+	// and then sh -c; keep it free of anything either would interpret.
+	if !regexp.MustCompile(`^[A-Za-z0-9/._-]+$`).MatchString(dir) {
+		t.Fatalf("ipmisim: temporary directory %q has characters unsafe for a shell command; set TMPDIR", dir)
+	}
+	s := &Sim{Username: cfg.Username, Password: cfg.Password, dir: dir}
+	for _, f := range []struct {
+		name, body string
+		mode       os.FileMode
+	}{
+		{"chassis", chassisScript(dir), 0o755},
+		{"power", "0\n", 0o644},
+		{"boot", "default\n", 0o644},
+		{"resets", "0\n", 0o644},
+		{"cmds", emulatorCommands, 0o644},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.body), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// A free port can be taken between our probe and ipmi_sim's bind;
+	// retry with another.
+	var lastErr error
+	for range 5 {
+		port, err := freeUDPPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lastErr = s.start(port); lastErr == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
+	t.Fatalf("ipmisim: %v", lastErr)
+	return nil
+}
+
+// Address is the BMC address for the IPMI driver: ipmi://127.0.0.1:PORT.
+func (s *Sim) Address() string { return fmt.Sprintf("ipmi://127.0.0.1:%d", s.Port) }
+
+// Power reports the simulated chassis power, as ipmi_sim last set it.
+func (s *Sim) Power() (bool, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "power"))
+	if err != nil {
+		return false, err
+	}
+	switch strings.TrimSpace(string(b)) {
+	case "1":
+		return true, nil
+	case "0":
+		return false, nil
+	default:
+		return false, fmt.Errorf("ipmisim: unexpected power state %q", b)
+	}
+}
+
+// SetPower changes the simulated chassis power behind the BMC's back, as
+// a person at the machine would.
+func (s *Sim) SetPower(on bool) error {
+	v := "0\n"
+	if on {
+		v = "1\n"
+	}
+	return writeAtomic(filepath.Join(s.dir, "power"), v)
+}
+
+// BootDevice is the boot device ipmi_sim last passed to the chassis
+// program: "default" (none set yet, or disk), "none", "pxe", "cdrom" or
+// "bios". ipmi_sim maps Set System Boot Options selectors to these names
+// (disk is "default") and does not pass the persistent flag on.
+func (s *Sim) BootDevice() (string, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "boot"))
+	return strings.TrimSpace(string(b)), err
+}
+
+// Resets counts the hard resets the BMC performed.
+func (s *Sim) Resets() (int, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "resets"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// IPMITool runs ipmitool against the simulator (lanplus, cipher suite 3;
+// the password goes through the environment, not the command line) and
+// returns its combined output.
+func (s *Sim) IPMITool(ctx context.Context, args ...string) (string, error) {
+	all := append([]string{"-I", "lanplus", "-H", "127.0.0.1", "-p", strconv.Itoa(s.Port),
+		"-U", s.Username, "-E", "-C", "3", "-N", "1", "-R", "2"}, args...)
+	cmd := exec.CommandContext(ctx, "ipmitool", all...)
+	cmd.Env = append(os.Environ(), "IPMI_PASSWORD="+s.Password)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Stop kills the simulator; calls after the first do nothing. Start
+// registers it as a cleanup. A stopped BMC's port refuses datagrams.
+func (s *Sim) Stop() {
+	s.stopOnce.Do(func() {
+		if s.cmd == nil || s.cmd.Process == nil {
+			return
+		}
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(3 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+}
+
+// start launches ipmi_sim on port and waits until it answers an RMCP
+// presence ping.
+func (s *Sim) start(port int) error {
+	conf := lanConf(s.dir, port, s.Username, s.Password)
+	if err := os.WriteFile(filepath.Join(s.dir, "lan.conf"), []byte(conf), 0o600); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(s.dir, "ipmi_sim.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(Binary, "-c", filepath.Join(s.dir, "lan.conf"), "-f", filepath.Join(s.dir, "cmds"),
+		"-s", filepath.Join(s.dir, "state"), "-n")
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", Binary, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(filepath.Join(s.dir, "ipmi_sim.log"))
+			return fmt.Errorf("%s exited at start on port %d: %s", Binary, port, bytes.TrimSpace(out))
+		default:
+		}
+		if ping(port, 50*time.Millisecond) == nil {
+			s.Port, s.cmd, s.exited = port, cmd, exited
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	return fmt.Errorf("%s did not answer on 127.0.0.1:%d within 10s", Binary, port)
+}
+
+// ping sends an RMCP/ASF Presence Ping (IPMI v2.0 §13.2.3) and waits for
+// any answer.
+func ping(port int, wait time.Duration) error {
+	conn, err := net.Dial("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// RMCP header (v1.0, seq 0xff, class ASF), ASF IANA 4542, Presence
+	// Ping, tag, reserved, data length 0.
+	msg := []byte{0x06, 0x00, 0xff, 0x06, 0x00, 0x00, 0x11, 0xbe, 0x80, 0x01, 0x00, 0x00}
+	if _, err := conn.Write(msg); err != nil {
+		return err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	buf := make([]byte, 64)
+	_, err = conn.Read(buf)
+	return err
+}
+
+func freeUDPPort() (int, error) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer pc.Close()
+	return pc.LocalAddr().(*net.UDPAddr).Port, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func writeAtomic(path, body string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func lanConf(dir string, port int, user, pass string) string {
+	return fmt.Sprintf(`# Written by ipmisim.Start; see ipmi_lan(5).
+name "ipmisim"
+set_working_mc 0x20
+  startlan 1
+    addr 127.0.0.1 %d
+    priv_limit admin
+    allowed_auths_callback none md2 md5 straight
+    allowed_auths_user none md2 md5 straight
+    allowed_auths_operator none md2 md5 straight
+    allowed_auths_admin none md2 md5 straight
+    guid %s
+  endlan
+  chassis_control "%s/chassis 0x20"
+  # num enabled name password max-priv max-sessions auths
+  user 2 true "%s" "%s" admin 10 none md2 md5 straight
+`, port, randomHex(16), dir, user, pass)
+}
+
+// emulatorCommands sets up one BMC at IPMB address 0x20 (ipmi_sim_cmd(5)).
+const emulatorCommands = `# Written by ipmisim.Start; see ipmi_sim_cmd(5).
+mc_setbmc 0x20
+mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
+mc_enable 0x20
+`
+
+// chassisScript is the chassis_control program. ipmi_sim blocks while it
+// runs, so it only reads and writes small files.
+func chassisScript(dir string) string {
+	return `#!/bin/sh
+# chassis_control program for ipmi_sim, written by ipmisim.Start.
+# ipmi_sim runs: chassis <mc> get <parm>... | chassis <mc> set <parm> <value>...
+dir='` + dir + `'
+put() { echo "$2" > "$dir/$1.tmp" && mv "$dir/$1.tmp" "$dir/$1"; }
+op=$2
+shift 2
+case "$op" in
+get)
+  for p in "$@"; do
+    case "$p" in
+    power) echo "power:$(cat "$dir/power")" ;;
+    boot) echo "boot:$(cat "$dir/boot")" ;;
+    *) echo "cannot get $p"; exit 1 ;;
+    esac
+  done ;;
+set)
+  while [ $# -ge 2 ]; do
+    p=$1 v=$2
+    shift 2
+    case "$p" in
+    power) put power "$v" ;;
+    reset) put resets $(( $(cat "$dir/resets") + 1 )) ;;
+    shutdown) put power 0 ;; # the OS shuts down at once
+    boot) put boot "$v" ;;
+    identify) ;;
+    *) echo "cannot set $p"; exit 1 ;;
+    esac
+  done ;;
+*) echo "unsupported operation $op"; exit 1 ;;
+esac
+`
+}
