@@ -24,6 +24,7 @@ func BenchmarkPowerRead(b *testing.B) {
 		latency          time.Duration
 	}{
 		{1000, 64, 50 * time.Millisecond},
+		{10000, 64, 0}, // driver + sim CPU cost per read
 	} {
 		b.Run(fmt.Sprintf("systems=%d/latency=%v/workers=%d", tc.systems, tc.latency, tc.workers), func(b *testing.B) {
 			f := startFleet(b, sim.Options{Systems: tc.systems, Latency: tc.latency})

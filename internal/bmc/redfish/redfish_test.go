@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -651,4 +652,41 @@ func TestQuirkyBMC(t *testing.T) {
 		t.Fatalf("reset types sent %s, want %s", got, want)
 	}
 	wantKind(t, c.SetPower(ctx, bmc.ActionOff), bmc.KindUnsupported)
+}
+
+// Closing the Opener and the fleet leaves no goroutine behind, even after
+// hung and failed calls.
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	f, err := sim.Start(sim.Options{Systems: 3, Password: testPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewOpener(Options{Timeout: 200 * time.Millisecond})
+	o.reloginEvery = 0
+	_ = f.SetFault("2", sim.FaultHang)
+	_ = f.SetFault("3", sim.FaultDown)
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Go(func() {
+			c, _ := o.Open(context.Background(), endpoint(f.URL(), fmt.Sprint(i%3+1)))
+			_, _ = c.PowerState(context.Background())
+		})
+	}
+	wg.Wait()
+	f.DropSessions()
+	c, _ := o.Open(context.Background(), endpoint(f.URL(), "1"))
+	_, _ = c.PowerState(context.Background()) // re-login: old session deleted in the background
+	o.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
 }

@@ -12,6 +12,11 @@
 //	auth  HTTP 401, whatever the credentials
 //	flap  successive requests alternate between down and healthy
 //
+// A flapping system answers its healthy turns with "Connection: close", so
+// the next request comes on a fresh connection: Go (like most HTTP stacks)
+// silently retries an idempotent request that fails on a reused keep-alive
+// connection, which would otherwise hide every failing turn.
+//
 // A fault applies to every request under /redfish/v1/Systems/<id> and under
 // the system's Manager /redfish/v1/Managers/<id>; the service root, the
 // SessionService and the collections stay healthy, like a shared front end
