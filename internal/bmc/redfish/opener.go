@@ -240,6 +240,7 @@ type conn struct {
 	systems       string
 	loginCh       chan struct{} // closed when the login in flight ends
 	loginErr      error
+	loginCtxDone  bool // the last login failed because its caller's context ended
 	lastLogin     time.Time
 	authErr       error     // last login refused with 401/403 ...
 	authErrAt     time.Time // ... and when
@@ -292,16 +293,15 @@ func (c *conn) client(ctx context.Context) (*gofish.APIClient, uint64, error) {
 				return nil, 0, ctx.Err()
 			}
 			c.mu.Lock()
-			api, gen, err := c.api, c.gen, c.loginErr
+			api, gen, err, leaderGaveUp := c.api, c.gen, c.loginErr, c.loginCtxDone
 			c.mu.Unlock()
 			if api != nil {
 				return api.WithContext(ctx), gen, nil
 			}
-			// The leader's own deadline is no reason for us to fail.
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				if ctx.Err() == nil {
-					continue
-				}
+			// The leader's own short deadline is no reason for us to fail
+			// (a BMC that timed out is: every waiter shares that answer).
+			if leaderGaveUp && ctx.Err() == nil {
+				continue
 			}
 			return nil, 0, err
 		}
@@ -320,6 +320,7 @@ func (c *conn) client(ctx context.Context) (*gofish.APIClient, uint64, error) {
 		c.mu.Lock()
 		c.loginCh = nil
 		c.loginErr = err
+		c.loginCtxDone = err != nil && ctx.Err() != nil
 		c.authErr = nil
 		if err == nil {
 			c.api = api
