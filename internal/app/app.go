@@ -144,6 +144,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	a.ipmi = ipmi.NewOpener(ipmi.Options{Timeout: cfg.BMCTimeout, Logger: log})
 	drivers := bmc.Drivers{"redfish": a.redfish, "ipmi": a.ipmi}
 
+	if cfg.RetryBase > cfg.MaxBackoff {
+		// A small --max-backoff (tests, impatient operators) caps the
+		// first retry too.
+		cfg.RetryBase = cfg.MaxBackoff
+	}
 	a.Jobs, err = jobs.New(jobs.Config{
 		Store: st, BMC: drivers, Logger: log, Workers: cfg.Workers,
 		BMCTimeout: cfg.BMCTimeout, PowerChangeTimeout: cfg.PowerChangeTimeout, PowerPollInterval: cfg.PowerPollInterval,

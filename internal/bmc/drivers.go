@@ -17,7 +17,9 @@ func (d Drivers) Open(ctx context.Context, ep Endpoint) (Client, error) {
 	}
 	c, err := o.Open(ctx, ep)
 	if err != nil {
-		return nil, fmt.Errorf("open %s BMC %s: %w", ep.Driver, ep.Address, err)
+		// The address is left out: the driver's error already says what
+		// failed, and an address is operator input that could hold secrets.
+		return nil, fmt.Errorf("open %s BMC: %w", ep.Driver, err)
 	}
 	return c, nil
 }
