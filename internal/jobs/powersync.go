@@ -107,35 +107,67 @@ const writeBatch = 100
 // (PowerSyncWorkers per process); one writer goroutine batches the writes,
 // which suits SQLite's single writer and keeps PostgreSQL round trips low.
 //
-// A read that has not answered after stragglerAfter gives its slot to the
-// next node and finishes (by BMCTimeout at the latest) as a straggler, up
-// to 16×PowerSyncWorkers of them. So a pass over a fleet where many BMCs
-// hang takes about the healthy time plus one BMCTimeout, instead of
-// (hung nodes / workers) × BMCTimeout.
+// Dead BMCs must not slow the pass down (they are the normal case in a big
+// fleet, not the exception), so a read does not keep its slot while it
+// waits for one:
+//
+//   - A read still unanswered after the straggler threshold (1.5× the
+//     recent healthy latency, see stragglerWait) hands its slot to the
+//     next node and finishes, by BMCTimeout at the latest, in the
+//     straggler pool.
+//   - Nodes whose last BMC call failed are started first, straight into
+//     the straggler pool, so their timeouts overlap the healthy nodes'
+//     reads instead of following them.
+//
+// The straggler pool holds up to 16×PowerSyncWorkers reads: waiting costs
+// a goroutine and a socket, not CPU, and the cap still bounds the total.
+// So a pass over a fleet where many BMCs hang takes about the healthy time
+// plus one BMCTimeout, instead of (hung nodes / workers) × BMCTimeout.
 func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node) (PassStats, error) {
 	st := PassStats{Nodes: len(nodes)}
 	if len(nodes) == 0 {
 		return st, nil
 	}
+	// Suspects first (stable, so the rest keep the listing's order).
+	ordered := make([]*baremetal.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if n.BMCFailures > 0 {
+			ordered = append(ordered, n)
+		}
+	}
+	for _, n := range nodes {
+		if n.BMCFailures == 0 {
+			ordered = append(ordered, n)
+		}
+	}
 	obs := make(chan observation, writeBatch)
 	var wg sync.WaitGroup
 	go func() {
 		defer close(obs)
-		for _, n := range nodes {
+		defer wg.Wait()
+		for _, n := range ordered {
+			if n.BMCFailures > 0 {
+				select {
+				case r.syncStragglers <- struct{}{}:
+					wg.Go(func() {
+						ps, err := r.readPower(ctx, n)
+						<-r.syncStragglers
+						obs <- observation{node: n, ps: ps, err: err, at: time.Now()}
+					})
+					continue
+				default: // pool full: take a slot like everyone else
+				}
+			}
 			select {
 			case r.syncSlots <- struct{}{}:
 			case <-ctx.Done():
-				wg.Wait()
 				return
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				ps, err := r.readForSync(ctx, n)
 				obs <- observation{node: n, ps: ps, err: err, at: time.Now()}
-			}()
+			})
 		}
-		wg.Wait()
 	}()
 
 	var (
@@ -200,24 +232,28 @@ loop:
 	return st, writeErr
 }
 
-// readForSync reads n's power while holding one of the caller's sync
-// slots, and releases it: at once for a prompt answer, after
-// stragglerAfter for a slow one, which then waits in the straggler pool.
+// readForSync reads n's power while holding one of the sync slots, and
+// releases it: at once for a prompt answer, after the straggler threshold
+// for a slow one, which then waits in the straggler pool.
 func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node) (bmc.PowerState, error) {
 	type result struct {
 		ps  bmc.PowerState
 		err error
 	}
 	done := make(chan result, 1)
+	started := time.Now()
 	go func() {
 		ps, err := r.readPower(ctx, n)
 		done <- result{ps, err}
 	}()
-	t := time.NewTimer(r.stragglerAfter)
+	t := time.NewTimer(r.stragglerWait())
 	defer t.Stop()
 	select {
 	case res := <-done:
 		<-r.syncSlots
+		if res.err == nil {
+			r.noteLatency(time.Since(started))
+		}
 		return res.ps, res.err
 	case <-t.C:
 	}
@@ -232,6 +268,35 @@ func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node) (bmc.PowerS
 		<-r.syncSlots
 		return res.ps, res.err
 	}
+}
+
+// noteLatency folds a healthy read's duration into the moving average the
+// straggler threshold is derived from.
+func (r *Runner) noteLatency(d time.Duration) {
+	for {
+		old := r.syncLatency.Load()
+		next := int64(d)
+		if old > 0 {
+			next = old + (int64(d)-old)/16 // EWMA, α = 1/16
+		}
+		if r.syncLatency.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// stragglerWait is how long a sync read keeps its slot: 1.5× the recent
+// healthy latency (most healthy answers come within it; the others merely
+// wait as stragglers, which costs nothing but a goroutine), at least 20 ms,
+// at most a quarter of BMCTimeout; before any healthy read has been seen,
+// a tenth of BMCTimeout.
+func (r *Runner) stragglerWait() time.Duration {
+	lo, hi := 20*time.Millisecond, max(r.cfg.BMCTimeout/4, 20*time.Millisecond)
+	avg := time.Duration(r.syncLatency.Load())
+	if avg <= 0 {
+		return min(max(r.cfg.BMCTimeout/10, lo), hi)
+	}
+	return min(max(3*avg/2, lo), hi)
 }
 
 // writeObservations applies observations to the nodes, re-read fresh in

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -27,11 +28,12 @@ type Runner struct {
 	metrics *metrics
 
 	// syncSlots bounds the power-sync BMC calls in flight in this process
-	// (PowerSyncWorkers); syncStragglers holds calls that outlived
-	// stragglerAfter, so a dead BMC does not keep a slot (powersync.go).
+	// (PowerSyncWorkers); syncStragglers holds calls that outlived the
+	// straggler threshold, so a dead BMC does not keep a slot; syncLatency
+	// is the moving average of healthy reads, in ns (powersync.go).
 	syncSlots      chan struct{}
 	syncStragglers chan struct{}
-	stragglerAfter time.Duration
+	syncLatency    atomic.Int64
 }
 
 var _ Inserter = (*Runner)(nil)
@@ -60,7 +62,6 @@ func New(cfg Config) (*Runner, error) {
 		metrics:        m,
 		syncSlots:      make(chan struct{}, cfg.PowerSyncWorkers),
 		syncStragglers: make(chan struct{}, 16*cfg.PowerSyncWorkers),
-		stragglerAfter: min(max(cfg.BMCTimeout/10, 100*time.Millisecond), time.Second),
 	}
 
 	workers := river.NewWorkers()
