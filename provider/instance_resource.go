@@ -213,32 +213,103 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 		Metadata:      metadata,
 		PowerState:    plan.PowerState.ValueString(),
 	}
-	inst, err := r.client.CreateInstance(ctx, in)
+	// setFromAPI replaces power_state with the observed power: keep the wish.
+	desired := plan.PowerState
+	inst, err := r.createInstance(ctx, in)
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "Could not create instance "+in.Name, err, instanceAttrs)
 		return
 	}
 	tflog.Info(ctx, "instance created", map[string]any{"id": inst.ID, "name": inst.Name, "node_id": inst.NodeID})
-	resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, plan.PowerState)...)
+	resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, desired)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 
-	inst, err = r.waitReady(ctx, inst.ID, plan.PowerState.ValueString(), timeout)
+	inst, err = r.waitActive(ctx, inst.ID, timeout)
 	if inst != nil {
-		resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, plan.PowerState)...)
+		resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, desired)...)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
 		resp.Diagnostics.AddError("Instance "+in.Name+" did not become active", err.Error())
+		return
+	}
+	// Deploying leaves the node powered on; another wish is carried out
+	// once the instance is active.
+	if power := desired.ValueString(); power != "" && inst.ObservedPowerState != power {
+		r.convergePower(ctx, &plan, inst, power, timeout, &resp.Diagnostics)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 }
 
-// waitReady waits until the instance is active and, when a power state is
-// wanted, its node's observed power matches it. An instance in error
+// createInstance creates the instance. When no node can take it only
+// because the candidates are still being cleaned or verified (typically
+// right after Terraform destroyed the instance it replaces), it waits for
+// one to become available and tries again, within the create timeout.
+// Any other lack of capacity (maintenance, faults, no such class) is
+// reported at once.
+func (r *InstanceResource) createInstance(ctx context.Context, in api.InstanceCreate) (*api.Instance, error) {
+	for {
+		inst, err := r.client.CreateInstance(ctx, in)
+		if !errors.Is(err, apiclient.ErrNoCapacity) {
+			return inst, err
+		}
+		c, cerr := r.capacity(ctx, in)
+		if cerr != nil || !c.pending {
+			return nil, err
+		}
+		tflog.Info(ctx, "no node free yet, but some are being cleaned or verified; waiting", map[string]any{"name": in.Name})
+		_, werr := waitFor(ctx, "a node to become available", func(ctx context.Context) (*capacity, error) {
+			return r.capacity(ctx, in)
+		}, func(c *capacity) (bool, error) {
+			return c.available || !c.pending, nil
+		})
+		if werr != nil {
+			return nil, fmt.Errorf("%w\n\nWaited for nodes being cleaned or verified to become available, but: %v", err, werr)
+		}
+	}
+}
+
+// capacity tells whether a node can take the instance now, or soon.
+type capacity struct {
+	available bool // a candidate is schedulable
+	pending   bool // a healthy candidate is cleaning or enrolling
+}
+
+func (r *InstanceResource) capacity(ctx context.Context, in api.InstanceCreate) (*capacity, error) {
+	var nodes []api.Node
+	if in.NodeID != "" {
+		n, err := r.client.GetNode(ctx, in.NodeID)
+		if err != nil {
+			return nil, err
+		}
+		nodes = []api.Node{*n}
+	} else {
+		var err error
+		if nodes, err = r.client.ListNodes(ctx, apiclient.NodeFilter{ResourceClass: in.ResourceClass}); err != nil {
+			return nil, err
+		}
+	}
+	var c capacity
+	for _, n := range nodes {
+		if n.Maintenance || n.Fault != "" {
+			continue
+		}
+		switch {
+		case n.ProvisionState == stateAvailable && n.InstanceID == "":
+			c.available = true
+		case n.ProvisionState == "cleaning" || n.ProvisionState == stateEnroll:
+			c.pending = true
+		}
+	}
+	return &c, nil
+}
+
+// waitActive waits until the instance is active. An instance in error
 // fails the wait with the controller's reason.
-func (r *InstanceResource) waitReady(ctx context.Context, id, power string, timeout time.Duration) (*api.Instance, error) {
+func (r *InstanceResource) waitActive(ctx context.Context, id string, timeout time.Duration) (*api.Instance, error) {
 	inst, err := waitFor(ctx, "instance "+id+" to become active", func(ctx context.Context) (*api.Instance, error) {
 		return r.client.GetInstance(ctx, id)
 	}, func(in *api.Instance) (bool, error) {
@@ -250,7 +321,7 @@ func (r *InstanceResource) waitReady(ctx context.Context, id, power string, time
 			}
 			return false, fmt.Errorf("instance %s failed to deploy: %s", in.Name, msg)
 		case instanceActive:
-			return power == "" || in.ObservedPowerState == power, nil
+			return true, nil
 		}
 		return false, nil
 	})
@@ -259,9 +330,6 @@ func (r *InstanceResource) waitReady(ctx context.Context, id, power string, time
 		return inst, nil
 	case errors.Is(err, errWaitTimeout) && inst != nil:
 		msg := fmt.Sprintf("Instance %s is still %q after %s", inst.Name, inst.State, timeout)
-		if inst.State == instanceActive && power != "" {
-			msg = fmt.Sprintf("Instance %s is active, but its node's power is still %q, not %q, after %s", inst.Name, inst.ObservedPowerState, power, timeout)
-		}
 		if inst.LastError != "" {
 			msg += ".\n\nLast error: " + inst.LastError
 		}
@@ -270,6 +338,40 @@ func (r *InstanceResource) waitReady(ctx context.Context, id, power string, time
 		return nil, fmt.Errorf("instance %s was deleted while waiting for it to become active", id)
 	default:
 		return inst, err
+	}
+}
+
+// convergePower asks for the wanted power state when the node's observed
+// one differs, then waits until it is observed. The model is updated with
+// the last instance read.
+func (r *InstanceResource) convergePower(ctx context.Context, m *instanceResourceModel, inst *api.Instance, power string, timeout time.Duration, diags *diag.Diagnostics) {
+	if inst.ObservedPowerState != power || inst.PowerState != power {
+		patched, err := r.client.PatchInstance(ctx, inst.ID, api.InstanceUpdate{PowerState: &power})
+		if err != nil {
+			addAPIError(diags, "Could not set the power of instance "+inst.Name, err, instanceAttrs)
+			return
+		}
+		inst = patched
+	}
+	last, err := waitFor(ctx, "instance "+inst.ID+" power "+power, func(ctx context.Context) (*api.Instance, error) {
+		return r.client.GetInstance(ctx, inst.ID)
+	}, func(in *api.Instance) (bool, error) {
+		return in.ObservedPowerState == power, nil
+	})
+	if last != nil {
+		diags.Append(m.setFromAPI(ctx, last, types.StringValue(power))...)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, errWaitTimeout) && last != nil:
+		msg := fmt.Sprintf("The power of instance %s's node is still %q, not %q, after %s.", last.Name, last.ObservedPowerState, power, timeout)
+		if last.LastError != "" {
+			msg += "\n\nLast error: " + last.LastError
+		}
+		diags.AddError("Instance "+last.Name+" did not reach power "+power,
+			msg+"\n\nThe controller keeps the wish; check the node's fault and events, or raise the timeout.")
+	default:
+		addAPIError(diags, "Could not read instance "+inst.Name+" while waiting for its power", err, nil)
 	}
 }
 
@@ -308,6 +410,7 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	desired := plan.PowerState // setFromAPI replaces it with the observed power
 	var u api.InstanceUpdate
 	if !plan.PowerState.Equal(state.PowerState) {
 		p := plan.PowerState.ValueString() // "" clears the wish
@@ -336,18 +439,14 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 		addAPIError(&resp.Diagnostics, "Could not update instance "+state.Name.ValueString(), err, instanceAttrs)
 		return
 	}
-	resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, plan.PowerState)...)
+	resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, desired)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.PowerState.IsNull() {
+	if resp.Diagnostics.HasError() {
 		return
 	}
-	inst, err = r.waitReady(ctx, id, plan.PowerState.ValueString(), timeout)
-	if inst != nil {
-		resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, plan.PowerState)...)
+	if inst.State == instanceActive && desired.ValueString() != "" && u.PowerState != nil {
+		r.convergePower(ctx, &plan, inst, desired.ValueString(), timeout, &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	}
-	if err != nil {
-		resp.Diagnostics.AddError("Instance "+plan.Name.ValueString()+" did not reach power "+plan.PowerState.ValueString(), err.Error())
 	}
 }
 
