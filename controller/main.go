@@ -167,7 +167,7 @@ func serve(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("start simulated BMC fleet: %w", err)
 		}
-		defer fleet.Close()
+		defer func() { _ = fleet.Close() }()
 		log.Info("simulated Redfish BMC fleet running", "url", fleet.URL(), "systems", *simSystems,
 			"first_system", fleet.SystemIDs()[0], "username", "admin", "password", "(see README)")
 	}
@@ -218,7 +218,7 @@ func runSim(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer fleet.Close()
+	defer func() { _ = fleet.Close() }()
 	fmt.Printf("simulated Redfish BMC fleet at %s (credentials admin/password)\n", fleet.URL())
 	fmt.Printf("fault injection: curl -X POST %s/sim/systems/<id>/fault -d '{\"fault\":\"hang\"}'  (down, hang, slow, error, auth, flap, none)\n", fleet.URL())
 	ids := fleet.SystemIDs()

@@ -87,7 +87,7 @@ func startController(t *testing.T, dataDir, dbURL string) *proc {
 	addr := freePort(t)
 	args := []string{"serve", "--listen", addr, "--data-dir", dataDir, "--bootstrap-token", testToken,
 		"--power-sync-interval", "1s", "--bmc-timeout", "1s", "--max-backoff", "1s", "--fault-threshold", "2",
-		"--power-change-timeout", "10s", "--log-level", "debug"}
+		"--power-change-timeout", "5s", "--log-level", "debug"}
 	if dbURL != "" {
 		args = append(args, "--database-url", dbURL)
 	}
@@ -245,7 +245,7 @@ func crashMidCleanup(t *testing.T, dbURL string) {
 		t.Fatal(err)
 	}
 	p2 := startController(t, dataDir, dbURL)
-	n := p2.waitNode(nodeID, 120*time.Second, func(n api.Node) bool { return n.ProvisionState == "available" && n.Fault == "" })
+	n := p2.waitNode(nodeID, 180*time.Second, func(n api.Node) bool { return n.ProvisionState == "available" && n.Fault == "" })
 	if n.Maintenance {
 		t.Fatal("controller set maintenance")
 	}
@@ -296,7 +296,7 @@ func TestReplicaLoss(t *testing.T) {
 	if err := fleet.SetFault(fleet.SystemIDs()[0], sim.FaultNone); err != nil {
 		t.Fatal(err)
 	}
-	b.waitNode(nodeID, 120*time.Second, func(n api.Node) bool { return n.ProvisionState == "available" && n.Fault == "" })
+	b.waitNode(nodeID, 180*time.Second, func(n api.Node) bool { return n.ProvisionState == "available" && n.Fault == "" })
 }
 
 func (p *proc) dataDirOf() string {

@@ -134,7 +134,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a.Store = st
 	fail := func(err error) (*App, error) {
-		a.closeAll(context.Background())
+		_ = a.closeAll(context.Background())
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()

@@ -163,7 +163,7 @@ func (e *env) do(method, path, token, body string, hdr ...string) resp {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	_, _ = e.bodies.Write(b)
-	_, _ = e.bodies.Write([]byte(fmt.Sprint(res.Header)))
+	_, _ = fmt.Fprint(e.bodies, res.Header)
 	return resp{status: res.StatusCode, header: res.Header, body: b}
 }
 

@@ -68,7 +68,7 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.RetryBase = 100 * time.Millisecond
 	cfg.MaxBackoff = time.Second
 	cfg.FaultThreshold = 3
-	var w io.Writer = io.Discard
+	w := io.Writer(io.Discard)
 	if opts.Verbose || os.Getenv("BAREMETAL_TEST_LOG") != "" {
 		w = os.Stderr
 	}
