@@ -5,6 +5,7 @@
 //	controller serve     run the controller (optionally with a simulated BMC fleet)
 //	controller migrate   apply database migrations and exit
 //	controller sim       run only a simulated Redfish BMC fleet
+//	controller node      operator CLI over the API (list, maintenance, power, events)
 //	controller version
 package main
 
@@ -42,6 +43,7 @@ commands:
   serve     run the controller API, jobs and power sync
   migrate   apply database migrations (ours and River's) and exit
   sim       run a simulated Redfish BMC fleet
+  node      operator commands through the API: list, show, maintenance, power, events
   version   print the version
 
 Run 'controller <command> -h' for a command's flags. Every flag can also
@@ -61,6 +63,8 @@ func run(args []string) error {
 		return serve(ctx, args[1:])
 	case "migrate":
 		return migrate(ctx, args[1:])
+	case "node":
+		return runNode(ctx, args[1:])
 	case "sim":
 		return runSim(ctx, args[1:])
 	case "version":
