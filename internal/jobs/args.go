@@ -94,10 +94,14 @@ func (CleanupArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: foreverAttempts, UniqueOpts: uniquePerNode}
 }
 
-// PowerArgs is an admin power action.
+// PowerArgs is an admin power action. Unique per node and action: a
+// repeated "reset" while one waits is the same request, but "off" after
+// "on" is a new one and must not be dropped as a duplicate; the two then
+// run one after the other (exclusive.go), normally in the order they were
+// queued.
 type PowerArgs struct {
 	NodeID string `json:"node_id" river:"unique"`
-	Action string `json:"action"` // on | off | reset | soft_off
+	Action string `json:"action" river:"unique"` // on | off | reset | soft_off
 	Actor  string `json:"actor"`
 }
 

@@ -103,22 +103,21 @@ func (r *Runner) noteFailure(n *baremetal.Node, op string, err error, now time.T
 		return
 	}
 	// An action fault (power_mismatch, ...) gives way to a BMC fault: not
-	// reaching the BMC at all is the more urgent thing to tell.
-	f := faultFor(bmc.KindOf(err))
-	if n.Fault != f {
-		n.Fault = f
-	}
-	if n.FaultSince == nil {
+	// reaching the BMC at all is the more urgent thing to tell. FaultSince
+	// then starts anew, so "reachable again after" measures the outage; a
+	// BMC fault changing kind (unreachable → auth) keeps it.
+	if !isBMCFault(n.Fault) || n.FaultSince == nil {
 		n.FaultSince = &now
 	}
+	n.Fault = faultFor(bmc.KindOf(err))
 	// While the BMC does not answer we do not know the power state; saying
 	// the last one would mislead an operator about a node that may be off.
 	n.PowerState = baremetal.PowerUnknown
 }
 
-// noteSuccess records that the BMC answered. It clears every trace of BMC
-// trouble and, when a BMC fault is cleared, returns the "reachable again"
-// message for the fault event.
+// noteSuccess records that the BMC answered: it clears every trace of BMC
+// trouble (the "reachable again" event is derived from that change, see
+// diffEvents). Action faults stay until their action succeeds.
 func (r *Runner) noteSuccess(n *baremetal.Node, now time.Time) {
 	if isBMCFault(n.Fault) {
 		n.Fault = baremetal.FaultNone

@@ -386,6 +386,38 @@ func TestPowerAction(t *testing.T) {
 	}
 	h.enqueue(PowerArgs{NodeID: n.ID, Action: "off", Actor: "tok-admin"})
 	h.waitNode(n.ID, wait, "off", func(n *baremetal.Node) bool { return n.PowerState == baremetal.PowerOff })
+	waitJobs(t, h, n.ID, "completed", 2)
+
+	// Queued while in maintenance, "on" then "off" both wait, neither is
+	// dropped as a duplicate of the other, and they run in order.
+	h.setNode(n.ID, func(n *baremetal.Node) { n.Maintenance, n.MaintenanceReason = true, "rack move" })
+	on := h.enqueue(PowerArgs{NodeID: n.ID, Action: "on", Actor: "tok-admin"})
+	off := h.enqueue(PowerArgs{NodeID: n.ID, Action: "off", Actor: "tok-admin"})
+	if on == off {
+		t.Fatal("power off was dropped as a duplicate of power on")
+	}
+	time.Sleep(3 * h.r.cfg.MaintenancePoll)
+	if p, _ := h.bmc.Power(sys[0]); p != "Off" {
+		t.Fatal("power action ran in maintenance")
+	}
+	h.setNode(n.ID, func(n *baremetal.Node) { n.Maintenance, n.MaintenanceReason = false, "" })
+	waitJobs(t, h, n.ID, "completed", 4)
+	evs := h.events(n.ID)
+	iOn, iOff := -1, -1
+	for i, e := range evs {
+		switch {
+		case e.Type == "power" && strings.HasPrefix(e.Message, "power on"):
+			iOn = i
+		case e.Type == "power" && strings.HasPrefix(e.Message, "power off"):
+			iOff = i
+		}
+	}
+	if iOn < 0 || iOff < iOn {
+		t.Errorf("power actions out of order (last on at %d, last off at %d):%s", iOn, iOff, dumpEvents(evs))
+	}
+	if p, _ := h.bmc.Power(sys[0]); p != "Off" {
+		t.Errorf("BMC power %s, want Off (the last request)", p)
+	}
 }
 
 func TestSyncNodeJob(t *testing.T) {
@@ -452,6 +484,25 @@ func waitJob(t *testing.T, h *harness, nodeID, kind, state string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("no %s job %s for node %s: %s", kind, state, nodeID, h.jobsOf(nodeID))
+}
+
+// waitJobs waits until the node has count jobs in state.
+func waitJobs(t *testing.T, h *harness, nodeID, state string, count int) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		jobs, err := h.r.ListJobs(h.ctx, nodeID, state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) >= count {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs %s, want %d:%s", len(jobs), state, count, h.jobsOf(nodeID))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func mustPower(t *testing.T, h *harness, sys string, on bool) {

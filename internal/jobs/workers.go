@@ -97,13 +97,14 @@ func (r *Runner) clearBoot(ctx context.Context, n *baremetal.Node) error {
 	return r.ejectMedia(ctx, n)
 }
 
-// ejectMedia ejects virtual media when the driver has it. It reports
-// whether the BMC supports virtual media at all.
+// ejectMedia ejects virtual media when the driver has it.
 func (r *Runner) ejectMedia(ctx context.Context, n *baremetal.Node) error {
 	_, err := r.ejectMediaSupported(ctx, n)
 	return err
 }
 
+// ejectMediaSupported ejects virtual media and reports whether the BMC has
+// virtual media at all (the driver type and the BMC both must support it).
 func (r *Runner) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (bool, error) {
 	supported := false
 	err := r.bmcCall(ctx, n, "eject media", func(ctx context.Context, c bmc.Client) error {
