@@ -6,6 +6,8 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
 // At most one mutating job (verify, deploy, cleanup, power, retire) acts on
@@ -53,15 +55,42 @@ func startedBefore(a, b *rivertype.JobRow) bool {
 	}
 }
 
+// KickNodeTx makes a node's pending BMC work run now instead of waiting out
+// its backoff: the service layer calls it in the transaction that changes
+// the node's BMC address or credentials. It queues a sync_node (which
+// reads the power with the new credentials and clears the fault) and makes
+// the node's waiting mutating jobs (a verify or cleanup backing off behind
+// a wrong password) available at once. Everything goes through tx: on
+// SQLite, anything else would wait for the transaction's own connection.
+func (r *Runner) KickNodeTx(ctx context.Context, tx store.Tx, nodeID string) error {
+	if _, err := r.q.InsertTx(ctx, tx, SyncNodeArgs{NodeID: nodeID}, nil); err != nil {
+		return fmt.Errorf("kick node %s: enqueue sync_node: %w", nodeID, err)
+	}
+	res, err := r.q.JobListTx(ctx, tx, waitingJobsOf(nodeID))
+	if err != nil {
+		return fmt.Errorf("kick node %s: list waiting jobs: %w", nodeID, err)
+	}
+	for _, j := range res.Jobs {
+		if _, err := r.q.JobRetryTx(ctx, tx, j.ID); err != nil {
+			return fmt.Errorf("kick node %s: retry job %d now: %w", nodeID, j.ID, err)
+		}
+	}
+	return nil
+}
+
+func waitingJobsOf(nodeID string) *river.JobListParams {
+	return river.NewJobListParams().
+		States(rivertype.JobStateRetryable, rivertype.JobStateScheduled).
+		Kinds(mutatingKinds...).
+		Where(argsNodeID, river.NamedArgs{"node_id": nodeID}).
+		First(20)
+}
+
 // nudge makes the node's waiting mutating jobs run now. It is called when
 // a BMC fault clears (power sync, sync_node): a cleanup or verify backing
 // off for minutes behind a BMC that just came back should not keep waiting.
 func (r *Runner) nudge(ctx context.Context, nodeID string) {
-	res, err := r.q.JobList(ctx, river.NewJobListParams().
-		States(rivertype.JobStateRetryable, rivertype.JobStateScheduled).
-		Kinds(mutatingKinds...).
-		Where(argsNodeID, river.NamedArgs{"node_id": nodeID}).
-		First(20))
+	res, err := r.q.JobList(ctx, waitingJobsOf(nodeID))
 	if err != nil {
 		r.log.WarnContext(ctx, "list waiting jobs to nudge", "node", nodeID, "err", err)
 		return

@@ -519,3 +519,39 @@ func names(prefix string, n int) []string {
 	}
 	return out
 }
+
+// Fixing a node's BMC password in the same transaction as KickNodeTx makes
+// a cleanup that backs off for an hour run at once.
+func TestKickNodeAfterCredentialFix(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, sys := newSimHarness(t, open(t), 1, func(c *Config) { c.RetryBase, c.MaxBackoff = time.Hour, time.Hour })
+		n := h.addNode("n-badpw", sys[0], baremetal.StateCleaning, false)
+		h.setNode(n.ID, func(n *baremetal.Node) { n.BMC.Password = "wrong-password" })
+		mustPower(t, h, sys[0], true)
+		h.start()
+		h.enqueue(CleanupArgs{NodeID: n.ID})
+		got := h.waitNode(n.ID, wait, "failing", func(n *baremetal.Node) bool { return n.BMCFailures > 0 })
+		if strings.Contains(got.LastError, "wrong-password") {
+			t.Errorf("last_error leaks the password: %q", got.LastError)
+		}
+		waitJobs(t, h, n.ID, "retryable", 1) // backing off for an hour
+
+		h.inTx(func(tx store.Tx) error {
+			cur, err := tx.GetNode(h.ctx, n.ID)
+			if err != nil {
+				return err
+			}
+			cur.BMC.Password = "password"
+			if err := tx.UpdateNode(h.ctx, cur); err != nil {
+				return err
+			}
+			return h.r.KickNodeTx(h.ctx, tx, n.ID)
+		})
+		got = h.waitNode(n.ID, wait, "available", func(n *baremetal.Node) bool {
+			return n.ProvisionState == baremetal.StateAvailable
+		})
+		if got.BMCFailures != 0 || got.LastError != "" || got.PowerState != baremetal.PowerOff {
+			t.Errorf("after fix: failures=%d err=%q power=%s", got.BMCFailures, got.LastError, got.PowerState)
+		}
+	})
+}

@@ -27,6 +27,8 @@ type queue interface {
 	InsertMany(ctx context.Context, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
 	JobRetry(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	JobListTx(ctx context.Context, tx store.Tx, params *river.JobListParams) (*river.JobListResult, error)
+	JobRetryTx(ctx context.Context, tx store.Tx, id int64) (*rivertype.JobRow, error)
 	StopAndCancel(ctx context.Context) error
 }
 
@@ -35,12 +37,35 @@ type riverQueue[TTx any] struct {
 }
 
 func (q riverQueue[TTx]) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
-	native, ok := tx.Native().(TTx)
-	if !ok {
-		var want TTx
-		return nil, fmt.Errorf("insert %s job: store transaction is %T, River needs %T", args.Kind(), tx.Native(), want)
+	native, err := nativeTx[TTx](tx)
+	if err != nil {
+		return nil, fmt.Errorf("insert %s job: %w", args.Kind(), err)
 	}
 	return q.Client.InsertTx(ctx, native, args, opts)
+}
+
+func (q riverQueue[TTx]) JobListTx(ctx context.Context, tx store.Tx, params *river.JobListParams) (*river.JobListResult, error) {
+	native, err := nativeTx[TTx](tx)
+	if err != nil {
+		return nil, err
+	}
+	return q.Client.JobListTx(ctx, native, params)
+}
+
+func (q riverQueue[TTx]) JobRetryTx(ctx context.Context, tx store.Tx, id int64) (*rivertype.JobRow, error) {
+	native, err := nativeTx[TTx](tx)
+	if err != nil {
+		return nil, err
+	}
+	return q.Client.JobRetryTx(ctx, native, id)
+}
+
+func nativeTx[TTx any](tx store.Tx) (TTx, error) {
+	native, ok := tx.Native().(TTx)
+	if !ok {
+		return native, fmt.Errorf("store transaction is %T, River needs %T", tx.Native(), native)
+	}
+	return native, nil
 }
 
 // newQueue builds the River client on the store's own database handle, so
