@@ -158,7 +158,8 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"power_state": schema.StringAttribute{
 				MarkdownDescription: "Desired power state of the instance's node: `on` or `off`. When set, the provider reports the power state " +
 					"actually observed on the node, so a node powered differently outside Terraform shows up as a change in the plan, " +
-					"and apply converges it. Leave unset to not manage power.",
+					"and apply converges it. While the node's BMC does not answer (see the node's `fault`), the last observed value is kept. " +
+					"Leave unset to not manage power.",
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.OneOf("on", "off")},
 			},
@@ -475,7 +476,8 @@ func (r *InstanceResource) ImportState(ctx context.Context, req resource.ImportS
 // setFromAPI copies the instance into the model. prevPower is the
 // power_state the model had: when the user manages power (or the
 // controller holds a wish), power_state shows the node's observed power so
-// that drift appears in the plan.
+// that drift appears in the plan. While the power is not observable
+// (unknown), the previous value stays.
 func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance, prevPower types.String) diag.Diagnostics {
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(in.ID)
@@ -492,15 +494,17 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 		m.Metadata, d = types.MapValueFrom(ctx, types.StringType, in.Metadata)
 		diags.Append(d...)
 	}
-	switch {
-	case !prevPower.IsNull() || in.PowerState != "":
-		observed := in.ObservedPowerState
-		if observed == "" {
-			observed = "unknown"
-		}
+	switch observed := in.ObservedPowerState; {
+	case prevPower.IsNull() && in.PowerState == "":
+		m.PowerState = types.StringNull() // power not managed
+	case observed == "on" || observed == "off":
 		m.PowerState = types.StringValue(observed)
+	case !prevPower.IsNull() && !prevPower.IsUnknown():
+		// No observation (the BMC does not answer: the node's fault says
+		// so). Not knowing is not drift: keep the last value.
+		m.PowerState = prevPower
 	default:
-		m.PowerState = types.StringNull()
+		m.PowerState = types.StringValue(in.PowerState)
 	}
 	m.State = types.StringValue(in.State)
 	m.LastError = types.StringValue(in.LastError)

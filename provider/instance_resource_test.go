@@ -211,10 +211,11 @@ func TestAccInstance(t *testing.T) {
 				ExpectNonEmptyPlan: true,
 			},
 			{
-				// Pinned to node b, without power management; the node
-				// shows the instance.
+				// Pinned to node b and wanted off: create deploys (which
+				// powers on), then powers it off. The node shows the instance.
 				Config: base + instanceHCL("pinned", "pinned", `
-  node_id = baremetal_node.b.id
+  node_id     = baremetal_node.b.id
+  power_state = "off"
   image = {
     url = "https://images.example.com/one.img"
   }
@@ -227,8 +228,15 @@ data "baremetal_node" "b" {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttrPair("baremetal_instance.pinned", "node_id", "baremetal_node.b", "id"),
 					resource.TestCheckResourceAttr("baremetal_instance.pinned", "resource_class", "gpu"),
-					resource.TestCheckNoResourceAttr("baremetal_instance.pinned", "power_state"),
+					resource.TestCheckResourceAttr("baremetal_instance.pinned", "power_state", "off"),
 					resource.TestCheckNoResourceAttr("baremetal_instance.pinned", "metadata.%"),
+					func(s *terraform.State) error {
+						p, err := simPower(t, env, c, s, "baremetal_instance.pinned")
+						if err == nil && p != "Off" {
+							err = fmt.Errorf("simulated node power is %q", p)
+						}
+						return err
+					},
 					resource.TestCheckResourceAttrPair("data.baremetal_node.b", "instance_id", "baremetal_instance.pinned", "id"),
 					resource.TestCheckResourceAttr("data.baremetal_node.b", "provision_state", "active"),
 				),
@@ -324,6 +332,7 @@ data "baremetal_nodes" "small" {
 // TestAccInstanceDestroyWithBrokenBMC: destroying an instance succeeds at
 // once whether its node's BMC is down or hangs; the controller finishes
 // the cleanup when the BMC is back and the node becomes available again.
+// While the BMC is down, the unobservable power is not reported as drift.
 func TestAccInstanceDestroyWithBrokenBMC(t *testing.T) {
 	env := accEnv(t, testenv.Options{Systems: 2})
 	c := accClient(t, env, env.AdminToken)
@@ -331,6 +340,7 @@ func TestAccInstanceDestroyWithBrokenBMC(t *testing.T) {
 	withInstance := func(name string) string {
 		return base + instanceHCL("app", name, `
   resource_class = "gpu"
+  power_state    = "on"
   image = {
     url = "https://images.example.com/app.img"
   }
@@ -369,9 +379,21 @@ func TestAccInstanceDestroyWithBrokenBMC(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: withInstance("app")},
 			{
-				PreConfig: breakBMC(sim.FaultDown),
-				Config:    base,
-				Check:     resource.ComposeTestCheckFunc(gone, healAndWait),
+				// The power is not observable while the BMC is down: that
+				// is a fault of the node, not drift of the instance.
+				PreConfig: func() {
+					breakBMC(sim.FaultDown)()
+					poll(t, "power sync to lose the node's power", 30*time.Second, func() (bool, error) {
+						in, err := c.GetInstance(context.Background(), "app")
+						return err == nil && in.ObservedPowerState == "unknown", err
+					})
+				},
+				Config:   withInstance("app"),
+				PlanOnly: true,
+			},
+			{
+				Config: base,
+				Check:  resource.ComposeTestCheckFunc(gone, healAndWait),
 			},
 			{Config: withInstance("app")},
 			{

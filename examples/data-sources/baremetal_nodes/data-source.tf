@@ -11,11 +11,14 @@ output "free_gpu_nodes" {
 }
 
 # Warn (without failing the run) when any node has BMC trouble.
-check "no_faulted_nodes" {
-  data "baremetal_nodes" "faulted" {
-    fault = "any"
-  }
+# The data source is declared outside the check block on purpose: a data
+# source scoped inside a check block is re-read at every apply, so plan
+# -detailed-exitcode would always report changes and hide real drift.
+data "baremetal_nodes" "faulted" {
+  fault = "any"
+}
 
+check "no_faulted_nodes" {
   assert {
     condition     = length(data.baremetal_nodes.faulted.nodes) == 0
     error_message = "Faulted nodes: ${join(", ", [for n in data.baremetal_nodes.faulted.nodes : "${n.name} (${n.fault}: ${n.last_error})"])}"
