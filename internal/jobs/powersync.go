@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -355,9 +354,6 @@ func (w *powerSyncWorker) Work(ctx context.Context, job *river.Job[PowerSyncArgs
 	return w.r.finish(job.Kind, w.r.fanOut(ctx))
 }
 
-// errPassRunning: the previous pass has batches left.
-var errPassRunning = errors.New("previous power sync pass still running")
-
 func (r *Runner) fanOut(ctx context.Context) error {
 	// A pass slower than the interval must not pile passes up: skip this
 	// one while any batch of the previous one is waiting or running.
@@ -370,7 +366,7 @@ func (r *Runner) fanOut(ctx context.Context) error {
 		return fmt.Errorf("power sync: look for unfinished batches: %w", err)
 	}
 	if len(res.Jobs) > 0 {
-		r.log.InfoContext(ctx, "skipping power sync pass", "reason", errPassRunning)
+		r.log.InfoContext(ctx, "skipping power sync pass: the previous one is still running")
 		return nil
 	}
 	nodes, err := r.listNodes(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 )
@@ -152,4 +153,45 @@ func countEvents(evs []*baremetal.Event, typ string) int {
 
 func unmarshalArgs(j *rivertype.JobRow, v any) error {
 	return json.Unmarshal(j.EncodedArgs, v)
+}
+
+// Sync passes racing with an operator's writes to the same nodes lose
+// neither: the sync re-reads and retries on a version conflict instead of
+// overwriting.
+func TestSyncRacesOperatorWrites(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		const nodes, rounds = 20, 8
+		h, sys := newSimHarness(t, open(t), nodes)
+		ids := make([]string, nodes)
+		for i := range ids {
+			ids[i] = h.addNode(fmt.Sprintf("n-%02d", i), sys[i], baremetal.StateAvailable, false).ID
+		}
+		for round := 1; round <= rounds; round++ {
+			on := round%2 == 1
+			for _, s := range sys {
+				mustPower(t, h, s, on)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for _, id := range ids {
+					h.setNode(id, func(n *baremetal.Node) { n.Properties.CPUs = round })
+				}
+			}()
+			if _, err := h.r.SyncPass(h.ctx); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			<-done
+			want := baremetal.PowerOff
+			if on {
+				want = baremetal.PowerOn
+			}
+			for _, id := range ids {
+				n := h.node(id)
+				if n.Properties.CPUs != round || n.PowerState != want {
+					t.Fatalf("round %d: node %s cpus=%d power=%s, want %d %s", round, n.Name, n.Properties.CPUs, n.PowerState, round, want)
+				}
+			}
+		}
+	})
 }

@@ -75,7 +75,7 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
 
 	rcfg := &river.Config{
-		Logger:  cfg.Logger,
+		Logger:  cfg.Logger.With("component", "river"),
 		Workers: workers,
 		Queues: map[string]river.QueueConfig{
 			QueueDefault:   {MaxWorkers: cfg.Workers},
