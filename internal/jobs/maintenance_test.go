@@ -139,3 +139,20 @@ func jobsFor(n *baremetal.Node) []river.JobArgs {
 	}
 	return out
 }
+
+// The single write path refuses a maintenance change, so a future bug
+// cannot set it silently.
+func TestUpdateNodeRefusesMaintenance(t *testing.T) {
+	h, sys := newSimHarness(t, openSQLite(t), 1)
+	n := h.addNode("n-guard", sys[0], baremetal.StateAvailable, false)
+	_, err := h.r.updateNode(h.ctx, n.ID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
+		n.Maintenance, n.MaintenanceReason = true, "controller gave up"
+		return nil
+	})
+	if err == nil {
+		t.Fatal("updateNode wrote maintenance")
+	}
+	if got := h.node(n.ID); got.Maintenance || got.Version != n.Version {
+		t.Fatalf("node changed: maintenance=%v version %d→%d", got.Maintenance, n.Version, got.Version)
+	}
+}

@@ -1,0 +1,90 @@
+package jobs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+)
+
+func unitRunner(t *testing.T) *Runner {
+	t.Helper()
+	cfg := Config{RetryBase: time.Second, MaxBackoff: time.Minute, FaultThreshold: 3}.withDefaults()
+	return &Runner{cfg: cfg}
+}
+
+func TestBackoffDoublesUpToTheCap(t *testing.T) {
+	r := unitRunner(t)
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 7: time.Minute, 100: time.Minute} {
+		for range 20 {
+			got := r.backoff(n)
+			if got > want || got < want*4/5 {
+				t.Fatalf("backoff(%d) = %s, want within 20%% below %s", n, got, want)
+			}
+		}
+	}
+}
+
+func TestFaultKinds(t *testing.T) {
+	r := unitRunner(t)
+	now := time.Now()
+	for kind, want := range map[bmc.Kind]baremetal.Fault{
+		bmc.KindUnreachable: baremetal.FaultBMCUnreachable,
+		bmc.KindAuth:        baremetal.FaultBMCAuthFailed,
+		bmc.KindBMCError:    baremetal.FaultBMCError,
+	} {
+		n := &baremetal.Node{PowerState: baremetal.PowerOn, BMC: baremetal.BMC{Password: "s3cret-pw"}}
+		err := bmc.Errorf(kind, "power state", "refused for user admin:s3cret-pw")
+		for i := 1; i <= 3; i++ {
+			r.noteFailure(n, "power state", err, now)
+			if i < 3 && (n.Fault != "" || n.PowerState != baremetal.PowerOn) {
+				t.Fatalf("%s: fault %q / power %s after %d failures", kind, n.Fault, n.PowerState, i)
+			}
+		}
+		if n.Fault != want || n.PowerState != baremetal.PowerUnknown || n.FaultSince == nil || n.NextCheckAt == nil {
+			t.Errorf("%s: %+v", kind, n)
+		}
+		if strings.Contains(n.LastError, "s3cret-pw") {
+			t.Errorf("%s: last_error leaks the password: %q", kind, n.LastError)
+		}
+		r.noteSuccess(n, now)
+		if n.Fault != "" || n.FaultSince != nil || n.BMCFailures != 0 || n.NextCheckAt != nil || n.LastError != "" {
+			t.Errorf("%s: not cleared: %+v", kind, n)
+		}
+	}
+}
+
+func TestActionFaultsOutliveBMCSuccess(t *testing.T) {
+	r := unitRunner(t)
+	now := time.Now()
+	n := &baremetal.Node{}
+	setActionFault(n, baremetal.FaultPowerMismatch, "power on not observed", now)
+	r.observePower(n, bmc.PowerOff, nil, now)
+	if n.Fault != baremetal.FaultPowerMismatch || n.LastError == "" {
+		t.Fatalf("a power read cleared power_mismatch: %+v", n)
+	}
+	// A BMC outage takes precedence, and its FaultSince starts anew.
+	later := now.Add(time.Hour)
+	for range 3 {
+		r.noteFailure(n, "power state", errors.New("dial tcp: connection refused"), later)
+	}
+	if n.Fault != baremetal.FaultBMCUnreachable || !n.FaultSince.Equal(later) {
+		t.Fatalf("fault %q since %v", n.Fault, n.FaultSince)
+	}
+}
+
+func TestDiffEventsOnePerChange(t *testing.T) {
+	since := time.Now().Add(-4*time.Minute - 12*time.Second)
+	before := &baremetal.Node{Fault: baremetal.FaultBMCUnreachable, FaultSince: &since, PowerState: baremetal.PowerUnknown, ProvisionState: baremetal.StateCleaning}
+	after := &baremetal.Node{PowerState: baremetal.PowerOff, ProvisionState: baremetal.StateAvailable}
+	evs := diffEvents(before, after, "cleaned", time.Now())
+	if len(evs) != 3 {
+		t.Fatalf("events: %s", dumpEvents(evs))
+	}
+	if e := findEvent(evs, "fault", "BMC reachable again after 4m12s"); e == nil {
+		t.Errorf("no reachable-again event: %s", dumpEvents(evs))
+	}
+}
