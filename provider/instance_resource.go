@@ -276,7 +276,7 @@ func (r *InstanceResource) createInstance(ctx context.Context, in api.InstanceCr
 // capacity tells whether a node can take the instance now, or soon.
 type capacity struct {
 	available bool // a candidate is schedulable
-	pending   bool // a healthy candidate is cleaning or enrolling
+	pending   bool // a candidate is being cleaned, or verified without trouble
 }
 
 func (r *InstanceResource) capacity(ctx context.Context, in api.InstanceCreate) (*capacity, error) {
@@ -295,13 +295,18 @@ func (r *InstanceResource) capacity(ctx context.Context, in api.InstanceCreate) 
 	}
 	var c capacity
 	for _, n := range nodes {
-		if n.Maintenance || n.Fault != "" {
+		if n.Maintenance {
 			continue
 		}
 		switch {
-		case n.ProvisionState == stateAvailable && n.InstanceID == "":
+		case n.ProvisionState == stateAvailable && n.InstanceID == "" && n.Fault == "":
 			c.available = true
-		case n.ProvisionState == "cleaning" || n.ProvisionState == stateEnroll:
+		case n.ProvisionState == "cleaning":
+			// The controller is working on it; a fault it carries (say
+			// power_mismatch from a failed deploy) clears when the
+			// cleanup succeeds.
+			c.pending = true
+		case n.ProvisionState == stateEnroll && n.Fault == "":
 			c.pending = true
 		}
 	}

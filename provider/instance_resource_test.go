@@ -404,3 +404,50 @@ func TestAccInstanceDestroyWithBrokenBMC(t *testing.T) {
 		},
 	})
 }
+
+// TestAccInstanceDeployFails: a node that never powers on fails the deploy;
+// create reports the controller's reason (the instance's last_error) and
+// the instance is tainted. Once the node behaves, apply replaces it.
+func TestAccInstanceDeployFails(t *testing.T) {
+	env := accEnv(t, testenv.Options{Systems: 1})
+	c := accClient(t, env, env.AdminToken)
+	system := env.Sim.SystemIDs()[0]
+	config := providerConfig(env, env.AdminToken) + nodeHCL(env, "a", "stuck", "gpu", 0, "") + `
+resource "baremetal_instance" "app" {
+  name           = "app"
+  project        = "acc"
+  resource_class = "gpu"
+  image = {
+    url = "https://images.example.com/app.img"
+  }
+  depends_on = [baremetal_node.a]
+}
+`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             resource.ComposeTestCheckFunc(checkInstancesGone(c), checkNodesGone(c)),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					if err := env.Sim.SetIgnorePower(system, true); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:      config,
+				ExpectError: regexp.MustCompile(`(?s)Instance app did not become active.*instance app failed to deploy:.*power`),
+			},
+			{
+				PreConfig: func() {
+					if err := env.Sim.SetIgnorePower(system, false); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("baremetal_instance.app", plancheck.ResourceActionReplace)},
+				},
+				Check: resource.TestCheckResourceAttr("baremetal_instance.app", "state", "active"),
+			},
+		},
+	})
+}

@@ -310,3 +310,42 @@ func TestAccNodeEnrollFault(t *testing.T) {
 		},
 	})
 }
+
+// TestAccNodeAPIErrors: refusals that only the controller can decide come
+// back with its explanation, on the attribute it names.
+func TestAccNodeAPIErrors(t *testing.T) {
+	env := accEnv(t, testenv.Options{Systems: 2})
+	c := accClient(t, env, env.AdminToken)
+	one := providerConfig(env, env.AdminToken) + nodeHCL(env, "a", "dup", "rc1", 0, "")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             checkNodesGone(c),
+		Steps: []resource.TestStep{
+			{
+				// The address must fit the driver. (Terraform 1.5 cannot
+				// quote a key inside an object value, so the detail names
+				// bmc.address itself.)
+				Config: providerConfig(env, env.AdminToken) + `
+resource "baremetal_node" "bad" {
+  name           = "bad"
+  driver         = "redfish"
+  resource_class = "rc1"
+  bmc = {
+    address  = "ipmi://10.0.0.9"
+    username = "admin"
+    password = "x"
+  }
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Could not create node bad.*bmc\.address scheme "ipmi" does not fit driver\s+redfish`),
+			},
+			{Config: one},
+			{
+				// A second node of the same name: terraform quotes the name
+				// line, as the problem names that field.
+				Config:      one + nodeHCL(env, "b", "dup", "rc1", 1, ""),
+				ExpectError: regexp.MustCompile(`(?s)Could not create node dup.*name\s+=\s+"dup".*a node named "dup" already\s+exists`),
+			},
+		},
+	})
+}
