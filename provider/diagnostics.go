@@ -110,7 +110,8 @@ func hintFor(ae *apiclient.APIError) string {
 	case errors.Is(ae, apiclient.ErrQuotaExceeded):
 		return ""
 	case errors.Is(ae, apiclient.ErrForbidden):
-		return "The provider's token lacks the role for this; managing nodes needs an admin token."
+		return "The provider's token lacks the role for this: nodes (and their maintenance) need an admin token; " +
+			"a member token manages only its own project's instances."
 	}
 	return ""
 }
