@@ -109,7 +109,7 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	if c.Store == nil {
-		errs = append(errs, errors.New("Store is required"))
+		errs = append(errs, errors.New("a store is required"))
 	}
 	if c.BMC == nil {
 		errs = append(errs, errors.New("BMC opener is required"))

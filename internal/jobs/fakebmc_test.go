@@ -43,12 +43,6 @@ func (f *fakeBMCs) Open(_ context.Context, ep bmc.Endpoint) (bmc.Client, error) 
 	return &fakeClient{f: f, id: ep.SystemID}, nil
 }
 
-func (f *fakeBMCs) system(id string) *fakeSystem {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.systems[id]
-}
-
 type fakeClient struct {
 	f  *fakeBMCs
 	id string

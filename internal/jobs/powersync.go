@@ -28,14 +28,6 @@ type PassStats struct {
 	Duration time.Duration
 }
 
-func (s *PassStats) add(o PassStats) {
-	s.Nodes += o.Nodes
-	s.Skipped += o.Skipped
-	s.OK += o.OK
-	s.Failed += o.Failed
-	s.Changed += o.Changed
-}
-
 // SyncPass runs one full power-sync pass in this process: every node not
 // being deleted, maintenance included (observing is allowed in
 // maintenance), except those backing off. It is what the periodic

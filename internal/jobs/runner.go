@@ -75,7 +75,9 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
 
 	rcfg := &river.Config{
-		Logger:  cfg.Logger.With("component", "river"),
+		// River reports routine bookkeeping (job counts every few
+		// seconds) at info; operators want its warnings, not its heartbeat.
+		Logger:  slog.New(minLevel{slog.LevelWarn, cfg.Logger.Handler()}).With("component", "river"),
 		Workers: workers,
 		Queues: map[string]river.QueueConfig{
 			QueueDefault:   {MaxWorkers: cfg.Workers},
@@ -257,3 +259,19 @@ func (r *Runner) finish(kind string, err error) error {
 	r.metrics.jobsFinished.WithLabelValues(kind, outcome).Inc()
 	return err
 }
+
+// minLevel drops records below min; it keeps the wrapped handler's own
+// level (so debug logging shows River's debug output too).
+type minLevel struct {
+	min slog.Level
+	slog.Handler
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return (l >= h.min || h.Handler.Enabled(ctx, slog.LevelDebug)) && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.min, h.Handler.WithAttrs(a)}
+}
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.min, h.Handler.WithGroup(n)} }
