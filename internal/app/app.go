@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,14 +111,15 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 	}
 }
 
-// redactDSN hides a password in a database URL for logs.
-func redactDSN(u string) string {
-	if i := strings.Index(u, "@"); i > 0 {
-		if j := strings.Index(u, "://"); j > 0 && j < i {
-			return u[:j+3] + "…@" + u[i+1:]
-		}
+// redactDSN keeps only the host and database of a database URL for logs:
+// passwords hide in userinfo and in query parameters (password=,
+// sslpassword=, ...).
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparseable database URL)"
 	}
-	return u
+	return u.Scheme + "://" + u.Host + u.Path
 }
 
 // Start opens the store, bootstraps the admin token, starts jobs and

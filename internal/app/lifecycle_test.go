@@ -211,7 +211,7 @@ func orNone(f sim.Fault) string {
 // operator clears maintenance); and deleting a node with an instance.
 func TestDeleteDuringDeployAndInMaintenance(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t, testenv.Options{Systems: 3})
+	env := testenv.Start(t, testenv.Options{Systems: 4})
 	admin := client{t, env.URL, env.AdminToken}
 	member := client{t, env.URL, env.MemberToken(t, "p1")}
 
@@ -276,5 +276,44 @@ func TestDeleteDuringDeployAndInMaintenance(t *testing.T) {
 	}
 	if p, _ := env.Sim.Power(env.Sim.SystemIDs()[2]); p != "Off" {
 		t.Fatalf("retired node not powered off: %s", p)
+	}
+
+	// 4. Delete a node in maintenance: it goes deleting at once, the
+	// retire waits for the operator; only maintenance may still change,
+	// and clearing it lets the retire finish.
+	n3 := enroll(admin, env, 3, "maint-del-3", "d")
+	admin.call("PATCH", "/v1/nodes/"+n3.ID, `{"maintenance":true,"maintenance_reason":"decommission check"}`, 200, nil)
+	var acc api.Accepted
+	admin.call("DELETE", "/v1/nodes/"+n3.ID, "", 202, &acc)
+	if !strings.Contains(acc.Message, "maintenance") {
+		t.Errorf("202 for a node in maintenance does not say the retire waits: %q", acc.Message)
+	}
+	time.Sleep(time.Second)
+	if n := admin.waitNode(n3.ID, time.Second, true, func(api.Node) bool { return true }); n.ProvisionState != "deleting" {
+		t.Fatalf("node in maintenance: %s, want deleting", n.ProvisionState)
+	}
+	admin.call("PATCH", "/v1/nodes/"+n3.ID, `{"resource_class":"x"}`, 422, nil)
+	admin.call("PATCH", "/v1/nodes/"+n3.ID, `{"maintenance":false}`, 200, nil)
+	waitGone(t, env, n3.ID)
+}
+
+func waitGone(t *testing.T, env *testenv.Env, id string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", env.URL+"/v1/nodes/"+id, nil)
+		req.Header.Set("Authorization", "Bearer "+env.AdminToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == 404 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s still there after 60s (status %d)", id, res.StatusCode)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

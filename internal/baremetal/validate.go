@@ -140,6 +140,17 @@ func (b *BMC) validate(driver Driver) error {
 	return nil
 }
 
+// RedactURL returns a URL fit for logs and events: no userinfo, no query
+// or fragment (presigned image URLs carry tokens there).
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return redactURL(s)
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
 // redactURL drops userinfo so an error never echoes credentials.
 func redactURL(s string) string {
 	if u, err := url.Parse(s); err == nil && u.User != nil {

@@ -22,7 +22,12 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 		Fault: string(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince,
 		InstanceID: n.InstanceID, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
 	}
-	if c.Admin() {
+	if !c.Admin() {
+		// BMC errors name BMC addresses and URLs: infrastructure detail
+		// for operators. Members see the fault, which is what scheduling
+		// and their plans need.
+		out.LastError = ""
+	} else {
 		out.BMC = &api.BMC{Address: n.BMC.Address, Username: n.BMC.Username, Insecure: n.BMC.Insecure,
 			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
 	}

@@ -171,16 +171,17 @@ func (s *Server) deleteNode(w http.ResponseWriter, r *http.Request, c service.Ca
 		return
 	}
 	isForce := force != nil && *force
-	jobID, err := s.svc.DeleteNode(r.Context(), c, r.PathValue("id"), match, isForce)
+	jobID, maint, err := s.svc.DeleteNode(r.Context(), c, r.PathValue("id"), match, isForce)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	msg := "node is deleting; the retire job powers it off and removes the record"
-	if isForce {
+	switch {
+	case isForce:
 		msg = "node record removed without touching its BMC"
-	} else if jobID == 0 {
-		msg = "node was already being deleted"
+	case maint:
+		msg = "node is deleting; it is in maintenance, so the retire job waits until maintenance is cleared (PATCH maintenance=false) or the node is deleted with force=true"
 	}
 	writeJSON(w, http.StatusAccepted, api.Accepted{JobID: jobID, Message: msg})
 }

@@ -41,7 +41,7 @@ var uniquePerNode = river.UniqueOpts{
 }
 
 // foreverAttempts is the MaxAttempts of kinds that must never give up
-// (cleanup, verify). River stores max_attempts as a smallint on PostgreSQL;
+// (cleanup, verify, retire). River stores max_attempts as a smallint on PostgreSQL;
 // workers snooze instead of failing once the counter nears it, so the limit
 // is never reached.
 const foreverAttempts = math.MaxInt16
@@ -50,10 +50,6 @@ const foreverAttempts = math.MaxInt16
 const (
 	deployMaxAttempts = 12
 	powerMaxAttempts  = 6
-	// retireMaxAttempts is large: the record is deleted after
-	// retirePowerAttempts failed power-offs anyway, and database errors
-	// deserve more tries than that.
-	retireMaxAttempts = 50
 )
 
 // VerifyArgs reaches a node's BMC once (power state + inventory) and moves
@@ -70,8 +66,11 @@ func (VerifyArgs) InsertOpts() river.InsertOpts {
 
 // DeployArgs boots an instance's image on its node.
 type DeployArgs struct {
-	NodeID     string `json:"node_id" river:"unique"`
-	InstanceID string `json:"instance_id"`
+	NodeID string `json:"node_id" river:"unique"`
+	// InstanceID is part of the unique key: a deploy still waiting to
+	// retry for a deleted instance must not swallow the deploy of the next
+	// instance placed on the same node.
+	InstanceID string `json:"instance_id" river:"unique"`
 }
 
 func (DeployArgs) Kind() string { return "deploy" }
@@ -122,7 +121,10 @@ type RetireArgs struct {
 func (RetireArgs) Kind() string { return "retire" }
 
 func (RetireArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: retireMaxAttempts, UniqueOpts: uniquePerNode}
+	// Never gives up: a node delete always completes. The record goes
+	// after retirePowerAttempts failed power-offs anyway; other errors
+	// (database, conflicts) are retried for as long as they last.
+	return river.InsertOpts{MaxAttempts: foreverAttempts, UniqueOpts: uniquePerNode}
 }
 
 // SyncNodeArgs reads one node's power state now, e.g. right after an admin

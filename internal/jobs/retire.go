@@ -28,7 +28,12 @@ func (w *retireWorker) NextRetry(job *river.Job[RetireArgs]) time.Time {
 }
 
 func (w *retireWorker) Work(ctx context.Context, job *river.Job[RetireArgs]) error {
-	return w.r.finish(job.Kind, w.r.retire(ctx, job))
+	err := w.r.retire(ctx, job)
+	var snooze *river.JobSnoozeError
+	if err != nil && !errors.As(err, &snooze) {
+		err = w.r.retryForever(job.JobRow, err)
+	}
+	return w.r.finish(job.Kind, err)
 }
 
 func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {

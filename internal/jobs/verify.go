@@ -51,8 +51,16 @@ func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
 		r.recordBMCFailure(ctx, n.ID, "verify", err)
 		return r.retryForever(job.JobRow, fmt.Errorf("verify node %s: %w", n.Name, err))
 	}
+	// A new verify queued while this one ran (the operator changed the BMC
+	// address) was merged into this job by uniqueness: what we read came
+	// from the old endpoint, so read again instead of trusting it.
+	ep, moved := endpoint(n), false
 	_, err = r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
 		if n.ProvisionState != baremetal.StateEnroll {
+			return errSkip
+		}
+		if endpoint(n) != ep {
+			moved = true
 			return errSkip
 		}
 		now := time.Now()
@@ -68,6 +76,9 @@ func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
 		}
 		return nil
 	})
+	if err == nil && moved {
+		return river.JobSnooze(time.Millisecond)
+	}
 	return ignoreGone(err)
 }
 

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
@@ -20,16 +22,37 @@ func visible(c Caller, i *baremetal.Instance) error {
 	return baremetal.Errorf(baremetal.CodeNotFound, "instance not found")
 }
 
-// GetInstance returns an instance by id or name.
-func (s *Service) GetInstance(ctx context.Context, c Caller, idOrName string) (*baremetal.Instance, error) {
-	i, err := s.store.GetInstance(ctx, idOrName)
+// findInstance resolves an id, or a name within the caller's project
+// (names are unique per project; a member must not learn, even from an
+// ambiguity error, that another project uses a name). Admins look names
+// up across projects and get a conflict when several projects share one.
+func findInstance(ctx context.Context, q store.Queries, c Caller, idOrName string) (*baremetal.Instance, error) {
+	if c.Admin() {
+		return q.GetInstance(ctx, idOrName)
+	}
+	if _, err := uuid.Parse(idOrName); err == nil {
+		i, err := q.GetInstance(ctx, idOrName)
+		if err != nil {
+			return nil, err
+		}
+		if err := visible(c, i); err != nil {
+			return nil, err
+		}
+		return i, nil
+	}
+	found, _, err := q.ListInstances(ctx, store.InstanceFilter{Page: store.Page{Limit: 1}, Project: c.Project, Name: idOrName})
 	if err != nil {
 		return nil, err
 	}
-	if err := visible(c, i); err != nil {
-		return nil, err
+	if len(found) == 0 {
+		return nil, baremetal.Errorf(baremetal.CodeNotFound, "instance %q not found in project %q", idOrName, c.Project)
 	}
-	return i, nil
+	return found[0], nil
+}
+
+// GetInstance returns an instance by id or name.
+func (s *Service) GetInstance(ctx context.Context, c Caller, idOrName string) (*baremetal.Instance, error) {
+	return findInstance(ctx, s.store, c, idOrName)
 }
 
 // ListInstances lists the caller's project's instances (all for admins,
@@ -94,7 +117,7 @@ func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Ins
 			}
 			if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
 				Old: string(old), New: string(node.ProvisionState),
-				Message: fmt.Sprintf("allocated to instance %s (project %s); deploying %s", inst.Name, inst.Project, inst.Image.URL)}); err != nil {
+				Message: fmt.Sprintf("allocated to instance %s (project %s); deploying %s", inst.Name, inst.Project, baremetal.RedactURL(inst.Image.URL))}); err != nil {
 				return err
 			}
 			_, err = s.jobs.InsertTx(ctx, tx, jobs.DeployArgs{NodeID: node.ID, InstanceID: inst.ID})
@@ -115,6 +138,12 @@ func (s *Service) checkQuota(ctx context.Context, tx store.Tx, project string) e
 	}
 	if q.Instances < 0 {
 		return nil
+	}
+	// Rewriting the quota row locks it until commit on PostgreSQL, so two
+	// concurrent creates in one project count one after the other instead
+	// of both seeing room for one more (SQLite has one writer anyway).
+	if err := tx.SetQuota(ctx, q); err != nil {
+		return err
 	}
 	used, err := tx.CountInstances(ctx, project)
 	if err != nil {
@@ -227,11 +256,8 @@ func (s *Service) UpdateInstance(ctx context.Context, c Caller, idOrName string,
 	var out *baremetal.Instance
 	err := retryConflict(ctx, func() error {
 		return s.store.InTx(ctx, func(tx store.Tx) error {
-			inst, err := tx.GetInstance(ctx, idOrName)
+			inst, err := findInstance(ctx, tx, c, idOrName)
 			if err != nil {
-				return err
-			}
-			if err := visible(c, inst); err != nil {
 				return err
 			}
 			if ifMatch != 0 && inst.Version != ifMatch {
@@ -281,11 +307,8 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 	err := retryConflict(ctx, func() error {
 		return s.store.InTx(ctx, func(tx store.Tx) error {
 			var err error
-			inst, err = tx.GetInstance(ctx, idOrName)
+			inst, err = findInstance(ctx, tx, c, idOrName)
 			if err != nil {
-				return err
-			}
-			if err := visible(c, inst); err != nil {
 				return err
 			}
 			if ifMatch != 0 && inst.Version != ifMatch {

@@ -144,12 +144,19 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 			if ifMatch != 0 && cur.Version != ifMatch {
 				return preconditionFailed(ifMatch, cur.Version)
 			}
-			if cur.ProvisionState == baremetal.StateDeleting {
-				return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted and can no longer be changed", cur.Name)
-			}
 			spec, err := apply(cur)
 			if err != nil {
 				return err
+			}
+			if cur.ProvisionState == baremetal.StateDeleting {
+				// Only maintenance may change: a retire waits while the
+				// node is in maintenance, and clearing it is how the
+				// operator lets the retire go on.
+				same, was := spec, SpecOf(cur)
+				same.Maintenance, same.MaintenanceReason, same.BMC.Password = was.Maintenance, was.MaintenanceReason, ""
+				if same != was {
+					return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted: only maintenance may still change", cur.Name)
+				}
 			}
 			next := *cur
 			next.Name, next.Driver, next.ResourceClass, next.Properties = spec.Name, spec.Driver, spec.ResourceClass, spec.Properties
@@ -259,13 +266,15 @@ func diffNode(a, b *baremetal.Node, actor string) []*baremetal.Event {
 // scheduling) and a retire job powers it off and removes the record. An
 // instance on it is deleted first, on the same always-succeeds path. With
 // force the record is removed at once without touching the BMC.
-// It returns the retire job's id (0 with force).
-func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifMatch int64, force bool) (int64, error) {
+// It returns the retire job's id (0 with force) and whether the node is
+// in maintenance (its retire then waits for the operator).
+func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifMatch int64, force bool) (int64, bool, error) {
 	if err := requireAdmin(c, "delete nodes"); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	var jobID int64
 	var name, id string
+	var maintenance bool
 	err := retryConflict(ctx, func() error {
 		return s.store.InTx(ctx, func(tx store.Tx) error {
 			n, err := tx.GetNode(ctx, idOrName)
@@ -276,7 +285,8 @@ func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifM
 				return preconditionFailed(ifMatch, n.Version)
 			}
 			name, id = n.Name, n.ID
-			if n.InstanceID != "" {
+			hadInstance := n.InstanceID != ""
+			if hadInstance {
 				if inst, err := tx.GetInstance(ctx, n.InstanceID); err == nil {
 					if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
 						return err
@@ -293,32 +303,36 @@ func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifM
 			if force {
 				return tx.DeleteNode(ctx, n.ID, n.Version)
 			}
-			if n.ProvisionState == baremetal.StateDeleting {
-				if n.InstanceID == "" {
-					// Already retiring: the job is queued; deleting again is a no-op.
-					jobID = 0
-					return nil
-				}
-			}
 			old := n.ProvisionState
 			if old != baremetal.StateDeleting {
 				if err := n.Transition(baremetal.StateDeleting); err != nil {
 					return err
 				}
 			}
-			if err := tx.UpdateNode(ctx, n); err != nil {
-				return err
+			if old != baremetal.StateDeleting || hadInstance {
+				if err := tx.UpdateNode(ctx, n); err != nil {
+					return err
+				}
 			}
-			if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
-				Old: string(old), New: string(n.ProvisionState), Message: "node deletion requested; retire job queued"}); err != nil {
-				return err
+			if old != baremetal.StateDeleting {
+				msg := "node deletion requested; retire job queued"
+				if n.Maintenance {
+					msg = "node deletion requested; the retire job waits until maintenance is cleared (or delete with force=true)"
+				}
+				if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
+					Old: string(old), New: string(n.ProvisionState), Message: msg}); err != nil {
+					return err
+				}
 			}
+			// Queued again on a repeated delete: uniqueness makes it a no-op
+			// when the retire is still queued, and re-queues it otherwise.
 			jobID, err = s.jobs.InsertTx(ctx, tx, jobs.RetireArgs{NodeID: n.ID})
+			maintenance = n.Maintenance
 			return err
 		})
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if force {
 		// The node's events go with its record, so the audit trail of a
@@ -327,7 +341,7 @@ func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifM
 	} else {
 		s.log.InfoContext(ctx, "node deletion queued", "node_id", id, "name", name, "job_id", jobID, "by", c.Actor())
 	}
-	return jobID, nil
+	return jobID, maintenance, nil
 }
 
 // PowerNode queues an admin power action.

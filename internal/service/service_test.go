@@ -110,3 +110,81 @@ func TestMaintenanceOnlyByAdmin(t *testing.T) {
 		t.Fatalf("node changed: %+v", got)
 	}
 }
+
+// TestInstanceNamesPerProject: two projects may both have an instance
+// "db"; each member resolves the name within its own project and learns
+// nothing about the other's.
+func TestInstanceNamesPerProject(t *testing.T) {
+	st := storetest.OpenSQLite(t)
+	svc := service.New(st, &countingJobs{}, nil)
+	ctx := context.Background()
+	enrollAvailable(t, st, svc, "n1")
+	enrollAvailable(t, st, svc, "n2")
+	ids := map[string]string{}
+	for _, p := range []string{"p1", "p2"} {
+		m := service.Caller{TokenID: p, Role: baremetal.RoleMember, Project: p}
+		inst, err := svc.CreateInstance(ctx, m, baremetal.Instance{Name: "db", ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[p] = inst.ID
+	}
+	for _, p := range []string{"p1", "p2"} {
+		m := service.Caller{TokenID: p, Role: baremetal.RoleMember, Project: p}
+		got, err := svc.GetInstance(ctx, m, "db")
+		if err != nil || got.ID != ids[p] {
+			t.Fatalf("%s: GetInstance(db) = %+v, %v; want %s", p, got, err, ids[p])
+		}
+	}
+	p3 := service.Caller{TokenID: "p3", Role: baremetal.RoleMember, Project: "p3"}
+	if _, err := svc.GetInstance(ctx, p3, "db"); !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		t.Fatalf("p3 looking up db: %v, want not_found", err)
+	}
+	if _, err := svc.GetInstance(ctx, p3, ids["p1"]); !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		t.Fatalf("p3 looking up p1's id: %v, want not_found", err)
+	}
+	if _, err := svc.DeleteInstance(ctx, service.Caller{TokenID: "p2", Role: baremetal.RoleMember, Project: "p2"}, "db", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := svc.GetInstance(ctx, service.Caller{TokenID: "p1", Role: baremetal.RoleMember, Project: "p1"}, "db"); err != nil || got.ID != ids["p1"] {
+		t.Fatalf("p2's delete touched p1's instance: %+v %v", got, err)
+	}
+}
+
+// TestQuotaUnderConcurrency: concurrent creates in one project never
+// exceed its quota, on either store.
+func TestQuotaUnderConcurrency(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) store.Store{"sqlite": storetest.OpenSQLite, "postgres": storetest.OpenPostgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st := open(t)
+			svc := service.New(st, &countingJobs{}, nil)
+			ctx := context.Background()
+			for i := 0; i < 6; i++ {
+				enrollAvailable(t, st, svc, fmt.Sprintf("q%d", i))
+			}
+			if err := svc.SetQuota(ctx, admin, baremetal.Quota{Project: "p1", Instances: 2}); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			var won atomic.Int32
+			for i := 0; i < 6; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					m := service.Caller{TokenID: "m", Role: baremetal.RoleMember, Project: "p1"}
+					_, err := svc.CreateInstance(ctx, m, baremetal.Instance{Name: fmt.Sprintf("q-%d", i), ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}})
+					if err == nil {
+						won.Add(1)
+					} else if !baremetal.IsCode(err, baremetal.CodeQuotaExceeded) {
+						t.Errorf("create %d: %v", i, err)
+					}
+				}(i)
+			}
+			wg.Wait()
+			if won.Load() != 2 {
+				t.Fatalf("%d creates succeeded under a quota of 2", won.Load())
+			}
+		})
+	}
+}

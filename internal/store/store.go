@@ -114,7 +114,9 @@ type NodeFilter struct {
 type InstanceFilter struct {
 	Page
 	Project string
-	NodeID  string
+	// Name matches exactly (names are unique per project).
+	Name   string
+	NodeID string
 }
 
 // MaxPageLimit caps any page size.

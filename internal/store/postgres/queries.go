@@ -480,6 +480,9 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 	if f.Project != "" {
 		where = append(where, "project = "+a.add(f.Project))
 	}
+	if f.Name != "" {
+		where = append(where, "name = "+a.add(f.Name))
+	}
 	if f.NodeID != "" {
 		where = append(where, "node_id = "+a.add(f.NodeID))
 	}

@@ -515,6 +515,9 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 	if f.Project != "" {
 		where, args = append(where, "project = ?"), append(args, f.Project)
 	}
+	if f.Name != "" {
+		where, args = append(where, "name = ?"), append(args, f.Name)
+	}
 	if f.NodeID != "" {
 		where, args = append(where, "node_id = ?"), append(args, f.NodeID)
 	}
