@@ -12,20 +12,36 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
 )
 
-// BenchmarkDeleteWithHungBMCs deletes 200 instances concurrently while
-// every BMC hangs, reports the p50/p99 DELETE latency, then heals the BMCs
+// BenchmarkDeleteWithHungBMCs deletes 200 instances (from 1 client, and
+// from 32 concurrent clients) while every BMC hangs, on SQLite and on
+// PostgreSQL, reports the p50/p99 DELETE latency, then heals the BMCs
 // and reports how long until every node is available again, in seconds
 // and in power-sync intervals. One round per run (b.N is not used: the
 // setup dominates).
 //
 //	go test -run '^$' -bench DeleteWithHungBMCs -benchtime 1x ./internal/app
 func BenchmarkDeleteWithHungBMCs(b *testing.B) {
+	stores := map[string]func(testing.TB) string{
+		"sqlite":   func(testing.TB) string { return "" },
+		"postgres": storetest.PostgresURL,
+	}
+	for _, name := range []string{"sqlite", "postgres"} {
+		for _, clients := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/clients=%d", name, clients), func(b *testing.B) {
+				benchDeleteWithHungBMCs(b, stores[name](b), clients)
+			})
+		}
+	}
+}
+
+func benchDeleteWithHungBMCs(b *testing.B, dbURL string, clients int) {
 	const n = 200
 	interval := 2 * time.Second
-	env := testenv.Start(b, testenv.Options{Systems: n, PowerSyncInterval: interval, BMCTimeout: time.Second})
+	env := testenv.Start(b, testenv.Options{Systems: n, PowerSyncInterval: interval, BMCTimeout: time.Second, DatabaseURL: dbURL})
 	ctx := context.Background()
 	nodes := env.EnrollNodes(b, n, "bench", "gpu")
 	member := env.MemberToken(b, "bench")
@@ -47,8 +63,8 @@ func BenchmarkDeleteWithHungBMCs(b *testing.B) {
 	lat := make([]time.Duration, len(ids))
 	var wg sync.WaitGroup
 	work := make(chan int)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
-	for w := 0; w < 32; w++ {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	for w := 0; w < clients; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
