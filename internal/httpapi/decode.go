@@ -30,6 +30,20 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
+// decode reads the size-limited body into v, strictly; on failure it
+// writes the problem response and returns false.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := readBody(w, r)
+	if err == nil {
+		err = decodeStrict(body, v)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
+}
+
 // decodeStrict decodes exactly one JSON value into v, rejecting unknown
 // fields, wrong types and trailing data with an error naming the field.
 func decodeStrict(body []byte, v any) error {

@@ -39,14 +39,8 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, c service
 }
 
 func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	var in api.InstanceCreate
-	if err := decodeStrict(body, &in); err != nil {
-		s.writeError(w, r, err)
+	if !s.decode(w, r, &in) {
 		return
 	}
 	inst, err := s.svc.CreateInstance(r.Context(), c, baremetal.Instance{
@@ -79,14 +73,8 @@ func (s *Server) patchInstance(w http.ResponseWriter, r *http.Request, c service
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	var in api.InstanceUpdate
-	if err := decodeStrict(body, &in); err != nil {
-		s.writeError(w, r, err)
+	if !s.decode(w, r, &in) {
 		return
 	}
 	inst, err := s.svc.UpdateInstance(r.Context(), c, r.PathValue("id"), match, in.PowerState, in.Metadata)

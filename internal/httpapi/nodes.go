@@ -42,14 +42,8 @@ func (s *Server) createNode(w http.ResponseWriter, r *http.Request, c service.Ca
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may enroll nodes"))
 		return
 	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	var in api.NodeCreate
-	if err := decodeStrict(body, &in); err != nil {
-		s.writeError(w, r, err)
+	if !s.decode(w, r, &in) {
 		return
 	}
 	n, err := s.svc.CreateNode(r.Context(), c, specFromAPI(in))
@@ -86,14 +80,8 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	var patch any
-	if err := decodeStrict(body, &patch); err != nil {
-		s.writeError(w, r, err)
+	if !s.decode(w, r, &patch) {
 		return
 	}
 	if _, ok := patch.(map[string]any); !ok {
@@ -209,14 +197,8 @@ func (s *Server) powerNode(w http.ResponseWriter, r *http.Request, c service.Cal
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may change node power"))
 		return
 	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	var in api.PowerRequest
-	if err := decodeStrict(body, &in); err != nil {
-		s.writeError(w, r, err)
+	if !s.decode(w, r, &in) {
 		return
 	}
 	jobID, err := s.svc.PowerNode(r.Context(), c, r.PathValue("id"), in.Target)

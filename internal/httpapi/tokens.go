@@ -32,14 +32,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, c service.C
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may manage tokens"))
 		return
 	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	var in api.TokenCreate
-	if err := decodeStrict(body, &in); err != nil {
-		s.writeError(w, r, err)
+	if !s.decode(w, r, &in) {
 		return
 	}
 	t, secret, err := s.svc.CreateToken(r.Context(), c, service.TokenInput{Name: in.Name, Role: baremetal.Role(in.Role), Project: in.Project, ExpiresAt: in.ExpiresAt})
@@ -72,16 +66,10 @@ func (s *Server) putQuota(w http.ResponseWriter, r *http.Request, c service.Call
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may set quotas"))
 		return
 	}
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	var in struct {
 		Instances *int `json:"instances"`
 	}
-	if err := decodeStrict(body, &in); err != nil {
-		s.writeError(w, r, err)
+	if !s.decode(w, r, &in) {
 		return
 	}
 	if in.Instances == nil {
