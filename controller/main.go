@@ -165,7 +165,13 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkServeConfig(cfg); err != nil {
+		return err
+	}
 	cfg.Logger = log
+	if cfg.PowerSyncInterval == 0 {
+		log.Warn("--power-sync-interval is 0: the periodic power sync is off; faults are only noticed by jobs")
+	}
 	if *simSystems > 0 {
 		fleet, err := sim.Start(sim.Options{Listen: *simListen, Systems: *simSystems})
 		if err != nil {
@@ -184,6 +190,29 @@ func serve(ctx context.Context, args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return errors.Join(werr, a.Stop(sctx))
+}
+
+// checkServeConfig rejects settings that would make the controller
+// silently useless (a zero timeout fails every BMC call at once).
+func checkServeConfig(cfg app.Config) error {
+	var errs []error
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive, got %s", name, d))
+		}
+	}
+	positive("bmc-timeout", cfg.BMCTimeout)
+	positive("power-change-timeout", cfg.PowerChangeTimeout)
+	positive("max-backoff", cfg.MaxBackoff)
+	if cfg.PowerSyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("--power-sync-interval must not be negative, got %s", cfg.PowerSyncInterval))
+	}
+	for name, v := range map[string]int{"power-sync-workers": cfg.PowerSyncWorkers, "fault-threshold": cfg.FaultThreshold, "workers": cfg.Workers} {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("--%s must be at least 1, got %d", name, v))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func migrate(ctx context.Context, args []string) error {
