@@ -86,9 +86,11 @@ func New(cfg Config) (*Runner, error) {
 		FetchCooldown:     cfg.FetchCooldown,
 		FetchPollInterval: max(cfg.FetchPollInterval, cfg.FetchCooldown),
 		JobTimeout:        cfg.jobTimeout(),
-		// A job is "stuck" only well after its own timeout; a shorter
-		// value would run a slow deploy twice (NOTES.md, crash recovery).
-		RescueStuckJobsAfter: cfg.jobTimeout() + time.Minute,
+		// A job is "stuck" only after its own timeout: River cancels its
+		// context at JobTimeout and every BMC call honours the context, so
+		// a job still "running" 15 s later belongs to a dead process. A
+		// shorter value would run a slow deploy twice (NOTES.md).
+		RescueStuckJobsAfter: cfg.jobTimeout() + 15*time.Second,
 	}
 	if iv := cfg.PowerSyncInterval; iv > 0 {
 		rcfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(
