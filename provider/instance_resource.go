@@ -144,7 +144,7 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				},
 			},
 			"user_data": schema.StringAttribute{
-				MarkdownDescription: "User data (e.g. cloud-init) handed to the deployed OS, at most 64 KiB. Changing it replaces the instance.",
+				MarkdownDescription: "User data (e.g. cloud-init), at most 64 KiB, stored with the instance. Note: this controller version stores it but does not yet deliver it to the deployed OS (no config drive or metadata service yet). Changing it replaces the instance.",
 				Optional:            true,
 				PlanModifiers:       replace,
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 64<<10)},
