@@ -16,8 +16,8 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
 )
 
-// BenchmarkDeleteWithHungBMCs deletes 200 instances (from 1 client, and
-// from 32 concurrent clients) while every BMC hangs, on SQLite and on
+// BenchmarkDeleteWithHungBMCs deletes 200 instances (from 1 client, 10
+// concurrent clients as terraform destroy's default parallelism, and 32) while every BMC hangs, on SQLite and on
 // PostgreSQL, reports the p50/p99 DELETE latency, then heals the BMCs
 // and reports how long until every node is available again, in seconds
 // and in power-sync intervals. One round per run (b.N is not used: the
@@ -30,7 +30,7 @@ func BenchmarkDeleteWithHungBMCs(b *testing.B) {
 		"postgres": storetest.PostgresURL,
 	}
 	for _, name := range []string{"sqlite", "postgres"} {
-		for _, clients := range []int{1, 32} {
+		for _, clients := range []int{1, 10, 32} {
 			b.Run(fmt.Sprintf("%s/clients=%d", name, clients), func(b *testing.B) {
 				benchDeleteWithHungBMCs(b, stores[name](b), clients)
 			})
