@@ -317,3 +317,43 @@ func waitGone(t *testing.T, env *testenv.Env, id string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestNodeDeleteWithDeadBMC: deleting a node whose BMC hangs returns at
+// once; the node stays deleting (with its fault) for as long as the BMC
+// is dead, and is removed only after the machine was powered off and its
+// media and boot override cleared — never left running unmanaged.
+func TestNodeDeleteWithDeadBMC(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Systems: 1})
+	admin := client{t, env.URL, env.AdminToken}
+	member := client{t, env.URL, env.MemberToken(t, "p1")}
+	sys := env.Sim.SystemIDs()[0]
+	n := enroll(admin, env, 0, "dead-0", "gpu")
+	createInstance(member, "vm-dead", "gpu")
+	admin.waitNode(n.ID, 30*time.Second, false, func(n api.Node) bool { return n.ProvisionState == "active" })
+	if err := env.Sim.SetFault(sys, sim.FaultHang); err != nil {
+		t.Fatal(err)
+	}
+	admin.call("DELETE", "/v1/nodes/"+n.ID, "", 202, nil)
+	f := admin.waitNode(n.ID, 30*time.Second, false, func(n api.Node) bool { return n.Fault != "" })
+	if f.ProvisionState != "deleting" {
+		t.Fatalf("node with a dead BMC: %s, want deleting", f.ProvisionState)
+	}
+	time.Sleep(3 * time.Second) // several retries with testenv's 1 s backoff cap
+	if got := admin.node(n.ID); got.ProvisionState != "deleting" {
+		t.Fatalf("node gone or moved while its BMC is dead: %+v", got)
+	}
+	if err := env.Sim.SetFault(sys, sim.FaultNone); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, env, n.ID)
+	if p, _ := env.Sim.Power(sys); p != "Off" {
+		t.Errorf("retired node left powered %s", p)
+	}
+	if img, inserted, _ := env.Sim.Media(sys); inserted {
+		t.Errorf("retired node still has media %s inserted", img)
+	}
+	if target, enabled, _ := env.Sim.BootOverride(sys); enabled != "Disabled" && target != "None" {
+		t.Errorf("retired node keeps boot override %s/%s", target, enabled)
+	}
+}

@@ -121,9 +121,8 @@ type RetireArgs struct {
 func (RetireArgs) Kind() string { return "retire" }
 
 func (RetireArgs) InsertOpts() river.InsertOpts {
-	// Never gives up: a node delete always completes. The record goes
-	// after retirePowerAttempts failed power-offs anyway; other errors
-	// (database, conflicts) are retried for as long as they last.
+	// Never gives up: a node delete always completes once the BMC
+	// answers (force=true removes the record without it).
 	return river.InsertOpts{MaxAttempts: foreverAttempts, UniqueOpts: uniquePerNode}
 }
 

@@ -11,12 +11,6 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 )
 
-// retirePowerAttempts is how many attempts retire makes to power a deleted
-// node off before it removes the record anyway. Powering off is courtesy
-// (a deleted node should not keep running someone's OS), not a condition:
-// the operator deleted the node, and a dead BMC must not keep it forever.
-const retirePowerAttempts = 5
-
 // retireWorker powers a node in state deleting off and removes its record.
 type retireWorker struct {
 	river.WorkerDefaults[RetireArgs]
@@ -46,7 +40,17 @@ func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {
 		return nil
 	}
 	if !a.Force {
-		if err := r.powerOff(ctx, n, nil); err != nil {
+		// The record goes only once the machine is observed off and its
+		// boot override and media are cleared: removing it earlier would
+		// leave a server running someone's OS that nothing manages any
+		// more. A dead BMC keeps the node in deleting (with its fault
+		// current) for as long as it is dead; force=true is the operator's
+		// way out.
+		err := r.powerOff(ctx, n, nil)
+		if err == nil {
+			err = r.clearBoot(ctx, n)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -57,11 +61,7 @@ func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {
 			case errors.As(err, &pt):
 				r.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "retire: "+err.Error())
 			}
-			if job.Attempt < retirePowerAttempts {
-				return fmt.Errorf("retire node %s: power off: %w", n.Name, err)
-			}
-			r.log.WarnContext(ctx, "removing deleted node without an observed power off",
-				"node", n.Name, "attempts", job.Attempt, "err", err)
+			return fmt.Errorf("retire node %s: %w", n.Name, err)
 		}
 	}
 	if err := r.deleteNode(ctx, n.ID); err != nil {
