@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -285,6 +286,47 @@ func (r *NodeResource) ValidateConfig(ctx context.Context, req resource.Validate
 		resp.Diagnostics.AddAttributeError(path.Root("maintenance_reason"), "maintenance_reason without maintenance",
 			"maintenance_reason may only be set when maintenance is true; the controller clears the reason when maintenance ends. "+
 				"Remove maintenance_reason or set maintenance = true.")
+	}
+	validateBMCForDriver(ctx, req, resp)
+}
+
+// validateBMCForDriver catches BMC settings that cannot fit the driver at
+// plan time, so a CI plan fails instead of the apply (the controller
+// checks the same rules).
+func validateBMCForDriver(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var driver types.String
+	var bmc *nodeBMCModel
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("driver"), &driver)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("bmc"), &bmc)...)
+	if resp.Diagnostics.HasError() || bmc == nil || driver.IsNull() || driver.IsUnknown() {
+		return
+	}
+	d := driver.ValueString()
+	if !bmc.Address.IsNull() && !bmc.Address.IsUnknown() {
+		addr := bmc.Address.ValueString()
+		u, err := url.Parse(addr)
+		switch {
+		case err != nil || u.Host == "":
+			resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("address"), "Invalid BMC address",
+				"bmc.address must be a URL with a host: https://10.0.0.5 for redfish, ipmi://10.0.0.5:623 for ipmi.")
+		case u.User != nil:
+			resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("address"), "Credentials in BMC address",
+				"bmc.address must not contain credentials; use bmc.username and bmc.password.")
+		case d == "redfish" && u.Scheme != "https" && u.Scheme != "http":
+			resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("address"), "BMC address does not fit the driver",
+				fmt.Sprintf("bmc.address scheme %q does not fit driver redfish; use https:// (or http://).", u.Scheme))
+		case d == "ipmi" && u.Scheme != "ipmi":
+			resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("address"), "BMC address does not fit the driver",
+				fmt.Sprintf("bmc.address scheme %q does not fit driver ipmi; use ipmi://host[:port].", u.Scheme))
+		}
+	}
+	if d == "ipmi" && !bmc.SystemID.IsNull() && !bmc.SystemID.IsUnknown() && bmc.SystemID.ValueString() != "" {
+		resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("system_id"), "system_id needs driver redfish",
+			"bmc.system_id is a Redfish system path; it does not apply to driver ipmi.")
+	}
+	if d == "redfish" && !bmc.CipherSuite.IsNull() && !bmc.CipherSuite.IsUnknown() && bmc.CipherSuite.ValueInt64() != 0 {
+		resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("cipher_suite"), "cipher_suite needs driver ipmi",
+			"bmc.cipher_suite is an IPMI lanplus setting; it does not apply to driver redfish.")
 	}
 }
 

@@ -53,6 +53,52 @@ resource "baremetal_node" "test" {
 			`(?s)Missing maintenance_reason.*maintenance_reason is required when maintenance is\s+true`},
 		{"reason without maintenance", nodeConfigWith(`maintenance_reason = "disk"`),
 			`maintenance_reason without maintenance`},
+		{"address scheme does not fit redfish", unreachableProvider + `
+resource "baremetal_node" "test" {
+  name           = "n1"
+  driver         = "redfish"
+  resource_class = "rc"
+  bmc = {
+    address  = "ipmi://10.0.0.1"
+    username = "admin"
+    password = "password"
+  }
+}`, `(?s)BMC address does not fit the driver.*scheme "ipmi" does not fit driver redfish`},
+		{"address scheme does not fit ipmi", unreachableProvider + `
+resource "baremetal_node" "test" {
+  name           = "n1"
+  driver         = "ipmi"
+  resource_class = "rc"
+  bmc = {
+    address  = "https://10.0.0.1"
+    username = "admin"
+    password = "password"
+  }
+}`, `(?s)scheme "https" does not fit driver ipmi`},
+		{"system_id with ipmi", unreachableProvider + `
+resource "baremetal_node" "test" {
+  name           = "n1"
+  driver         = "ipmi"
+  resource_class = "rc"
+  bmc = {
+    address   = "ipmi://10.0.0.1"
+    username  = "admin"
+    password  = "password"
+    system_id = "/redfish/v1/Systems/1"
+  }
+}`, `system_id needs driver redfish`},
+		{"cipher_suite with redfish", nodeConfigWith(``) + `
+resource "baremetal_node" "cs" {
+  name           = "n2"
+  driver         = "redfish"
+  resource_class = "rc"
+  bmc = {
+    address      = "https://10.0.0.1"
+    username     = "admin"
+    password     = "password"
+    cipher_suite = 17
+  }
+}`, `cipher_suite needs driver ipmi`},
 		{"bad node name", nodeConfigWith(`# name is set above`) + `
 resource "baremetal_node" "bad" {
   name           = "Not_A_Label"

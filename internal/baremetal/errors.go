@@ -10,18 +10,19 @@ import (
 type Code string
 
 const (
-	CodeInvalid       Code = "invalid"             // 400: bad input, Field names the attribute
-	CodeUnauthorized  Code = "unauthorized"        // 401: missing or bad token
-	CodeForbidden     Code = "forbidden"           // 403: role may not do this
-	CodeNotFound      Code = "not_found"           // 404
-	CodeConflict      Code = "conflict"            // 409: duplicate name, stale version, busy node
-	CodePrecondition  Code = "precondition_failed" // 412: If-Match did not match
-	CodeTooLarge      Code = "payload_too_large"   // 413
-	CodeInvalidState  Code = "invalid_state"       // 422: transition not allowed
-	CodeQuotaExceeded Code = "quota_exceeded"      // 403
-	CodeNoCapacity    Code = "no_capacity"         // 409: no schedulable node
-	CodeUnavailable   Code = "unavailable"         // 503: store unreachable
-	CodeInternal      Code = "internal"            // 500: details logged, never shown
+	CodeInvalid          Code = "invalid"             // 400: bad input, Field names the attribute
+	CodeUnauthorized     Code = "unauthorized"        // 401: missing or bad token
+	CodeForbidden        Code = "forbidden"           // 403: role may not do this
+	CodeNotFound         Code = "not_found"           // 404
+	CodeMethodNotAllowed Code = "method_not_allowed"  // 405: the path exists under other methods
+	CodeConflict         Code = "conflict"            // 409: duplicate name, stale version, busy node
+	CodePrecondition     Code = "precondition_failed" // 412: If-Match did not match
+	CodeTooLarge         Code = "payload_too_large"   // 413
+	CodeInvalidState     Code = "invalid_state"       // 422: transition not allowed
+	CodeQuotaExceeded    Code = "quota_exceeded"      // 403
+	CodeNoCapacity       Code = "no_capacity"         // 409: no schedulable node
+	CodeUnavailable      Code = "unavailable"         // 503: store unreachable
+	CodeInternal         Code = "internal"            // 500: details logged, never shown
 )
 
 // Error is the one error type of the domain. Message is safe to show to the

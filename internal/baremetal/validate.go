@@ -189,7 +189,7 @@ func (i *Instance) Validate() error {
 		return FieldErrorf("image.url", "image.url %q must be an http:// or https:// URL", redactURL(i.Image.URL))
 	}
 	if i.Image.Checksum != "" && !checksumRE.MatchString(i.Image.Checksum) {
-		return FieldErrorf("image.checksum", "image.checksum must be hex, optionally prefixed by sha256:, sha512: or md5:")
+		return FieldErrorf("image.checksum", "image.checksum must be 32 to 128 hex digits (a whole md5, sha256 or sha512 digest), optionally prefixed by md5:, sha256: or sha512:")
 	}
 	if len(i.UserData) > MaxUserData {
 		return FieldErrorf("user_data", "user_data is %d bytes; at most %d are allowed", len(i.UserData), MaxUserData)

@@ -104,11 +104,33 @@ func New(o Options) *Server {
 			rt.h(s, w, r, c)
 		})
 	}
-	// Unknown paths and wrong methods get problem documents too.
+	// Unknown paths and wrong methods get problem documents too: 405 with
+	// an Allow header when the path exists under other methods.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := s.allowed(r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.writeError(w, r, baremetal.Errorf(baremetal.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	return s
+}
+
+// allowed lists the methods some route serves for r's path.
+func (s *Server) allowed(r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 func (s *Server) authenticate(r *http.Request) (service.Caller, error) {
