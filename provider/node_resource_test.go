@@ -322,7 +322,7 @@ func TestAccNodeAPIErrors(t *testing.T) {
 		CheckDestroy:             checkNodesGone(c),
 		Steps: []resource.TestStep{
 			{
-				// The address must fit the driver. (Terraform 1.5 cannot
+				// A port only the controller checks. (Terraform 1.5 cannot
 				// quote a key inside an object value, so the detail names
 				// bmc.address itself.)
 				Config: providerConfig(env, env.AdminToken) + `
@@ -331,13 +331,13 @@ resource "baremetal_node" "bad" {
   driver         = "redfish"
   resource_class = "rc1"
   bmc = {
-    address  = "ipmi://10.0.0.9"
+    address  = "https://10.0.0.9:99999"
     username = "admin"
     password = "x"
   }
 }
 `,
-				ExpectError: regexp.MustCompile(`(?s)Could not create node bad.*bmc\.address scheme "ipmi" does not fit driver\s+redfish`),
+				ExpectError: regexp.MustCompile(`(?s)Could not create node bad.*bmc\.address port "99999" is not between 1\s+and 65535`),
 			},
 			{Config: one},
 			{
