@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
 )
@@ -356,4 +358,24 @@ func TestNodeDeleteWithDeadBMC(t *testing.T) {
 	if target, enabled, _ := env.Sim.BootOverride(sys); enabled != "Disabled" && target != "None" {
 		t.Errorf("retired node keeps boot override %s/%s", target, enabled)
 	}
+}
+
+// TestLostJobIsRequeued: a node left cleaning without any job (the rare
+// lost-job race, simulated by writing the state directly) is picked up by
+// the next power-sync pass and cleaned.
+func TestLostJobIsRequeued(t *testing.T) {
+	t.Parallel()
+	env := testenv.Start(t, testenv.Options{Systems: 1, PowerSyncInterval: time.Second})
+	admin := client{t, env.URL, env.AdminToken}
+	n := enroll(admin, env, 0, "lost-0", "gpu")
+	ctx := context.Background()
+	node, err := env.App.Store.GetNode(ctx, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.ProvisionState = baremetal.StateCleaning
+	if err := env.App.Store.UpdateNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	admin.waitNode(n.ID, 30*time.Second, false, available)
 }

@@ -365,6 +365,7 @@ func (r *Runner) fanOut(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.reconcile(ctx, nodes)
 	due, skipped := dueNodes(nodes, time.Now())
 	var params []river.InsertManyParams
 	for i := 0; i < len(due); i += r.cfg.PowerSyncBatchSize {
