@@ -78,6 +78,7 @@ type nodeResourceModel struct {
 	Maintenance       types.Bool     `tfsdk:"maintenance"`
 	MaintenanceReason types.String   `tfsdk:"maintenance_reason"`
 	WaitForAvailable  types.Bool     `tfsdk:"wait_for_available"`
+	ForceDestroy      types.Bool     `tfsdk:"force_destroy"`
 	PowerState        types.String   `tfsdk:"power_state"`
 	ProvisionState    types.String   `tfsdk:"provision_state"`
 	Fault             types.String   `tfsdk:"fault"`
@@ -234,6 +235,15 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				Optional: true,
 				Computed: true,
 				Default:  booldefault.StaticBool(true),
+			},
+			"force_destroy": schema.BoolAttribute{
+				MarkdownDescription: "On destroy, remove the node's record at once without touching its BMC (the API's `force=true`). " +
+					"By default destroy queues a retire that powers the machine off and clears its boot override and media " +
+					"before the record goes, waiting for as long as the BMC is unreachable (or the node is in maintenance). " +
+					"Set this for hardware that is gone for good; the machine is then left as it is. Defaults to `false`.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
 			},
 			"power_state": schema.StringAttribute{
 				MarkdownDescription: "Power state last observed on the BMC: `on`, `off` or `unknown`.",
@@ -477,6 +487,9 @@ func (r *NodeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 	if state.WaitForAvailable.IsNull() {
 		state.WaitForAvailable = types.BoolValue(true)
 	}
+	if state.ForceDestroy.IsNull() {
+		state.ForceDestroy = types.BoolValue(false)
+	}
 	resp.Diagnostics.Append(state.setFromAPI(node, password)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -506,7 +519,8 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 			return
 		}
 	} else {
-		// Only provider-side settings (wait_for_available, timeouts) changed.
+		// Only provider-side settings (wait_for_available, force_destroy,
+		// timeouts) changed.
 		var err error
 		if node, err = r.client.GetNode(ctx, state.ID.ValueString()); err != nil {
 			addAPIError(&resp.Diagnostics, "Could not read node "+state.Name.ValueString(), err, nil)
@@ -583,7 +597,7 @@ func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	accepted, err := r.client.DeleteNode(ctx, state.ID.ValueString(), false)
+	accepted, err := r.client.DeleteNode(ctx, state.ID.ValueString(), state.ForceDestroy.ValueBool())
 	if errors.Is(err, apiclient.ErrNotFound) {
 		return
 	}

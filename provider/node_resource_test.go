@@ -349,3 +349,42 @@ resource "baremetal_node" "bad" {
 		},
 	})
 }
+
+// TestAccNodeForceDestroy: with force_destroy a node whose BMC is dead
+// for good is removed at once; without it the record stays deleting until
+// the machine could be powered off.
+func TestAccNodeForceDestroy(t *testing.T) {
+	env := accEnv(t, testenv.Options{Systems: 2})
+	c := accClient(t, env, env.AdminToken)
+	cfg := providerConfig(env, env.AdminToken) +
+		nodeHCL(env, "gone", "gone-for-good", "rc", 0, "  force_destroy = true") +
+		nodeHCL(env, "kept", "kept-until-off", "rc", 1, "")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := c.GetNode(context.Background(), "gone-for-good"); !errors.Is(err, apiclient.ErrNotFound) {
+				return fmt.Errorf("force_destroy node still there: %v", err)
+			}
+			n, err := c.GetNode(context.Background(), "kept-until-off")
+			if err != nil || n.ProvisionState != stateDeleting {
+				return fmt.Errorf("node without force_destroy: %+v, %v; want it deleting while its BMC hangs", n, err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check:  resource.TestCheckResourceAttr("baremetal_node.gone", "force_destroy", "true"),
+			},
+			{
+				// Both BMCs die; destroy must still succeed at once.
+				PreConfig: func() {
+					setFault(t, env, env.Sim.SystemIDs()[0], sim.FaultHang)
+					setFault(t, env, env.Sim.SystemIDs()[1], sim.FaultHang)
+				},
+				Config:  cfg,
+				Destroy: true,
+			},
+		},
+	})
+}
