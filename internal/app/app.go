@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,10 @@ type Config struct {
 	DatabaseURL    string // empty: embedded SQLite in DataDir
 	BootstrapToken string
 	SecretKeyFile  string // empty: <DataDir>/secret.key
+	// TLSCertFile and TLSKeyFile, when both set, make the API serve HTTPS
+	// (PEM files; re-read at start only).
+	TLSCertFile string
+	TLSKeyFile  string
 
 	PowerSyncInterval  time.Duration
 	PowerSyncWorkers   int
@@ -79,6 +84,7 @@ type App struct {
 	// TokenFile is where a generated admin token was written ("" if none).
 	TokenFile string
 	served    chan error
+	scheme    string
 }
 
 // OpenStore opens (and migrates) the configured store.
@@ -129,7 +135,19 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, served: make(chan error, 1)}
+	// Certificate problems are found before anything is opened.
+	var tlsConfig *tls.Config
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return nil, errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	if cfg.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("load TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	a := &App{cfg: cfg, log: log, served: make(chan error, 1), scheme: "http"}
 	st, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
@@ -179,6 +197,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	a.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if tlsConfig != nil {
+		a.http.TLSConfig = tlsConfig
+		a.listener = tls.NewListener(a.listener, tlsConfig)
+		a.scheme = "https"
+	}
 	go func() {
 		err := a.http.Serve(a.listener)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -191,7 +214,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 }
 
 // URL is the API's base URL.
-func (a *App) URL() string { return "http://" + a.listener.Addr().String() }
+func (a *App) URL() string { return a.scheme + "://" + a.listener.Addr().String() }
 
 // Wait blocks until the HTTP server fails or ctx ends.
 func (a *App) Wait(ctx context.Context) error {
