@@ -31,7 +31,19 @@ func (w *deployWorker) NextRetry(job *river.Job[DeployArgs]) time.Time {
 }
 
 func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) error {
-	return w.r.finish(job.Kind, w.r.deploy(ctx, job))
+	err := w.r.deploy(ctx, job)
+	var snooze *river.JobSnoozeError
+	var cancel *river.JobCancelError
+	if err != nil && job.Attempt >= job.MaxAttempts && !errors.As(err, &snooze) && !errors.As(err, &cancel) {
+		// The last attempt failed before its failure could be recorded
+		// (a database error, say). Discarding the job now would leave the
+		// instance deploying forever with no reason given; wait and try
+		// again instead (a snooze does not use an attempt), so the next
+		// failure is recorded on the instance by deployError.
+		w.r.log.WarnContext(ctx, "deploy failed on its last attempt without recording why; retrying", "job", job.ID, "err", err)
+		err = river.JobSnooze(w.r.backoff(job.Attempt))
+	}
+	return w.r.finish(job.Kind, err)
 }
 
 // deploying reports whether n is still being deployed with instanceID.
