@@ -88,3 +88,14 @@ func StaleVersion(kind string, given, stored int64) error {
 func Duplicate(field, message string, cause error) error {
 	return &baremetal.Error{Code: baremetal.CodeConflict, Field: field, Message: message, Err: cause}
 }
+
+// TrimPage cuts a list fetched with limit+1 rows (the extra row tells
+// whether another page exists) to limit, and returns the cursor of the
+// next page ("" at the end).
+func TrimPage[T any](list []T, limit int, key func(T) string) ([]T, string) {
+	if len(list) <= limit {
+		return list, ""
+	}
+	list = list[:limit]
+	return list, EncodeCursor(key(list[limit-1]))
+}

@@ -43,3 +43,17 @@ func TestTimestamp(t *testing.T) {
 		t.Error("TimestampPtr(nil) != nil")
 	}
 }
+
+func TestTrimPage(t *testing.T) {
+	key := func(s string) string { return s }
+	if got, next := TrimPage([]string{"a", "b"}, 2, key); len(got) != 2 || next != "" {
+		t.Fatalf("last page: %v %q", got, next)
+	}
+	got, next := TrimPage([]string{"a", "b", "c"}, 2, key)
+	if len(got) != 2 || next == "" {
+		t.Fatalf("full page: %v %q", got, next)
+	}
+	if after, err := DecodeCursor(next); err != nil || after != "b" {
+		t.Fatalf("cursor decodes to %q, %v; want b", after, err)
+	}
+}

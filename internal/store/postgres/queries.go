@@ -239,11 +239,7 @@ func (q queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("postgres: list nodes: %w", err)
 	}
-	next := ""
-	if len(nodes) > limit {
-		nodes = nodes[:limit]
-		next = store.EncodeCursor(nodes[limit-1].ID)
-	}
+	nodes, next := store.TrimPage(nodes, limit, func(n *baremetal.Node) string { return n.ID })
 	return nodes, next, nil
 }
 
@@ -365,11 +361,7 @@ func (q queries) ListEvents(ctx context.Context, nodeID string, p store.Page) ([
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("postgres: list events: %w", err)
 	}
-	next := ""
-	if len(events) > limit {
-		events = events[:limit]
-		next = store.EncodeCursor(strconv.FormatInt(events[limit-1].ID, 10))
-	}
+	events, next := store.TrimPage(events, limit, func(e *baremetal.Event) string { return strconv.FormatInt(e.ID, 10) })
 	return events, next, nil
 }
 
@@ -507,11 +499,7 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("postgres: list instances: %w", err)
 	}
-	next := ""
-	if len(list) > limit {
-		list = list[:limit]
-		next = store.EncodeCursor(list[limit-1].ID)
-	}
+	list, next := store.TrimPage(list, limit, func(x *baremetal.Instance) string { return x.ID })
 	return list, next, nil
 }
 
@@ -660,11 +648,7 @@ func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Tok
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("postgres: list tokens: %w", err)
 	}
-	next := ""
-	if len(list) > limit {
-		list = list[:limit]
-		next = store.EncodeCursor(list[limit-1].ID)
-	}
+	list, next := store.TrimPage(list, limit, func(x *baremetal.Token) string { return x.ID })
 	return list, next, nil
 }
 

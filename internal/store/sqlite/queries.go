@@ -252,11 +252,7 @@ func (q queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("sqlite: list nodes: %w", err)
 	}
-	next := ""
-	if len(nodes) > limit {
-		nodes = nodes[:limit]
-		next = store.EncodeCursor(nodes[limit-1].ID)
-	}
+	nodes, next := store.TrimPage(nodes, limit, func(n *baremetal.Node) string { return n.ID })
 	return nodes, next, nil
 }
 
@@ -391,11 +387,7 @@ func (q queries) ListEvents(ctx context.Context, nodeID string, p store.Page) ([
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("sqlite: list events: %w", err)
 	}
-	next := ""
-	if len(events) > limit {
-		events = events[:limit]
-		next = store.EncodeCursor(strconv.FormatInt(events[limit-1].ID, 10))
-	}
+	events, next := store.TrimPage(events, limit, func(e *baremetal.Event) string { return strconv.FormatInt(e.ID, 10) })
 	return events, next, nil
 }
 
@@ -543,11 +535,7 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("sqlite: list instances: %w", err)
 	}
-	next := ""
-	if len(list) > limit {
-		list = list[:limit]
-		next = store.EncodeCursor(list[limit-1].ID)
-	}
+	list, next := store.TrimPage(list, limit, func(x *baremetal.Instance) string { return x.ID })
 	return list, next, nil
 }
 
@@ -703,11 +691,7 @@ func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Tok
 	if err := rows.Err(); err != nil {
 		return nil, "", fmt.Errorf("sqlite: list tokens: %w", err)
 	}
-	next := ""
-	if len(list) > limit {
-		list = list[:limit]
-		next = store.EncodeCursor(list[limit-1].ID)
-	}
+	list, next := store.TrimPage(list, limit, func(x *baremetal.Token) string { return x.ID })
 	return list, next, nil
 }
 
