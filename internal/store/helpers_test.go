@@ -44,16 +44,16 @@ func TestTimestamp(t *testing.T) {
 	}
 }
 
-func TestTrimPage(t *testing.T) {
+func Teststore.TrimPage(t *testing.T) {
 	key := func(s string) string { return s }
-	if got, next := TrimPage([]string{"a", "b"}, 2, key); len(got) != 2 || next != "" {
+	if got, next := store.TrimPage([]string{"a", "b"}, 2, key); len(got) != 2 || next != "" {
 		t.Fatalf("last page: %v %q", got, next)
 	}
-	got, next := TrimPage([]string{"a", "b", "c"}, 2, key)
+	got, next := store.TrimPage([]string{"a", "b", "c"}, 2, key)
 	if len(got) != 2 || next == "" {
 		t.Fatalf("full page: %v %q", got, next)
 	}
-	if after, err := DecodeCursor(next); err != nil || after != "b" {
+	if after, err := store.DecodeCursor(next); err != nil || after != "b" {
 		t.Fatalf("cursor decodes to %q, %v; want b", after, err)
 	}
 }
