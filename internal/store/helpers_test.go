@@ -44,7 +44,7 @@ func TestTimestamp(t *testing.T) {
 	}
 }
 
-func Teststore.TrimPage(t *testing.T) {
+func TestTrimPage(t *testing.T) {
 	key := func(s string) string { return s }
 	if got, next := store.TrimPage([]string{"a", "b"}, 2, key); len(got) != 2 || next != "" {
 		t.Fatalf("last page: %v %q", got, next)
