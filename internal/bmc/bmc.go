@@ -78,10 +78,20 @@ type BootDeviceSetter interface {
 	SetBootDevice(ctx context.Context, dev BootDevice, persistent bool) error
 }
 
-// VirtualMedia inserts and ejects a virtual CD image.
+// VirtualMedia inserts a virtual CD image to boot from, and ejects every
+// virtual media slot (the boot CD and a config drive, if any).
 type VirtualMedia interface {
 	InsertMedia(ctx context.Context, imageURL string) error
 	EjectMedia(ctx context.Context) error
+}
+
+// ConfigDriveMedia attaches a config drive image (an ISO labelled
+// config-2, a few tens of KiB) in a virtual media slot other than the one
+// holding the boot image: a USB stick or floppy slot, or a CD slot the
+// boot image does not use. It fails with KindUnsupported when the BMC has
+// no such slot free. Inserting the image already there sends nothing.
+type ConfigDriveMedia interface {
+	InsertConfigDrive(ctx context.Context, imageURL string) error
 }
 
 // InventoryGetter reads hardware inventory.
