@@ -31,9 +31,19 @@ type Instance struct {
 	// PowerState is the desired power state ("" = no preference).
 	PowerState PowerState
 	LastError  string
-	// ReadyTokenHash authenticates the booted OS's readiness callback.
-	ReadyTokenHash string
-	Ready          bool
+	// ReadyTokenHash authenticates the booted OS's readiness callback
+	// (hex SHA-256 of the token); ReadyTokenSealed is the token itself,
+	// sealed with the controller's key, because the config drive served
+	// to the BMC must carry it in the clear.
+	ReadyTokenHash   string
+	ReadyTokenSealed string
+	Ready            bool
+	// DeployTimeout, when not zero, makes the deploy wait for the booted
+	// OS's readiness callback: the instance stays deploying until it
+	// comes, and fails with a deploy_timeout fault if it has not come
+	// DeployTimeout after power-on was observed (BootedAt).
+	DeployTimeout time.Duration
+	BootedAt      *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	Version        int64

@@ -380,10 +380,12 @@ func decodeIntCursor(c string) (int64, error) {
 // ---- instances ----
 
 const instanceColumns = `id, name, project, node_id, resource_class, image_url, image_checksum, user_data,
-	metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version`
+	metadata, state, power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_seconds,
+	booted_at, created_at, updated_at, version`
 
 var instanceFields = []string{"name", "project", "node_id", "resource_class", "image_url", "image_checksum",
-	"user_data", "metadata", "state", "power_state", "last_error", "ready_token_hash", "ready"}
+	"user_data", "metadata", "state", "power_state", "last_error", "ready_token_hash", "ready", "ready_token_sealed",
+	"deploy_timeout_seconds", "booted_at"}
 
 var (
 	insertInstanceSQL = insertSQL("instances", instanceFields)
@@ -399,7 +401,8 @@ func instanceArgs(i *baremetal.Instance) ([]any, error) {
 		}
 	}
 	return []any{i.Name, i.Project, i.NodeID, i.ResourceClass, i.Image.URL, i.Image.Checksum, i.UserData,
-		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready}, nil
+		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, i.ReadyTokenSealed,
+		int64(i.DeployTimeout / time.Second), tsPtr(i.BootedAt)}, nil
 }
 
 func scanInstance(row pgx.Row) (*baremetal.Instance, error) {
@@ -408,12 +411,16 @@ func scanInstance(row pgx.Row) (*baremetal.Instance, error) {
 		meta             []byte
 		state, power     string
 		created, updated time.Time
+		timeoutSec       int64
+		booted           *time.Time
 	)
 	if err := row.Scan(&i.ID, &i.Name, &i.Project, &i.NodeID, &i.ResourceClass, &i.Image.URL, &i.Image.Checksum,
 		&i.UserData, &meta, &state, &power, &i.LastError, &i.ReadyTokenHash, &i.Ready,
-		&created, &updated, &i.Version); err != nil {
+		&i.ReadyTokenSealed, &timeoutSec, &booted, &created, &updated, &i.Version); err != nil {
 		return nil, err
 	}
+	i.DeployTimeout = time.Duration(timeoutSec) * time.Second
+	i.BootedAt = utcPtr(booted)
 	if err := json.Unmarshal(meta, &i.Metadata); err != nil {
 		return nil, fmt.Errorf("instance %s: metadata: %w", i.ID, err)
 	}

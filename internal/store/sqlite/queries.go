@@ -406,10 +406,12 @@ func decodeIntCursor(c string) (int64, error) {
 // ---- instances ----
 
 const instanceColumns = `id, name, project, node_id, resource_class, image_url, image_checksum, user_data,
-	metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version`
+	metadata, state, power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_seconds,
+	booted_at, created_at, updated_at, version`
 
 var instanceFields = []string{"name", "project", "node_id", "resource_class", "image_url", "image_checksum",
-	"user_data", "metadata", "state", "power_state", "last_error", "ready_token_hash", "ready"}
+	"user_data", "metadata", "state", "power_state", "last_error", "ready_token_hash", "ready", "ready_token_sealed",
+	"deploy_timeout_seconds", "booted_at"}
 
 var (
 	insertInstanceSQL = `INSERT INTO instances (id, ` + strings.Join(instanceFields, ", ") + `, created_at, updated_at, version)
@@ -427,17 +429,25 @@ func instanceArgs(i *baremetal.Instance) ([]any, error) {
 		}
 	}
 	return []any{i.Name, i.Project, i.NodeID, i.ResourceClass, i.Image.URL, i.Image.Checksum, i.UserData,
-		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready}, nil
+		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, i.ReadyTokenSealed,
+		int64(i.DeployTimeout / time.Second), fmtTimePtr(i.BootedAt)}, nil
 }
 
 func scanInstance(sc scanner) (*baremetal.Instance, error) {
 	var (
 		i                      baremetal.Instance
 		meta, created, updated string
+		timeoutSec             int64
+		booted                 sql.NullString
 	)
 	if err := sc.Scan(&i.ID, &i.Name, &i.Project, &i.NodeID, &i.ResourceClass, &i.Image.URL, &i.Image.Checksum,
 		&i.UserData, &meta, &i.State, &i.PowerState, &i.LastError, &i.ReadyTokenHash, &i.Ready,
-		&created, &updated, &i.Version); err != nil {
+		&i.ReadyTokenSealed, &timeoutSec, &booted, &created, &updated, &i.Version); err != nil {
+		return nil, err
+	}
+	i.DeployTimeout = time.Duration(timeoutSec) * time.Second
+	var err error
+	if i.BootedAt, err = parseTimePtr(booted); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(meta), &i.Metadata); err != nil {
@@ -448,7 +458,6 @@ func scanInstance(sc scanner) (*baremetal.Instance, error) {
 	if len(i.Metadata) == 0 {
 		i.Metadata = nil
 	}
-	var err error
 	if i.CreatedAt, err = parseTime(created); err != nil {
 		return nil, err
 	}

@@ -536,7 +536,10 @@ func testInstances(t *testing.T, s store.Store) {
 
 	got.State, got.Ready, got.NodeID = baremetal.InstanceActive, true, "node-1"
 	got.Metadata = nil
-	got.ReadyTokenHash = "deadbeef"
+	got.ReadyTokenHash, got.ReadyTokenSealed = "deadbeef", "v1:c2VhbGVk"
+	got.DeployTimeout = 90 * time.Minute
+	booted := time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+	got.BootedAt = &booted
 	must(t, s.UpdateInstance(ctx, got))
 	if got.Version != 2 {
 		t.Errorf("version after update %d", got.Version)
