@@ -32,12 +32,12 @@ type Instance struct {
 	PowerState PowerState
 	LastError  string
 	// ReadyTokenHash authenticates the booted OS's readiness callback
-	// (hex SHA-256 of the token); ReadyTokenSealed is the token itself,
-	// sealed with the controller's key, because the config drive served
-	// to the BMC must carry it in the clear.
-	ReadyTokenHash   string
-	ReadyTokenSealed string
-	Ready            bool
+	// (hex SHA-256 of ReadyToken). ReadyToken itself is kept too (sealed
+	// at rest by the store, as BMC passwords are) because the config
+	// drive the BMC fetches must carry it in the clear. Never shown.
+	ReadyTokenHash string
+	ReadyToken     string
+	Ready          bool
 	// DeployTimeout, when not zero, makes the deploy wait for the booted
 	// OS's readiness callback: the instance stays deploying until it
 	// comes, and fails with a deploy_timeout fault if it has not come

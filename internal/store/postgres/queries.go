@@ -392,7 +392,14 @@ var (
 	updateInstanceSQL = updateSQL("instances", instanceFields)
 )
 
-func instanceArgs(i *baremetal.Instance) ([]any, error) {
+func (q queries) instanceArgs(i *baremetal.Instance) ([]any, error) {
+	sealed := ""
+	if i.ReadyToken != "" {
+		var err error
+		if sealed, err = q.box.Seal(i.ReadyToken); err != nil {
+			return nil, err
+		}
+	}
 	meta := []byte("{}")
 	if len(i.Metadata) > 0 {
 		var err error
@@ -401,11 +408,11 @@ func instanceArgs(i *baremetal.Instance) ([]any, error) {
 		}
 	}
 	return []any{i.Name, i.Project, i.NodeID, i.ResourceClass, i.Image.URL, i.Image.Checksum, i.UserData,
-		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, i.ReadyTokenSealed,
+		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, sealed,
 		int64(i.DeployTimeout / time.Second), tsPtr(i.BootedAt)}, nil
 }
 
-func scanInstance(row pgx.Row) (*baremetal.Instance, error) {
+func (q queries) scanInstance(row pgx.Row) (*baremetal.Instance, error) {
 	var (
 		i                baremetal.Instance
 		meta             []byte
@@ -413,14 +420,21 @@ func scanInstance(row pgx.Row) (*baremetal.Instance, error) {
 		created, updated time.Time
 		timeoutSec       int64
 		booted           *time.Time
+		sealed           string
 	)
 	if err := row.Scan(&i.ID, &i.Name, &i.Project, &i.NodeID, &i.ResourceClass, &i.Image.URL, &i.Image.Checksum,
 		&i.UserData, &meta, &state, &power, &i.LastError, &i.ReadyTokenHash, &i.Ready,
-		&i.ReadyTokenSealed, &timeoutSec, &booted, &created, &updated, &i.Version); err != nil {
+		&sealed, &timeoutSec, &booted, &created, &updated, &i.Version); err != nil {
 		return nil, err
 	}
 	i.DeployTimeout = time.Duration(timeoutSec) * time.Second
 	i.BootedAt = utcPtr(booted)
+	if sealed != "" {
+		var err error
+		if i.ReadyToken, err = q.box.Open(sealed); err != nil {
+			return nil, fmt.Errorf("instance %s: ready token: %w", i.ID, err)
+		}
+	}
 	if err := json.Unmarshal(meta, &i.Metadata); err != nil {
 		return nil, fmt.Errorf("instance %s: metadata: %w", i.ID, err)
 	}
@@ -444,7 +458,7 @@ func (q queries) GetInstance(ctx context.Context, idOrName string) (*baremetal.I
 	defer rows.Close()
 	var found []*baremetal.Instance
 	for rows.Next() {
-		i, err := scanInstance(rows)
+		i, err := q.scanInstance(rows)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: get instance: %w", err)
 		}
@@ -497,7 +511,7 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 	defer rows.Close()
 	var list []*baremetal.Instance
 	for rows.Next() {
-		i, err := scanInstance(rows)
+		i, err := q.scanInstance(rows)
 		if err != nil {
 			return nil, "", fmt.Errorf("postgres: list instances: %w", err)
 		}
@@ -511,7 +525,7 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 }
 
 func (q queries) InsertInstance(ctx context.Context, i *baremetal.Instance) error {
-	fields, err := instanceArgs(i)
+	fields, err := q.instanceArgs(i)
 	if err != nil {
 		return fmt.Errorf("postgres: insert instance: %w", err)
 	}
@@ -535,7 +549,7 @@ func duplicateInstance(i *baremetal.Instance, err error) error {
 }
 
 func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) error {
-	fields, err := instanceArgs(i)
+	fields, err := q.instanceArgs(i)
 	if err != nil {
 		return fmt.Errorf("postgres: update instance: %w", err)
 	}

@@ -420,7 +420,14 @@ var (
 		WHERE id = ? AND version = ?`
 )
 
-func instanceArgs(i *baremetal.Instance) ([]any, error) {
+func (q queries) instanceArgs(i *baremetal.Instance) ([]any, error) {
+	sealed := ""
+	if i.ReadyToken != "" {
+		var err error
+		if sealed, err = q.box.Seal(i.ReadyToken); err != nil {
+			return nil, err
+		}
+	}
 	meta := []byte("{}")
 	if len(i.Metadata) > 0 {
 		var err error
@@ -429,24 +436,30 @@ func instanceArgs(i *baremetal.Instance) ([]any, error) {
 		}
 	}
 	return []any{i.Name, i.Project, i.NodeID, i.ResourceClass, i.Image.URL, i.Image.Checksum, i.UserData,
-		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, i.ReadyTokenSealed,
+		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, sealed,
 		int64(i.DeployTimeout / time.Second), fmtTimePtr(i.BootedAt)}, nil
 }
 
-func scanInstance(sc scanner) (*baremetal.Instance, error) {
+func (q queries) scanInstance(sc scanner) (*baremetal.Instance, error) {
 	var (
 		i                      baremetal.Instance
 		meta, created, updated string
 		timeoutSec             int64
 		booted                 sql.NullString
+		sealed                 string
 	)
 	if err := sc.Scan(&i.ID, &i.Name, &i.Project, &i.NodeID, &i.ResourceClass, &i.Image.URL, &i.Image.Checksum,
 		&i.UserData, &meta, &i.State, &i.PowerState, &i.LastError, &i.ReadyTokenHash, &i.Ready,
-		&i.ReadyTokenSealed, &timeoutSec, &booted, &created, &updated, &i.Version); err != nil {
+		&sealed, &timeoutSec, &booted, &created, &updated, &i.Version); err != nil {
 		return nil, err
 	}
 	i.DeployTimeout = time.Duration(timeoutSec) * time.Second
 	var err error
+	if sealed != "" {
+		if i.ReadyToken, err = q.box.Open(sealed); err != nil {
+			return nil, fmt.Errorf("instance %s: ready token: %w", i.ID, err)
+		}
+	}
 	if i.BootedAt, err = parseTimePtr(booted); err != nil {
 		return nil, err
 	}
@@ -477,7 +490,7 @@ func (q queries) GetInstance(ctx context.Context, idOrName string) (*baremetal.I
 	defer rows.Close()
 	var found []*baremetal.Instance
 	for rows.Next() {
-		i, err := scanInstance(rows)
+		i, err := q.scanInstance(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: get instance: %w", err)
 		}
@@ -535,7 +548,7 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 	defer rows.Close()
 	var list []*baremetal.Instance
 	for rows.Next() {
-		i, err := scanInstance(rows)
+		i, err := q.scanInstance(rows)
 		if err != nil {
 			return nil, "", fmt.Errorf("sqlite: list instances: %w", err)
 		}
@@ -549,7 +562,7 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 }
 
 func (q queries) InsertInstance(ctx context.Context, i *baremetal.Instance) error {
-	args, err := instanceArgs(i)
+	args, err := q.instanceArgs(i)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert instance: %w", err)
 	}
@@ -574,7 +587,7 @@ func duplicateInstance(i *baremetal.Instance, err error) error {
 }
 
 func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) error {
-	args, err := instanceArgs(i)
+	args, err := q.instanceArgs(i)
 	if err != nil {
 		return fmt.Errorf("sqlite: update instance: %w", err)
 	}

@@ -536,7 +536,7 @@ func testInstances(t *testing.T, s store.Store) {
 
 	got.State, got.Ready, got.NodeID = baremetal.InstanceActive, true, "node-1"
 	got.Metadata = nil
-	got.ReadyTokenHash, got.ReadyTokenSealed = "deadbeef", "v1:c2VhbGVk"
+	got.ReadyTokenHash, got.ReadyToken = "deadbeef", "rdy_not-stored-in-the-clear"
 	got.DeployTimeout = 90 * time.Minute
 	booted := time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
 	got.BootedAt = &booted
@@ -905,6 +905,24 @@ func testPasswordAtRest(t *testing.T, s store.Store) {
 		}
 	}
 	assertNotOnDisk(t, s, plain)
+
+	// Instance ready tokens are secrets too: the config drive needs them
+	// back, so they are sealed like passwords.
+	const token = "rdy_Plaintext-Ready-Token-5b2e"
+	i := newInstance("proj-secret", "vm")
+	i.ReadyToken = token
+	must(t, s.InsertInstance(ctx, i))
+	got, err := s.GetInstance(ctx, i.ID)
+	must(t, err)
+	if got.ReadyToken != token {
+		t.Errorf("ready token read back as %q", got.ReadyToken)
+	}
+	for _, v := range rawStrings(t, s, "SELECT ready_token_sealed FROM instances WHERE project = 'proj-secret'") {
+		if !strings.HasPrefix(v, "v1:") || strings.Contains(v, token) {
+			t.Errorf("stored ready token %q is not sealed", v)
+		}
+	}
+	assertNotOnDisk(t, s, token)
 }
 
 func testPersistence(t *testing.T, s store.Store) {
