@@ -151,6 +151,7 @@ func serve(ctx context.Context, args []string) error {
 	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", "", "admin token to create on first start (default: generate one into <data-dir>/admin-token)")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serve the API over HTTPS with this PEM certificate (with --tls-key-file)")
 	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	f.StringVar(&cfg.PublicURL, "public-url", "", "the API's base URL as BMCs and booted instances reach it (config drives, readiness callbacks); default: derived from --listen unless that is a wildcard address")
 	f.DurationVar(&cfg.PowerSyncInterval, "power-sync-interval", cfg.PowerSyncInterval, "how often every node's power state is read")
 	f.IntVar(&cfg.PowerSyncWorkers, "power-sync-workers", cfg.PowerSyncWorkers, "concurrent BMC reads during power sync")
 	f.DurationVar(&cfg.BMCTimeout, "bmc-timeout", cfg.BMCTimeout, "timeout of one BMC call")

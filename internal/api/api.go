@@ -16,7 +16,8 @@
 //	GET    /v1/instances/{id-or-name} → Instance, ETag
 //	PATCH  /v1/instances/{id-or-name} InstanceUpdate (power_state) → Instance
 //	DELETE /v1/instances/{id-or-name} → 202 Accepted
-//	POST   /v1/instances/{id}/ready   (instance ready token) → 204
+//	POST   /v1/instances/{id}/ready   (Bearer: the instance's ready token) → 204
+//	GET    /v1/instances/{id}/config-drive/{key}/config-2.iso  (no auth: key) → ISO 9660
 //	GET    /v1/tokens, POST /v1/tokens TokenCreate → 201 TokenCreated, DELETE /v1/tokens/{id}  (admin)
 //	GET    /v1/quotas/{project}, PUT /v1/quotas/{project} Quota     (admin)
 //	GET    /v1/jobs                   ?node_id=&state=                  (admin)
@@ -130,13 +131,18 @@ type Instance struct {
 	State         string            `json:"state"`
 	// PowerState is the desired power state ("" = none); ObservedPowerState
 	// is the node's.
-	PowerState         string    `json:"power_state"`
-	ObservedPowerState string    `json:"observed_power_state"`
-	LastError          string    `json:"last_error"`
-	Ready              bool      `json:"ready"`
-	CreatedAt          time.Time `json:"created_at"`
-	UpdatedAt          time.Time `json:"updated_at"`
-	Version            int64     `json:"version"`
+	PowerState         string `json:"power_state"`
+	ObservedPowerState string `json:"observed_power_state"`
+	LastError          string `json:"last_error"`
+	// Ready is true once the booted OS called POST /v1/instances/{id}/ready.
+	Ready bool `json:"ready"`
+	// DeployTimeout ("" = none) is how long the deploy waits for that
+	// callback after power-on; BootedAt is when power-on was observed.
+	DeployTimeout string     `json:"deploy_timeout,omitempty"`
+	BootedAt      *time.Time `json:"booted_at,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	Version       int64      `json:"version"`
 }
 
 // InstanceCreate is the body of POST /v1/instances. Exactly one of
@@ -151,6 +157,21 @@ type InstanceCreate struct {
 	UserData      string            `json:"user_data,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	PowerState    string            `json:"power_state,omitempty"`
+	// DeployTimeout (a Go duration, e.g. "30m") makes the deploy wait for
+	// the booted OS to call POST /v1/instances/{id}/ready with the ready
+	// token from its config drive; without the call within this time after
+	// power-on, the deploy fails with a deploy_timeout fault.
+	DeployTimeout string `json:"deploy_timeout,omitempty"`
+}
+
+// ReadyPath is the readiness callback of an instance.
+func ReadyPath(instanceID string) string { return "/v1/instances/" + instanceID + "/ready" }
+
+// ConfigDrivePath is where the BMC fetches an instance's config drive;
+// key is the capability that authorizes the fetch. It ends in ".iso"
+// because some BMCs judge an image by its name.
+func ConfigDrivePath(instanceID, key string) string {
+	return "/v1/instances/" + instanceID + "/config-drive/" + key + "/config-2.iso"
 }
 
 // InstanceUpdate is the body of PATCH /v1/instances/{id}.

@@ -46,6 +46,10 @@ type Config struct {
 	// (PEM files; re-read at start only).
 	TLSCertFile string
 	TLSKeyFile  string
+	// PublicURL is the API's base URL as BMCs and booted instances reach
+	// it: BMCs fetch config drives from it, instances call back to it.
+	// Empty: derived from Listen unless Listen is a wildcard address.
+	PublicURL string
 
 	PowerSyncInterval  time.Duration
 	PowerSyncWorkers   int
@@ -148,15 +152,32 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	a := &App{cfg: cfg, log: log, served: make(chan error, 1), scheme: "http"}
-	st, err := OpenStore(ctx, cfg, log)
-	if err != nil {
-		return nil, err
+	if tlsConfig != nil {
+		a.scheme = "https"
 	}
-	a.Store = st
+	// Bound first: the public URL may depend on the port picked.
+	var err error
+	a.listener, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
 	fail := func(err error) (*App, error) {
+		_ = a.listener.Close()
 		_ = a.closeAll(context.Background())
 		return nil, err
 	}
+	publicURL, err := PublicURL(cfg.PublicURL, a.scheme, a.listener.Addr())
+	if err != nil {
+		return fail(err)
+	}
+	if publicURL == "" {
+		log.Warn("no --public-url and the API listens on a wildcard address: instances with user_data or deploy_timeout cannot get their config drive", "listen", cfg.Listen)
+	}
+	st, err := OpenStore(ctx, cfg, log)
+	if err != nil {
+		return fail(err)
+	}
+	a.Store = st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -174,6 +195,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		BMCTimeout: cfg.BMCTimeout, PowerChangeTimeout: cfg.PowerChangeTimeout, PowerPollInterval: cfg.PowerPollInterval,
 		PowerSyncInterval: cfg.PowerSyncInterval, PowerSyncWorkers: cfg.PowerSyncWorkers,
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
+		PublicURL: publicURL,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("jobs: %w", err))
@@ -189,18 +211,13 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err := a.Jobs.Start(ctx); err != nil {
 		return fail(fmt.Errorf("start jobs: %w", err))
 	}
-	api := httpapi.New(httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg})
-	a.listener, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fail(fmt.Errorf("listen on %s: %w", cfg.Listen, err))
-	}
+	api := httpapi.New(httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg, PublicURL: publicURL})
 	a.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if tlsConfig != nil {
 		a.http.TLSConfig = tlsConfig
 		a.listener = tls.NewListener(a.listener, tlsConfig)
-		a.scheme = "https"
 	}
 	go func() {
 		err := a.http.Serve(a.listener)
@@ -211,6 +228,29 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}()
 	log.Info("controller API listening", "url", a.URL(), "store", st.Dialect())
 	return a, nil
+}
+
+// PublicURL checks an operator's --public-url, or derives one from the
+// bound address when that names a host a BMC could reach (not 0.0.0.0 or
+// [::]: which of the machine's addresses the BMC network sees is not ours
+// to guess). It returns "" when there is none.
+func PublicURL(configured, scheme string, bound net.Addr) (string, error) {
+	if configured != "" {
+		u, err := url.Parse(configured)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return "", fmt.Errorf("--public-url %q must be http(s)://host[:port] with no path, query or credentials", configured)
+		}
+		return u.Scheme + "://" + u.Host, nil
+	}
+	host, _, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return "", fmt.Errorf("bound address %s: %w", bound, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		return "", nil
+	}
+	return scheme + "://" + bound.String(), nil
 }
 
 // URL is the API's base URL.

@@ -44,9 +44,9 @@ type Instance struct {
 	// DeployTimeout after power-on was observed (BootedAt).
 	DeployTimeout time.Duration
 	BootedAt      *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	Version        int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Version       int64
 }
 
 // Role is what a token may do.

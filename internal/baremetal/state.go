@@ -22,11 +22,13 @@ var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeployi
 // DESIGN.md). Any state may go to deleting; deleting goes nowhere (the
 // record is removed when the retire job finishes).
 var transitions = map[ProvisionState][]ProvisionState{
-	StateEnroll:       {StateAvailable, StateDeleting},
-	StateAvailable:    {StateDeploying, StateEnroll, StateDeleting},
-	StateDeploying:    {StateActive, StateDeployFailed, StateCleaning, StateDeleting},
-	StateActive:       {StateCleaning, StateDeleting},
-	StateDeployFailed: {StateCleaning, StateDeleting},
+	StateEnroll:    {StateAvailable, StateDeleting},
+	StateAvailable: {StateDeploying, StateEnroll, StateDeleting},
+	StateDeploying: {StateActive, StateDeployFailed, StateCleaning, StateDeleting},
+	StateActive:    {StateCleaning, StateDeleting},
+	// deploy_failed → active: the booted OS's readiness callback came
+	// after its deadline (deploy_timeout); the instance works after all.
+	StateDeployFailed: {StateActive, StateCleaning, StateDeleting},
 	StateCleaning:     {StateAvailable, StateDeleting},
 	StateDeleting:     {},
 }

@@ -12,6 +12,7 @@ func TestTransitions(t *testing.T) {
 		{StateDeploying, StateCleaning}:     true,
 		{StateActive, StateCleaning}:        true,
 		{StateDeployFailed, StateCleaning}:  true,
+		{StateDeployFailed, StateActive}:    true, // late readiness callback
 		{StateCleaning, StateAvailable}:     true,
 	}
 	for _, from := range ProvisionStates {

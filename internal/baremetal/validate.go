@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -168,6 +169,13 @@ var checksumRE = regexp.MustCompile(`^((sha256|sha512|md5):)?[0-9a-fA-F]{32,128}
 // MaxUserData bounds user_data (bytes).
 const MaxUserData = 64 << 10
 
+// Bounds of an instance's deploy_timeout: how long the booted OS has to
+// call back. Under a minute no real OS boots; over a day is a mistake.
+const (
+	MinDeployTimeout = time.Minute
+	MaxDeployTimeout = 24 * time.Hour
+)
+
 // Validate checks an instance's user-settable fields.
 func (i *Instance) Validate() error {
 	if err := ValidateName("name", i.Name); err != nil {
@@ -193,6 +201,10 @@ func (i *Instance) Validate() error {
 	}
 	if len(i.UserData) > MaxUserData {
 		return FieldErrorf("user_data", "user_data is %d bytes; at most %d are allowed", len(i.UserData), MaxUserData)
+	}
+	if i.DeployTimeout != 0 && (i.DeployTimeout < MinDeployTimeout || i.DeployTimeout > MaxDeployTimeout) {
+		return FieldErrorf("deploy_timeout", "deploy_timeout %s must be between %s and %s (or unset: do not wait for the readiness callback)",
+			i.DeployTimeout, MinDeployTimeout, MaxDeployTimeout)
 	}
 	if i.Project == "" {
 		return FieldErrorf("project", "project is required")

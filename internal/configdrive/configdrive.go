@@ -18,6 +18,9 @@ package configdrive
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +67,16 @@ type metaData struct {
 type readyFile struct {
 	URL   string `json:"url"`
 	Token string `json:"token"`
+}
+
+// Key is the capability in a config drive's URL. BMCs fetch virtual
+// media without the API's bearer tokens, so the URL itself must be the
+// credential; deriving it from the ready token (which the drive carries
+// anyway) gives it exactly the same reach and needs no storage.
+func Key(readyToken string) string {
+	m := hmac.New(sha256.New, []byte(readyToken))
+	m.Write([]byte("baremetal config drive v1"))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // MaxUserData bounds user data as OpenStack does (64 KiB): a config drive

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -43,8 +45,25 @@ func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Insta
 		ID: i.ID, Name: i.Name, Project: i.Project, NodeID: i.NodeID, ResourceClass: i.ResourceClass,
 		Image: api.Image(i.Image), UserData: i.UserData, Metadata: md, State: string(i.State),
 		PowerState: string(i.PowerState), ObservedPowerState: string(observed), LastError: i.LastError,
-		Ready: i.Ready, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
+		Ready: i.Ready, DeployTimeout: durationOut(i.DeployTimeout), BootedAt: i.BootedAt,
+		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
 	}
+}
+
+// durationOut writes a duration the way people write it ("30m", not
+// "30m0s"); zero is "".
+func durationOut(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func eventOut(e *baremetal.Event) api.Event {

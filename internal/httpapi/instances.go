@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -43,10 +44,18 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c servic
 	if !s.decode(w, r, &in) {
 		return
 	}
+	var timeout time.Duration
+	if in.DeployTimeout != "" {
+		var err error
+		if timeout, err = time.ParseDuration(in.DeployTimeout); err != nil || timeout <= 0 {
+			s.writeError(w, r, baremetal.FieldErrorf("deploy_timeout", "deploy_timeout %q must be a positive duration such as \"30m\" or \"1h30m\"", in.DeployTimeout))
+			return
+		}
+	}
 	inst, err := s.svc.CreateInstance(r.Context(), c, baremetal.Instance{
 		Name: in.Name, Project: in.Project, ResourceClass: in.ResourceClass, NodeID: in.NodeID,
 		Image: baremetal.Image(in.Image), UserData: in.UserData, Metadata: in.Metadata,
-		PowerState: baremetal.PowerState(in.PowerState),
+		PowerState: baremetal.PowerState(in.PowerState), DeployTimeout: timeout,
 	})
 	if err != nil {
 		s.writeError(w, r, err)

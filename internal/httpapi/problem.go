@@ -65,13 +65,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Code:     string(code),
 		Detail:   baremetal.ErrorMessage(err),
 		Field:    baremetal.ErrorField(err),
-		Instance: r.URL.Path,
+		Instance: logPath(r),
 	}
 	if code == baremetal.CodeInternal {
-		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", logPath(r), "err", err)
 		p.Detail = "internal error; the controller log has the details"
 	} else if status >= 500 {
-		s.log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", logPath(r), "err", err)
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="baremetal"`)
@@ -92,5 +92,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // logAttrs never includes bodies: they may carry BMC passwords.
 func logAttrs(r *http.Request, status int) []slog.Attr {
-	return []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", status)}
+	return []slog.Attr{slog.String("method", r.Method), slog.String("path", logPath(r)), slog.Int("status", status)}
 }

@@ -31,6 +31,8 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics *metrics
+	// publicURL is how booted instances reach the API (ready callbacks).
+	publicURL string
 }
 
 // Options configure a Server.
@@ -39,6 +41,9 @@ type Options struct {
 	Jobs     JobLister
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // nil: a private one
+	// PublicURL is the API's base URL as BMCs and booted instances reach
+	// it (scheme://host:port, no trailing slash).
+	PublicURL string
 }
 
 type route struct {
@@ -62,6 +67,8 @@ var routes = []route{
 	{"GET", "/v1/instances/{id}", true, (*Server).getInstance},
 	{"PATCH", "/v1/instances/{id}", true, (*Server).patchInstance},
 	{"DELETE", "/v1/instances/{id}", true, (*Server).deleteInstance},
+	{"POST", "/v1/instances/{id}/ready", false, (*Server).instanceReady},
+	{"GET", "/v1/instances/{id}/config-drive/{key}/config-2.iso", false, (*Server).configDrive},
 	{"GET", "/v1/tokens", true, (*Server).listTokens},
 	{"POST", "/v1/tokens", true, (*Server).createToken},
 	{"DELETE", "/v1/tokens/{id}", true, (*Server).deleteToken},
@@ -84,7 +91,8 @@ func New(o Options) *Server {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg)}
+	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg),
+		publicURL: strings.TrimSuffix(o.PublicURL, "/")}
 	for _, rt := range routes {
 		rt := rt
 		pattern := rt.method + " " + rt.pattern
@@ -149,7 +157,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p)
+			s.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", logPath(r), "panic", p)
 			if !sw.wrote {
 				s.writeError(sw, r, baremetal.Errorf(baremetal.CodeInternal, "internal error"))
 			}

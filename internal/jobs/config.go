@@ -72,6 +72,11 @@ type Config struct {
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 
+	// PublicURL is the API's base URL as BMCs reach it; config drives are
+	// served from there. Empty: instances that need a config drive (user
+	// data, deploy_timeout) fail to deploy with an error saying so.
+	PublicURL string
+
 	// Metrics, when set, receives the runner's Prometheus collectors.
 	Metrics prometheus.Registerer
 }

@@ -8,8 +8,10 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -64,6 +66,10 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 	if err != nil {
 		return ignoreGone(err)
 	}
+	if inst.BootedAt != nil {
+		// Booted by an earlier run; what is left is waiting for the OS.
+		return r.awaitReady(ctx, n, inst)
+	}
 	// stop is asked between steps and polls: has the deploy been
 	// overtaken (instance deleted, node deleted or put elsewhere)?
 	stop := func(ctx context.Context) bool {
@@ -78,7 +84,7 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		return false
 	}
 
-	dev, err := r.prepareBoot(ctx, n, inst.Image.URL)
+	dev, drive, err := r.prepareBoot(ctx, n, inst)
 	if err != nil {
 		return r.deployError(ctx, job, n, err)
 	}
@@ -103,7 +109,10 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		return r.deployError(ctx, job, n, err)
 	}
 
+	booted := fmt.Sprintf("booted from %s%s, power on observed after %s", dev, drive, humanDuration(took))
+	var wait time.Duration
 	_, err = r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
+		wait = 0
 		if !deploying(n, a.InstanceID) {
 			return errSkip
 		}
@@ -118,40 +127,147 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		r.observePower(n, bmc.PowerOn, nil, now)
 		touchSeen(n, now)
 		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultDeployTimeout)
+		if inst.DeployTimeout > 0 {
+			inst.BootedAt = &now
+			if !inst.Ready {
+				// The node stays deploying until the OS calls back
+				// (service.InstanceReady) or the deadline passes.
+				wait = inst.DeployTimeout
+				c.events = append(c.events, &baremetal.Event{Type: "deploy", Time: now,
+					Message: fmt.Sprintf("instance %s %s; waiting up to %s for the OS to call back", inst.Name, booted, inst.DeployTimeout)})
+				return tx.UpdateInstance(ctx, inst)
+			}
+			booted += "; the OS had already called back"
+		}
 		if err := n.Transition(baremetal.StateActive); err != nil {
 			return err
 		}
-		c.reason = fmt.Sprintf("instance %s deployed: booted from %s, power on observed after %s", inst.Name, dev, humanDuration(took))
+		c.reason = fmt.Sprintf("instance %s deployed: %s", inst.Name, booted)
 		inst.State = baremetal.InstanceActive
 		inst.LastError = ""
+		return tx.UpdateInstance(ctx, inst)
+	})
+	if err == nil && wait > 0 {
+		// Wake at the deadline; a callback before it finishes the deploy
+		// without us, and this job then finds nothing left to do.
+		return river.JobSnooze(wait)
+	}
+	return ignoreGone(err)
+}
+
+// awaitReady is a deploy whose node has booted and waits for the OS's
+// readiness callback: before the deadline it sleeps until then (snoozed,
+// holding nothing); after it, the deploy fails with deploy_timeout.
+func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance) error {
+	if inst.Ready || inst.DeployTimeout <= 0 {
+		return nil // the callback finished it
+	}
+	deadline := inst.BootedAt.Add(inst.DeployTimeout)
+	if left := time.Until(deadline); left > 0 {
+		return river.JobSnooze(left)
+	}
+	_, err := r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
+		if !deploying(n, inst.ID) {
+			return errSkip
+		}
+		inst, err := tx.GetInstance(ctx, inst.ID)
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return errSkip
+		}
+		if err != nil {
+			return err
+		}
+		if inst.Ready || inst.BootedAt == nil {
+			return errSkip
+		}
+		now := time.Now()
+		msg := fmt.Sprintf("the booted OS did not call POST %s within deploy_timeout %s of power-on (at %s)",
+			api.ReadyPath(inst.ID), inst.DeployTimeout, inst.BootedAt.UTC().Format(time.RFC3339))
+		setActionFault(n, baremetal.FaultDeployTimeout, msg, now)
+		if err := n.Transition(baremetal.StateDeployFailed); err != nil {
+			return err
+		}
+		c.reason = fmt.Sprintf("deploy of instance %s failed: %s", inst.Name, msg)
+		inst.State = baremetal.InstanceError
+		inst.LastError = msg
 		return tx.UpdateInstance(ctx, inst)
 	})
 	return ignoreGone(err)
 }
 
 // prepareBoot ejects leftover media and sets the one-time boot override:
-// the image on virtual media when the BMC supports it, PXE otherwise.
-func (r *Runner) prepareBoot(ctx context.Context, n *baremetal.Node, imageURL string) (bmc.BootDevice, error) {
+// the image on virtual media when the BMC supports it, PXE otherwise. An
+// instance with user data or a deploy_timeout also gets its config drive
+// attached (see attachConfigDrive); drive describes it for the event.
+func (r *Runner) prepareBoot(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance) (dev bmc.BootDevice, drive string, err error) {
 	vm, err := r.ejectMediaSupported(ctx, n)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	dev := bmc.BootPXE
-	if vm && imageURL != "" {
+	dev = bmc.BootPXE
+	if vm && inst.Image.URL != "" {
 		err := r.bmcCall(ctx, n, "insert media", func(ctx context.Context, c bmc.Client) error {
-			return c.(bmc.VirtualMedia).InsertMedia(ctx, imageURL)
+			return c.(bmc.VirtualMedia).InsertMedia(ctx, inst.Image.URL)
 		})
 		switch {
 		case err == nil:
 			dev = bmc.BootCD
 		case bmc.KindOf(err) != bmc.KindUnsupported:
-			return "", err
+			return "", "", err
 		}
+	}
+	if needsConfigDrive(inst) {
+		if err := r.attachConfigDrive(ctx, n, inst, vm); err != nil {
+			return "", "", err
+		}
+		drive = " with its config drive"
 	}
 	err = r.bmcCall(ctx, n, "set boot device", func(ctx context.Context, c bmc.Client) error {
 		return c.SetBootDevice(ctx, dev, false)
 	})
-	return dev, err
+	return dev, drive, err
+}
+
+// needsConfigDrive: only instances that have something to deliver get a
+// config drive, so a plain deploy makes no extra BMC call and works on
+// BMCs with one virtual media slot or none.
+func needsConfigDrive(inst *baremetal.Instance) bool {
+	return inst.UserData != "" || inst.DeployTimeout > 0
+}
+
+// permanentError fails a deploy at once: retrying cannot help.
+type permanentError struct{ msg string }
+
+func (e *permanentError) Error() string { return e.msg }
+
+// attachConfigDrive gives the BMC the URL of the instance's config drive
+// (served by the API, see httpapi.configDrive) in a second virtual media
+// slot. Without a public URL, virtual media or a free slot the user data
+// and the readiness callback cannot reach the OS; saying so beats
+// booting a machine that silently lacks its configuration.
+func (r *Runner) attachConfigDrive(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance, vm bool) error {
+	why := "user_data"
+	if inst.UserData == "" {
+		why = "deploy_timeout (the readiness callback)"
+	}
+	if r.cfg.PublicURL == "" {
+		return &permanentError{fmt.Sprintf("the instance's %s needs a config drive, but the controller has no --public-url for the BMC to fetch it from", why)}
+	}
+	if !vm {
+		return &permanentError{fmt.Sprintf("the instance's %s needs a config drive, but the %s BMC of node %s has no virtual media", why, n.Driver, n.Name)}
+	}
+	url := r.cfg.PublicURL + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
+	err := r.bmcCall(ctx, n, "insert config drive", func(ctx context.Context, c bmc.Client) error {
+		cd, ok := c.(bmc.ConfigDriveMedia)
+		if !ok {
+			return bmc.Errorf(bmc.KindUnsupported, "insert config drive", "the driver cannot attach a second virtual media image")
+		}
+		return cd.InsertConfigDrive(ctx, url)
+	})
+	if bmc.KindOf(err) == bmc.KindUnsupported && isBMCErr(err) {
+		return &permanentError{fmt.Sprintf("the instance's %s needs a config drive, which node %s's BMC cannot take: %v", why, n.Name, err)}
+	}
+	return err
 }
 
 // deployError decides between retrying and failing the deploy for good.
@@ -169,7 +285,9 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 	}
 	fault := baremetal.FaultNone
 	var pt *powerTimeoutError
+	var perm *permanentError
 	switch {
+	case errors.As(err, &perm):
 	case errors.As(err, &pt):
 		fault = baremetal.FaultPowerMismatch
 	case isBMCErr(err):
@@ -183,7 +301,7 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 		}
 	}
 	msg := clip(scrub(n, err.Error()))
-	if job.Attempt >= job.MaxAttempts && fault == baremetal.FaultNone && !errors.As(err, &pt) {
+	if job.Attempt >= job.MaxAttempts && fault == baremetal.FaultNone && !errors.As(err, &pt) && perm == nil {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
 	_, uerr := r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {

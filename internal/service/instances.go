@@ -87,6 +87,11 @@ func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Ins
 	}
 	inst := in
 	inst.State = baremetal.InstanceDeploying
+	inst.Ready, inst.BootedAt = false, nil
+	// Every instance gets a ready token; it reaches the booted OS in the
+	// config drive (when one is attached) and is never shown by the API.
+	inst.ReadyToken = newReadyToken()
+	inst.ReadyTokenHash = HashSecret(inst.ReadyToken)
 	err := retryConflict(ctx, func() error {
 		return s.store.InTx(ctx, func(tx store.Tx) error {
 			if err := s.checkQuota(ctx, tx, inst.Project); err != nil {

@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+)
+
+// instanceReady is the booted OS's readiness callback. It is not behind
+// the API's token auth: the caller is the instance itself, holding only
+// the ready token from its config drive. Any body is ignored (curl and
+// wget send different empty ones).
+func (s *Server) instanceReady(w http.ResponseWriter, r *http.Request, _ service.Caller) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeUnauthorized,
+			"an Authorization: Bearer <ready token> header is required (the token is in the instance's config drive)"))
+		return
+	}
+	if err := s.svc.InstanceReady(r.Context(), r.PathValue("id"), strings.TrimSpace(token), remoteHost(r)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// configDrive serves an instance's config drive to its BMC. The key in the
+// path is the credential (BMCs fetch virtual media without our headers).
+// http.ServeContent answers HEAD and Range requests, which BMCs use to
+// size and page through an image.
+func (s *Server) configDrive(w http.ResponseWriter, r *http.Request, _ service.Caller) {
+	inst, err := s.svc.InstanceForConfigDrive(r.Context(), r.PathValue("id"), r.PathValue("key"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var buf bytes.Buffer
+	err = configdrive.Build(&buf, configdrive.Drive{
+		UUID: inst.ID, Name: inst.Name, Hostname: inst.Name, Meta: inst.Metadata, UserData: []byte(inst.UserData),
+		ReadyURL: s.publicURL + api.ReadyPath(inst.ID), ReadyToken: inst.ReadyToken,
+	})
+	if err != nil {
+		s.writeError(w, r, &baremetal.Error{Code: baremetal.CodeInternal, Message: "could not build the config drive", Err: err})
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-iso9660-image")
+	w.Header().Set("Cache-Control", "no-store")
+	http.ServeContent(w, r, "config-2.iso", inst.UpdatedAt.Truncate(time.Second), bytes.NewReader(buf.Bytes()))
+}
+
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// logPath is the request path as logs and problem documents show it: a
+// config drive's key is a credential, so it is masked.
+func logPath(r *http.Request) string {
+	p := r.URL.Path
+	const marker = "/config-drive/"
+	i := strings.Index(p, marker)
+	if i < 0 {
+		return p
+	}
+	rest := p[i+len(marker):]
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		return p[:i+len(marker)] + "REDACTED" + rest[j:]
+	}
+	return p[:i+len(marker)] + "REDACTED"
+}

@@ -1,0 +1,135 @@
+package service
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// ReadyTokenPrefix starts every instance ready token, so a leaked one is
+// recognisable (and never mistaken for an API token: it authenticates one
+// call on one instance, nothing else).
+const ReadyTokenPrefix = "rdy_"
+
+// newReadyToken returns a fresh ready token.
+func newReadyToken() string {
+	return ReadyTokenPrefix + NewSecret()[len(TokenPrefix):]
+}
+
+var errBadReadyToken = baremetal.Errorf(baremetal.CodeUnauthorized,
+	"the bearer token is not this instance's ready token (it is in the instance's config drive)")
+
+// InstanceForConfigDrive returns the instance whose config drive key is
+// key. Anything else (unknown id, wrong key, an instance without a ready
+// token) is not found: the caller is a BMC fetching a URL, and a wrong URL
+// should look like a wrong URL.
+func (s *Service) InstanceForConfigDrive(ctx context.Context, id, key string) (*baremetal.Instance, error) {
+	notFound := baremetal.Errorf(baremetal.CodeNotFound, "no such config drive")
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, notFound
+	}
+	inst, err := s.store.GetInstance(ctx, id)
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if inst.ReadyToken == "" || subtle.ConstantTimeCompare([]byte(configdrive.Key(inst.ReadyToken)), []byte(key)) != 1 {
+		return nil, notFound
+	}
+	return inst, nil
+}
+
+// InstanceReady records the booted OS's readiness callback, authenticated
+// by the instance's ready token. A callback while the deploy waits for it
+// makes instance and node active. One that comes before power-on was
+// observed is remembered, and the deploy finishes as soon as it sees the
+// power on. One that comes after the deadline heals the deploy_timeout
+// failure: the OS is up after all. Repeats are accepted and change nothing.
+func (s *Service) InstanceReady(ctx context.Context, id, token, from string) error {
+	if _, err := uuid.Parse(id); err != nil {
+		return errBadReadyToken
+	}
+	var msg string
+	err := retryConflict(ctx, func() error {
+		msg = ""
+		return s.store.InTx(ctx, func(tx store.Tx) error {
+			inst, err := tx.GetInstance(ctx, id)
+			if baremetal.IsCode(err, baremetal.CodeNotFound) {
+				return errBadReadyToken
+			}
+			if err != nil {
+				return err
+			}
+			if inst.ReadyTokenHash == "" || subtle.ConstantTimeCompare([]byte(HashSecret(token)), []byte(inst.ReadyTokenHash)) != 1 {
+				return errBadReadyToken
+			}
+			if inst.Ready {
+				return nil
+			}
+			inst.Ready = true
+			node, err := tx.GetNode(ctx, inst.NodeID)
+			if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+				return err
+			}
+			now := s.now()
+			var old baremetal.ProvisionState
+			switch {
+			case node == nil || node.InstanceID != inst.ID:
+				// Node force-deleted or moved on: remember only.
+			case node.ProvisionState == baremetal.StateDeploying && inst.BootedAt != nil:
+				old = node.ProvisionState
+				msg = fmt.Sprintf("instance %s reported ready %s after power-on (from %s)", inst.Name, humanSince(*inst.BootedAt, now), from)
+				inst.State, inst.LastError = baremetal.InstanceActive, ""
+			case node.ProvisionState == baremetal.StateDeployFailed && inst.BootedAt != nil && inst.State == baremetal.InstanceError:
+				old = node.ProvisionState
+				msg = fmt.Sprintf("instance %s reported ready %s after power-on, past its deploy_timeout of %s (from %s); deploy_timeout cleared",
+					inst.Name, humanSince(*inst.BootedAt, now), inst.DeployTimeout, from)
+				inst.State, inst.LastError = baremetal.InstanceActive, ""
+				if node.Fault == baremetal.FaultDeployTimeout {
+					node.Fault, node.FaultSince, node.LastError = baremetal.FaultNone, nil, ""
+				}
+			}
+			if err := tx.UpdateInstance(ctx, inst); err != nil {
+				return err
+			}
+			if old == "" {
+				return nil
+			}
+			if err := node.Transition(baremetal.StateActive); err != nil {
+				return err
+			}
+			if err := tx.UpdateNode(ctx, node); err != nil {
+				return err
+			}
+			return tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: "instance:" + inst.ID, Type: "provision_state",
+				Field: "provision_state", Old: string(old), New: string(node.ProvisionState), Message: msg})
+		})
+	})
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "instance ready callback", "instance_id", id, "from", from, "activated", msg != "")
+	return nil
+}
+
+// humanSince is the time from t to now, rounded for people.
+func humanSince(t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
