@@ -15,15 +15,19 @@ import (
 type fakeBMCs struct {
 	mu      sync.Mutex
 	systems map[string]*fakeSystem
+	// media gives the systems virtual media: a boot CD and a second slot
+	// for the config drive (see fakeMediaClient).
+	media bool
 }
 
 type fakeSystem struct {
-	power  bool
-	fault  sim.Fault
-	flap   bool
-	ignore bool
-	boot   bmc.BootDevice
-	calls  int
+	cd, drive string // inserted images (media only)
+	power     bool
+	fault     sim.Fault
+	flap      bool
+	ignore    bool
+	boot      bmc.BootDevice
+	calls     int
 }
 
 func newFakeBMCs(ids ...string) *fakeBMCs {
@@ -39,6 +43,9 @@ func (f *fakeBMCs) Open(_ context.Context, ep bmc.Endpoint) (bmc.Client, error) 
 	defer f.mu.Unlock()
 	if _, ok := f.systems[ep.SystemID]; !ok {
 		return nil, bmc.Errorf(bmc.KindUnreachable, "open", "no system %q", ep.SystemID)
+	}
+	if f.media {
+		return &fakeMediaClient{fakeClient{f: f, id: ep.SystemID}}, nil
 	}
 	return &fakeClient{f: f, id: ep.SystemID}, nil
 }
@@ -118,6 +125,58 @@ func (c *fakeClient) SetBootDevice(ctx context.Context, dev bmc.BootDevice, _ bo
 }
 
 var _ bmc.Client = (*fakeClient)(nil)
+
+// fakeMediaClient adds virtual media: a boot CD and a config drive slot.
+type fakeMediaClient struct{ fakeClient }
+
+func (c *fakeMediaClient) SetBootDevice(ctx context.Context, dev bmc.BootDevice, _ bool) error {
+	s, err := c.enter(ctx, "boot device")
+	if err != nil {
+		return err
+	}
+	c.f.mu.Lock()
+	s.boot = dev
+	c.f.mu.Unlock()
+	return nil
+}
+
+func (c *fakeMediaClient) InsertMedia(ctx context.Context, url string) error {
+	s, err := c.enter(ctx, "insert media")
+	if err != nil {
+		return err
+	}
+	c.f.mu.Lock()
+	s.cd = url
+	c.f.mu.Unlock()
+	return nil
+}
+
+func (c *fakeMediaClient) InsertConfigDrive(ctx context.Context, url string) error {
+	s, err := c.enter(ctx, "insert config drive")
+	if err != nil {
+		return err
+	}
+	c.f.mu.Lock()
+	s.drive = url
+	c.f.mu.Unlock()
+	return nil
+}
+
+func (c *fakeMediaClient) EjectMedia(ctx context.Context) error {
+	s, err := c.enter(ctx, "eject media")
+	if err != nil {
+		return err
+	}
+	c.f.mu.Lock()
+	s.cd, s.drive = "", ""
+	c.f.mu.Unlock()
+	return nil
+}
+
+var (
+	_ bmc.VirtualMedia     = (*fakeMediaClient)(nil)
+	_ bmc.ConfigDriveMedia = (*fakeMediaClient)(nil)
+)
 
 // bmcCtl of the fake, with the sim's signatures.
 

@@ -380,12 +380,12 @@ func decodeIntCursor(c string) (int64, error) {
 // ---- instances ----
 
 const instanceColumns = `id, name, project, node_id, resource_class, image_url, image_checksum, user_data,
-	metadata, state, power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_seconds,
+	metadata, state, power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
 	booted_at, created_at, updated_at, version`
 
 var instanceFields = []string{"name", "project", "node_id", "resource_class", "image_url", "image_checksum",
 	"user_data", "metadata", "state", "power_state", "last_error", "ready_token_hash", "ready", "ready_token_sealed",
-	"deploy_timeout_seconds", "booted_at"}
+	"deploy_timeout_ms", "booted_at"}
 
 var (
 	insertInstanceSQL = insertSQL("instances", instanceFields)
@@ -409,7 +409,7 @@ func (q queries) instanceArgs(i *baremetal.Instance) ([]any, error) {
 	}
 	return []any{i.Name, i.Project, i.NodeID, i.ResourceClass, i.Image.URL, i.Image.Checksum, i.UserData,
 		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, sealed,
-		int64(i.DeployTimeout / time.Second), tsPtr(i.BootedAt)}, nil
+		i.DeployTimeout.Milliseconds(), tsPtr(i.BootedAt)}, nil
 }
 
 func (q queries) scanInstance(row pgx.Row) (*baremetal.Instance, error) {
@@ -418,16 +418,16 @@ func (q queries) scanInstance(row pgx.Row) (*baremetal.Instance, error) {
 		meta             []byte
 		state, power     string
 		created, updated time.Time
-		timeoutSec       int64
+		timeoutMS        int64
 		booted           *time.Time
 		sealed           string
 	)
 	if err := row.Scan(&i.ID, &i.Name, &i.Project, &i.NodeID, &i.ResourceClass, &i.Image.URL, &i.Image.Checksum,
 		&i.UserData, &meta, &state, &power, &i.LastError, &i.ReadyTokenHash, &i.Ready,
-		&sealed, &timeoutSec, &booted, &created, &updated, &i.Version); err != nil {
+		&sealed, &timeoutMS, &booted, &created, &updated, &i.Version); err != nil {
 		return nil, err
 	}
-	i.DeployTimeout = time.Duration(timeoutSec) * time.Second
+	i.DeployTimeout = time.Duration(timeoutMS) * time.Millisecond
 	i.BootedAt = utcPtr(booted)
 	if sealed != "" {
 		var err error

@@ -406,12 +406,12 @@ func decodeIntCursor(c string) (int64, error) {
 // ---- instances ----
 
 const instanceColumns = `id, name, project, node_id, resource_class, image_url, image_checksum, user_data,
-	metadata, state, power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_seconds,
+	metadata, state, power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
 	booted_at, created_at, updated_at, version`
 
 var instanceFields = []string{"name", "project", "node_id", "resource_class", "image_url", "image_checksum",
 	"user_data", "metadata", "state", "power_state", "last_error", "ready_token_hash", "ready", "ready_token_sealed",
-	"deploy_timeout_seconds", "booted_at"}
+	"deploy_timeout_ms", "booted_at"}
 
 var (
 	insertInstanceSQL = `INSERT INTO instances (id, ` + strings.Join(instanceFields, ", ") + `, created_at, updated_at, version)
@@ -437,23 +437,23 @@ func (q queries) instanceArgs(i *baremetal.Instance) ([]any, error) {
 	}
 	return []any{i.Name, i.Project, i.NodeID, i.ResourceClass, i.Image.URL, i.Image.Checksum, i.UserData,
 		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, sealed,
-		int64(i.DeployTimeout / time.Second), fmtTimePtr(i.BootedAt)}, nil
+		i.DeployTimeout.Milliseconds(), fmtTimePtr(i.BootedAt)}, nil
 }
 
 func (q queries) scanInstance(sc scanner) (*baremetal.Instance, error) {
 	var (
 		i                      baremetal.Instance
 		meta, created, updated string
-		timeoutSec             int64
+		timeoutMS              int64
 		booted                 sql.NullString
 		sealed                 string
 	)
 	if err := sc.Scan(&i.ID, &i.Name, &i.Project, &i.NodeID, &i.ResourceClass, &i.Image.URL, &i.Image.Checksum,
 		&i.UserData, &meta, &i.State, &i.PowerState, &i.LastError, &i.ReadyTokenHash, &i.Ready,
-		&sealed, &timeoutSec, &booted, &created, &updated, &i.Version); err != nil {
+		&sealed, &timeoutMS, &booted, &created, &updated, &i.Version); err != nil {
 		return nil, err
 	}
-	i.DeployTimeout = time.Duration(timeoutSec) * time.Second
+	i.DeployTimeout = time.Duration(timeoutMS) * time.Millisecond
 	var err error
 	if sealed != "" {
 		if i.ReadyToken, err = q.box.Open(sealed); err != nil {

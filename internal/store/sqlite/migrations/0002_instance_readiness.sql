@@ -2,5 +2,5 @@
 -- long the booted OS has to call back (0 = no callback awaited), and when
 -- power-on was observed (the deadline counts from there).
 ALTER TABLE instances ADD COLUMN ready_token_sealed TEXT NOT NULL DEFAULT '';
-ALTER TABLE instances ADD COLUMN deploy_timeout_seconds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE instances ADD COLUMN deploy_timeout_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE instances ADD COLUMN booted_at TEXT;
