@@ -96,7 +96,7 @@ func newEnv(t testing.TB, open func(testing.TB) store.Store) *env {
 	if _, err := svc.Bootstrap(context.Background(), adminSecret, ""); err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(httpapi.New(httpapi.Options{Service: svc, Jobs: e.jobs, Logger: log}))
+	e.srv = httptest.NewServer(httpapi.New(httpapi.Options{Service: svc, Jobs: e.jobs, Logger: log, PublicURL: testPublicURL}))
 	t.Cleanup(e.srv.Close)
 	e.member = e.createToken(`{"role":"member","project":"p1"}`)
 	e.other = e.createToken(`{"role":"member","project":"p2"}`)
@@ -217,6 +217,7 @@ func TestAPI(t *testing.T) {
 			t.Run("NodeErrors", func(t *testing.T) { testNodeErrors(t, newEnv(t, open)) })
 			t.Run("Instances", func(t *testing.T) { testInstances(t, newEnv(t, open)) })
 			t.Run("Tokens", func(t *testing.T) { testTokens(t, newEnv(t, open)) })
+			t.Run("Readiness", func(t *testing.T) { testReadiness(t, newEnv(t, open)) })
 		})
 	}
 }
