@@ -148,6 +148,40 @@ func (urlValidator) ValidateString(_ context.Context, req validator.StringReques
 }
 
 // durationValidator checks that a string is a positive Go duration.
+// durationBetween checks a Go duration within [min, max], naming the
+// attribute, so the mistake shows at plan time, not after a create call.
+type durationBetween struct{ min, max time.Duration }
+
+var _ validator.String = durationBetween{}
+
+func (v durationBetween) Description(context.Context) string {
+	return fmt.Sprintf("value must be a Go duration between %s and %s, such as 30m", shortDuration(v.min), shortDuration(v.max))
+}
+
+func (v durationBetween) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v durationBetween) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	d, err := time.ParseDuration(req.ConfigValue.ValueString())
+	if err != nil || d < v.min || d > v.max {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
+			fmt.Sprintf("%s must be a duration between %s and %s such as \"30m\" or \"1h30m\", got %q.",
+				req.Path, shortDuration(v.min), shortDuration(v.max), req.ConfigValue.ValueString()))
+	}
+}
+
+// shortDuration writes 1m, not 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	s = strings.TrimSuffix(s, "0s")
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 type durationValidator struct{}
 
 var _ validator.String = durationValidator{}

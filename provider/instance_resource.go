@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -60,7 +61,9 @@ type instanceResourceModel struct {
 	UserData      types.String        `tfsdk:"user_data"`
 	Metadata      types.Map           `tfsdk:"metadata"`
 	PowerState    types.String        `tfsdk:"power_state"`
+	DeployTimeout types.String        `tfsdk:"deploy_timeout"`
 	State         types.String        `tfsdk:"state"`
+	Ready         types.Bool          `tfsdk:"ready"`
 	LastError     types.String        `tfsdk:"last_error"`
 	Timeouts      timeouts.Value      `tfsdk:"timeouts"`
 }
@@ -73,6 +76,7 @@ type instanceImageModel struct {
 var instanceAttrs = map[string]attrKind{
 	"name": attrPlain, "project": attrPlain, "resource_class": attrPlain, "node_id": attrPlain,
 	"image": attrObject, "user_data": attrPlain, "metadata": attrMap, "power_state": attrPlain,
+	"deploy_timeout": attrPlain,
 }
 
 func (r *InstanceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -144,10 +148,14 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				},
 			},
 			"user_data": schema.StringAttribute{
-				MarkdownDescription: "User data (e.g. cloud-init), at most 64 KiB, stored with the instance. Note: this controller version stores it but does not yet deliver it to the deployed OS (no config drive or metadata service yet). Changing it replaces the instance.",
-				Optional:            true,
-				PlanModifiers:       replace,
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 64<<10)},
+				MarkdownDescription: "User data (e.g. cloud-init `#cloud-config`), at most 64 KiB. Delivered to the booted OS on a config drive " +
+					"(ISO 9660 labelled `config-2`, OpenStack layout: `openstack/latest/user_data`) that the node's BMC attaches as a second " +
+					"virtual media device; cloud-init, cloudbase-init and Ignition read it without configuration. Needs a Redfish BMC with a " +
+					"free virtual media slot and a controller started with a `--public-url` its BMCs can reach; otherwise the deploy fails " +
+					"saying which is missing. Changing it replaces the instance.",
+				Optional:      true,
+				PlanModifiers: replace,
+				Validators:    []validator.String{stringvalidator.LengthBetween(1, 64<<10)},
 			},
 			"metadata": schema.MapAttribute{
 				MarkdownDescription: "Free-form key/value metadata (at most 64 keys). Can be changed in place.",
@@ -163,9 +171,26 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.OneOf("on", "off")},
 			},
+			"deploy_timeout": schema.StringAttribute{
+				MarkdownDescription: "Wait for the booted OS to say it is up before the instance counts as `active`: a duration " +
+					"between `1m` and `24h` (e.g. `\"30m\"`), counted from power-on. The config drive carries a vendor-data script " +
+					"that calls the controller's readiness callback (`POST /v1/instances/{id}/ready` with the instance's ready token, " +
+					"also in `baremetal/ready.json` on the drive for images without cloud-init). Without the call in time the deploy " +
+					"fails with the node fault `deploy_timeout` (a late call still makes the instance active). `terraform apply` waits " +
+					"for it; the default create timeout grows by this much. Needs a config drive (see `user_data`). Changing it replaces the instance.",
+				Optional:      true,
+				PlanModifiers: replace,
+				Validators:    []validator.String{durationBetween{min: time.Minute, max: 24 * time.Hour}},
+			},
 			"state": schema.StringAttribute{
 				MarkdownDescription: "State of the instance: `deploying`, `active` or `error`.",
 				Computed:            true,
+			},
+			"ready": schema.BoolAttribute{
+				MarkdownDescription: "Whether the booted OS has called the readiness callback.",
+				Computed:            true,
+				// Once true it stays true for the instance's life.
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
 			},
 			"last_error": schema.StringAttribute{
 				MarkdownDescription: "Why the instance is in `error`, or the last deploy error; empty otherwise.",
@@ -194,7 +219,10 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultInstanceCreateTimeout)
+	// Waiting for the OS to call back is part of creating: the default
+	// timeout leaves that much more time.
+	deployTimeout, _ := time.ParseDuration(plan.DeployTimeout.ValueString()) // validated
+	timeout, diags := plan.Timeouts.Create(ctx, defaultInstanceCreateTimeout+deployTimeout)
 	resp.Diagnostics.Append(diags...)
 	metadata, diags := metadataFromMap(ctx, plan.Metadata)
 	resp.Diagnostics.Append(diags...)
@@ -213,6 +241,7 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 		UserData:      plan.UserData.ValueString(),
 		Metadata:      metadata,
 		PowerState:    plan.PowerState.ValueString(),
+		DeployTimeout: plan.DeployTimeout.ValueString(),
 	}
 	// setFromAPI replaces power_state with the observed power: keep the wish.
 	desired := plan.PowerState
@@ -336,6 +365,10 @@ func (r *InstanceResource) waitActive(ctx context.Context, id string, timeout ti
 		return inst, nil
 	case errors.Is(err, errWaitTimeout) && inst != nil:
 		msg := fmt.Sprintf("Instance %s is still %q after %s", inst.Name, inst.State, timeout)
+		if inst.BootedAt != nil && !inst.Ready {
+			msg += fmt.Sprintf(": its node powered on at %s and the OS has not called the readiness callback yet (deploy_timeout %s)",
+				inst.BootedAt.UTC().Format(time.RFC3339), inst.DeployTimeout)
+		}
 		if inst.LastError != "" {
 			msg += ".\n\nLast error: " + inst.LastError
 		}
@@ -512,7 +545,16 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 		m.PowerState = types.StringValue(in.PowerState)
 	}
 	m.State = types.StringValue(in.State)
+	m.Ready = types.BoolValue(in.Ready)
 	m.LastError = types.StringValue(in.LastError)
+	// The controller writes durations its own way ("30m" may come back
+	// as "30m0s" from older versions): the configured spelling is kept
+	// unless the value itself differs (import, or a change outside).
+	if prev, err := time.ParseDuration(m.DeployTimeout.ValueString()); in.DeployTimeout == "" {
+		m.DeployTimeout = types.StringNull()
+	} else if got, gerr := time.ParseDuration(in.DeployTimeout); err != nil || gerr != nil || prev != got {
+		m.DeployTimeout = types.StringValue(in.DeployTimeout)
+	}
 	return diags
 }
 
