@@ -244,19 +244,30 @@ func runSim(ctx context.Context, args []string) error {
 	latency := f.Duration("latency", 0, "added latency of every system request")
 	powerDelay := f.Duration("power-delay", 0, "how long after a Reset the power state changes")
 	tls := f.Bool("tls", false, "serve HTTPS with a self-signed certificate")
+	mediaSlots := f.String("media-slots", strings.Join(sim.DefaultMediaSlots, ","),
+		"virtual media slots of each system, comma-separated; the name's prefix is the kind: cd, dvd, usb, floppy, removable (\"CD\" = a single-slot BMC)")
+	osBootDelay := f.Duration("os-boot-delay", 0, "how long after power-on the simulated OS calls the config drive's ready URL (negative: never)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if *systems < 1 {
 		return errors.New("--systems must be at least 1")
 	}
-	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls})
+	var slots []string
+	for _, s := range strings.Split(*mediaSlots, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			slots = append(slots, s)
+		}
+	}
+	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls,
+		MediaSlots: slots, OSBootDelay: *osBootDelay})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = fleet.Close() }()
 	fmt.Printf("simulated Redfish BMC fleet at %s (credentials admin/password)\n", fleet.URL())
 	fmt.Printf("fault injection: curl -X POST %s/sim/systems/<id>/fault -d '{\"fault\":\"hang\"}'  (down, hang, slow, error, auth, flap, none)\n", fleet.URL())
+	fmt.Printf("silent OS (never reports ready): curl -X POST %s/sim/systems/<id>/os -d '{\"enabled\":false}'\n", fleet.URL())
 	ids := fleet.SystemIDs()
 	for _, id := range ids {
 		fmt.Println(id)

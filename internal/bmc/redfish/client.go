@@ -3,10 +3,8 @@ package redfish
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/stmcginnis/gofish"
@@ -28,6 +26,7 @@ var (
 	_ bmc.PowerSetter      = (*Client)(nil)
 	_ bmc.BootDeviceSetter = (*Client)(nil)
 	_ bmc.VirtualMedia     = (*Client)(nil)
+	_ bmc.ConfigDriveMedia = (*Client)(nil)
 	_ bmc.InventoryGetter  = (*Client)(nil)
 )
 
@@ -268,103 +267,6 @@ func patch(api *gofish.APIClient, path string, payload any, etag string) error {
 		schemas.DeferredCleanupHTTPResponse(resp)
 	}
 	return err
-}
-
-// InsertMedia attaches imageURL to the system's virtual CD (ejecting another
-// image first); inserting the image already there sends nothing.
-func (cl *Client) InsertMedia(ctx context.Context, imageURL string) error {
-	const op = "insert media"
-	if u, err := url.Parse(imageURL); err != nil || u.Scheme == "" || u.Host == "" {
-		return bmc.Errorf(bmc.KindUnsupported, op, "image %q is not a URL", stripUserinfo(imageURL))
-	}
-	return cl.run(ctx, op, func(api *gofish.APIClient, sys string) error {
-		cd, err := findCD(api, sys)
-		if err != nil {
-			return err
-		}
-		if inserted(cd) {
-			if cd.Image == imageURL {
-				return nil
-			}
-			if _, err := cd.EjectMedia(); err != nil {
-				return fmt.Errorf("ejecting %s first: %w", stripUserinfo(cd.Image), err)
-			}
-		}
-		yes := true
-		_, err = cd.InsertMedia(&schemas.VirtualMediaInsertMediaParameters{Image: imageURL, Inserted: &yes, WriteProtected: &yes})
-		if err != nil && statusOf(err) == http.StatusBadRequest && isUnsupportedMessage(messageIDOf(err)) {
-			// Some BMCs refuse the optional parameters.
-			_, err = cd.InsertMedia(&schemas.VirtualMediaInsertMediaParameters{Image: imageURL})
-		}
-		return err
-	})
-}
-
-// EjectMedia detaches the virtual CD; an empty drive sends nothing.
-func (cl *Client) EjectMedia(ctx context.Context) error {
-	return cl.run(ctx, "eject media", func(api *gofish.APIClient, sys string) error {
-		cd, err := findCD(api, sys)
-		if err != nil {
-			return err
-		}
-		if !inserted(cd) {
-			return nil
-		}
-		_, err = cd.EjectMedia()
-		return err
-	})
-}
-
-func inserted(v *schemas.VirtualMedia) bool {
-	if v.Inserted != nil {
-		return *v.Inserted
-	}
-	return v.Image != ""
-}
-
-// findCD returns the system's virtual CD: from the system's own VirtualMedia
-// collection (newer BMCs) or from its manager's.
-func findCD(api *gofish.APIClient, sys string) (*schemas.VirtualMedia, error) {
-	const op = "virtual media"
-	s, err := getSystem(api, sys)
-	if err != nil {
-		return nil, err
-	}
-	var vms []*schemas.VirtualMedia
-	var lastErr error
-	if s.VirtualMedia != "" {
-		vms, lastErr = schemas.ListReferencedVirtualMedias(api, s.VirtualMedia)
-	}
-	for _, m := range s.ManagedBy {
-		if len(vms) > 0 {
-			break
-		}
-		mgr, err := schemas.GetObject[schemas.Manager](api, m)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		vms, lastErr = mgr.VirtualMedia()
-	}
-	if len(vms) == 0 {
-		if lastErr != nil {
-			return nil, lastErr
-		}
-		return nil, bmc.Errorf(bmc.KindUnsupported, op, "system %s has no virtual media", s.Path)
-	}
-	for _, v := range vms {
-		for _, t := range v.MediaTypes {
-			if t == schemas.CDVirtualMediaType || t == schemas.DVDVirtualMediaType {
-				return v, nil
-			}
-		}
-	}
-	for _, v := range vms {
-		if id := strings.ToLower(v.ID + " " + v.Name); strings.Contains(id, "cd") || strings.Contains(id, "dvd") {
-			return v, nil
-		}
-	}
-	return nil, bmc.Errorf(bmc.KindUnsupported, op, "system %s has no virtual CD/DVD", s.Path)
 }
 
 // Inventory reads CPUs (logical, as Ironic counts them), memory, UUID and

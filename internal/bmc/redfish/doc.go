@@ -29,4 +29,12 @@
 // documents and gofish's typed decoding rejects a whole resource for one
 // mistyped field. Managers and VirtualMedia use gofish's types, which also
 // carry its InsertMedia/EjectMedia-or-PATCH fallbacks.
+//
+// Virtual media: boot images go to the first CD/DVD slot. A config drive
+// goes to a USB stick slot, else a floppy slot, else another CD slot, and
+// to the boot CD only while it is empty (a PXE deploy); slots that
+// advertise no MediaTypes are judged by Id and Name ("usb", "removable",
+// "floppy", "cd"), slots without Inserted by Image. So call InsertMedia
+// before InsertConfigDrive: on a one-slot BMC the boot image would evict a
+// config drive that got there first. EjectMedia empties every slot.
 package redfish

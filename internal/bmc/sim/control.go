@@ -16,18 +16,28 @@ type SystemStatus struct {
 	IgnorePower bool   `json:"ignore_power,omitempty"`
 	BootTarget  string `json:"boot_target"`
 	BootEnabled string `json:"boot_enabled"`
-	MediaImage  string `json:"media_image,omitempty"`
-	Inserted    bool   `json:"media_inserted"`
-	Requests    int64  `json:"requests"`
+	// MediaImage and Inserted are the virtual CD's (as Fleet.Media);
+	// MediaSlots has every slot.
+	MediaImage string      `json:"media_image,omitempty"`
+	Inserted   bool        `json:"media_inserted"`
+	MediaSlots []MediaSlot `json:"media_slots"`
+	OS         OSStatus    `json:"os"`
+	Requests   int64       `json:"requests"`
 }
 
 func (s *system) status() SystemStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	cd := s.bootSlotLocked()
+	slots := make([]MediaSlot, len(s.slots))
+	for i, m := range s.slots {
+		slots[i] = m.status()
+	}
 	return SystemStatus{
 		ID: s.id, Path: s.path, Power: powerString(s.power), Fault: string(s.fault),
 		IgnorePower: s.ignorePower, BootTarget: s.bootTarget, BootEnabled: s.bootEnabled,
-		MediaImage: s.mediaImage, Inserted: s.mediaIn, Requests: s.requests.Load(),
+		MediaImage: cd.image, Inserted: cd.inserted, MediaSlots: slots,
+		OS: s.osStatusLocked(), Requests: s.requests.Load(),
 	}
 }
 
@@ -94,6 +104,16 @@ func (f *Fleet) control(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			_ = f.SetIgnorePower(s.id, body.Ignore)
+			writeJSON(w, http.StatusOK, s.status())
+		case len(segs) == 3 && segs[2] == "os" && r.Method == http.MethodPost:
+			var body struct {
+				Enabled *bool `json:"enabled"`
+			}
+			if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&body); err != nil || body.Enabled == nil {
+				fail(http.StatusBadRequest, "want {\"enabled\":false} or {\"enabled\":true}")
+				return
+			}
+			_ = f.SetOS(s.id, *body.Enabled)
 			writeJSON(w, http.StatusOK, s.status())
 		default:
 			fail(http.StatusNotFound, "unknown control request")

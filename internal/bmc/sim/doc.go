@@ -1,5 +1,6 @@
 // Package sim is a simulated fleet of Redfish BMCs: one real HTTP(S) server
-// hosting N computer systems, each with its own Manager and virtual CD, that
+// hosting N computer systems, each with its own Manager and virtual media
+// slots (by default a CD and a USB stick; Options.MediaSlots), that
 // unmodified Redfish clients (gofish, curl, the redfish driver) talk to.
 //
 // It exists for tests, demos and benchmarks, so every system can be made to
@@ -32,7 +33,25 @@
 //	POST /sim/systems/{id}/fault           {"fault":"hang"}   ("" or "none" clears)
 //	POST /sim/systems/{id}/power           {"power":"On"}     (or "Off")
 //	POST /sim/systems/{id}/ignore-power    {"ignore":true}
+//	POST /sim/systems/{id}/os              {"enabled":false}  the simulated OS never calls back
 //	POST /sim/fault                        {"fault":"down"}   every system
+//
+// Virtual media: inserting into a slot that holds an image answers 409
+// (eject first). Slots other than CDs fetch the image at insert time, as
+// iDRAC and sushy-tools do (Options.FetchCDMedia: CDs too), with a 10 s
+// timeout and no TLS verification; an image that cannot be fetched fails
+// the insert with 400 and a Redfish message naming the failure. Boot CD
+// images are not fetched, so tests can use made-up image URLs.
+//
+// The simulated OS: when a system's power comes on (a change from off, or a
+// ForceRestart/PowerCycle, once Options.PowerDelay has passed) and a slot
+// holds a fetched config drive (internal/configdrive) with a ready URL, the
+// system waits Options.OSBootDelay and POSTs that URL with
+// "Authorization: Bearer <token>" and an empty body, as the drive's
+// vendor-data script would, retrying connection errors and 5xx every second
+// (30 tries) and stopping at 2xx or 4xx. Once per power-on; powering off,
+// SetOS(id, false) and Close cancel it. OS and the control API report the
+// outcome (ready_calls, last_status).
 //
 // Lookups are map based and per-system state has its own lock, so one process
 // serves 10,000 systems; only the Systems and Managers collections (and

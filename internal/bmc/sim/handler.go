@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -519,17 +518,18 @@ func (f *Fleet) reset(w http.ResponseWriter, r *http.Request, s *system) {
 		return
 	}
 	on := rt != "ForceOff" && rt != "GracefulShutdown"
+	restart := rt == "ForceRestart" || rt == "PowerCycle"
 	s.mu.Lock()
 	if !s.ignorePower {
 		s.cancelPendingLocked()
 		if f.opts.PowerDelay <= 0 {
-			s.power = on
+			f.applyPowerLocked(s, on, restart)
 		} else {
 			seq := s.powerSeq
 			s.pending = time.AfterFunc(f.opts.PowerDelay, func() {
 				s.mu.Lock()
 				if s.powerSeq == seq {
-					s.power = on
+					f.applyPowerLocked(s, on, restart)
 					s.pending = nil
 				}
 				s.mu.Unlock()
@@ -552,7 +552,16 @@ func (s *system) cancelPendingLocked() {
 // ---- Manager and VirtualMedia ----
 
 func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, rest []string) {
-	cd := s.mgrPath + "/VirtualMedia/CD"
+	vmPath := s.mgrPath + "/VirtualMedia"
+	if len(rest) >= 2 && rest[0] == "VirtualMedia" {
+		m := s.slot(rest[1])
+		if m == nil {
+			writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
+			return
+		}
+		f.serveSlot(w, r, s, m, vmPath+"/"+m.id, rest[2:])
+		return
+	}
 	switch {
 	case len(rest) == 0:
 		if !allow(w, r, http.MethodGet) {
@@ -568,7 +577,7 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 			"UUID":            nameUUID("manager/" + s.id),
 			"PowerState":      "On",
 			"Status":          map[string]any{"State": "Enabled", "Health": "OK"},
-			"VirtualMedia":    odataID(s.mgrPath + "/VirtualMedia"),
+			"VirtualMedia":    odataID(vmPath),
 			"Links": map[string]any{
 				"ManagerForServers": []any{odataID(s.path)},
 			},
@@ -577,23 +586,36 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 		if !allow(w, r, http.MethodGet) {
 			return
 		}
-		writeJSON(w, http.StatusOK, collection(s.mgrPath+"/VirtualMedia", "#VirtualMediaCollection.VirtualMediaCollection", "Virtual Media Services", []any{odataID(cd)}))
-	case len(rest) == 2 && rest[0] == "VirtualMedia" && rest[1] == "CD":
+		members := make([]any, len(s.slots))
+		for i, m := range s.slots {
+			members[i] = odataID(vmPath + "/" + m.id)
+		}
+		writeJSON(w, http.StatusOK, collection(vmPath, "#VirtualMediaCollection.VirtualMediaCollection", "Virtual Media Services", members))
+	default:
+		writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
+	}
+}
+
+// serveSlot serves one VirtualMedia resource: GET, PATCH (Image/Inserted,
+// as some BMCs take instead of the actions) and the Insert/Eject actions.
+func (f *Fleet) serveSlot(w http.ResponseWriter, r *http.Request, s *system, m *mediaSlot, path string, rest []string) {
+	var body struct {
+		Image          *string
+		Inserted       *bool
+		WriteProtected *bool
+	}
+	switch {
+	case len(rest) == 0:
 		switch r.Method {
 		case http.MethodGet:
-			writeJSON(w, http.StatusOK, s.mediaJSON(cd))
+			writeJSON(w, http.StatusOK, s.mediaJSON(m, path))
 		case http.MethodPatch:
-			var body struct {
-				Image          *string
-				Inserted       *bool
-				WriteProtected *bool
-			}
 			if !decodeBody(w, r, &body) {
 				return
 			}
 			eject := (body.Inserted != nil && !*body.Inserted) || (body.Image != nil && *body.Image == "")
 			if eject {
-				s.eject()
+				s.eject(m)
 				w.WriteHeader(http.StatusNoContent)
 				return
 			}
@@ -601,21 +623,16 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 				w.WriteHeader(http.StatusNoContent)
 				return
 			}
-			s.insert(w, *body.Image, body.WriteProtected)
+			f.insert(w, r, s, m, *body.Image, body.WriteProtected)
 		default:
 			methodNotAllowed(w, http.MethodGet, http.MethodPatch)
 		}
-	case len(rest) == 4 && rest[0] == "VirtualMedia" && rest[1] == "CD" && rest[2] == "Actions":
+	case len(rest) == 2 && rest[0] == "Actions":
 		if !allow(w, r, http.MethodPost) {
 			return
 		}
-		switch rest[3] {
+		switch rest[1] {
 		case "VirtualMedia.InsertMedia":
-			var body struct {
-				Image          *string
-				Inserted       *bool
-				WriteProtected *bool
-			}
 			if !decodeBody(w, r, &body) {
 				return
 			}
@@ -623,76 +640,16 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 				writeError(w, http.StatusBadRequest, "ActionParameterMissing", "The action VirtualMedia.InsertMedia requires the parameter Image to be present in the request body.")
 				return
 			}
-			s.insert(w, *body.Image, body.WriteProtected)
+			f.insert(w, r, s, m, *body.Image, body.WriteProtected)
 		case "VirtualMedia.EjectMedia":
-			s.eject()
+			s.eject(m)
 			w.WriteHeader(http.StatusNoContent)
 		default:
-			writeError(w, http.StatusNotFound, "ActionNotSupported", fmt.Sprintf("The action %s is not supported by the resource.", rest[3]))
+			writeError(w, http.StatusNotFound, "ActionNotSupported", fmt.Sprintf("The action %s is not supported by the resource.", rest[1]))
 		}
 	default:
 		writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
 	}
-}
-
-func (s *system) mediaJSON(cd string) map[string]any {
-	s.mu.Lock()
-	img, in, wp := s.mediaImage, s.mediaIn, s.mediaWP
-	s.mu.Unlock()
-	connected, name := "NotConnected", ""
-	if in {
-		connected = "URI"
-		if u, err := url.Parse(img); err == nil {
-			name = u.Path[strings.LastIndex(u.Path, "/")+1:]
-		}
-	}
-	var image any
-	if img != "" {
-		image = img
-	}
-	return map[string]any{
-		"@odata.id":      cd,
-		"@odata.type":    "#VirtualMedia.v1_6_0.VirtualMedia",
-		"Id":             "CD",
-		"Name":           "Virtual CD",
-		"MediaTypes":     []string{"CD", "DVD"},
-		"Image":          image,
-		"ImageName":      name,
-		"Inserted":       in,
-		"WriteProtected": wp,
-		"ConnectedVia":   connected,
-		"Actions": map[string]any{
-			"#VirtualMedia.InsertMedia": map[string]any{"target": cd + "/Actions/VirtualMedia.InsertMedia"},
-			"#VirtualMedia.EjectMedia":  map[string]any{"target": cd + "/Actions/VirtualMedia.EjectMedia"},
-		},
-	}
-}
-
-func (s *system) insert(w http.ResponseWriter, image string, wp *bool) {
-	u, err := url.Parse(image)
-	if err != nil || u.Host == "" || !slices.Contains(mediaSchemes, strings.ToLower(u.Scheme)) {
-		writeError(w, http.StatusBadRequest, "PropertyValueFormatError",
-			"The value for the property Image is of a different format than the property can accept (want an http, https, nfs or cifs URL).")
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mediaIn {
-		// Like most BMCs: eject first.
-		writeError(w, http.StatusConflict, "ResourceInUse", "The virtual media is already inserted; eject it first.")
-		return
-	}
-	s.mediaImage, s.mediaIn, s.mediaWP = image, true, true
-	if wp != nil {
-		s.mediaWP = *wp
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *system) eject() {
-	s.mu.Lock()
-	s.mediaImage, s.mediaIn = "", false
-	s.mu.Unlock()
 }
 
 // ---- HTTP helpers ----

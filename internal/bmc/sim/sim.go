@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"crypto/sha1"
 	"crypto/tls"
 	"crypto/x509"
@@ -54,6 +55,23 @@ type Options struct {
 	SlowDelay          time.Duration // delay of FaultSlow (default 3s)
 	PowerDelay         time.Duration // power changes land this long after a Reset; 0 = immediate
 	NoSessionService   bool          // serve no SessionService (basic auth only)
+
+	// MediaSlots names each system's virtual media slots, in the order the
+	// BMC lists them (default DefaultMediaSlots: "CD" and "USB1"). A name's
+	// prefix sets the slot's kind: "cd"/"dvd" (MediaTypes CD, DVD), "usb"
+	// (USBStick), "floppy"/"fd" (Floppy), "removable" (no MediaTypes and no
+	// Inserted property, like some real BMCs). {"CD"} is a single-slot BMC.
+	MediaSlots []string
+	// FetchCDMedia makes CD slots fetch their images at insert time too
+	// (by default only the other slots do: boot images in tests are fake
+	// URLs). Needed for the simulated OS to read a config drive from a CD.
+	FetchCDMedia bool
+	// OSBootDelay is how long after a power-on lands the simulated OS
+	// calls the config drive's ready URL (0: at once). Negative disables
+	// the simulated OS, as NoOS does.
+	OSBootDelay time.Duration
+	// NoOS starts every system without a simulated OS (SetOS turns it on).
+	NoOS bool
 }
 
 // Fleet is a running simulated Redfish service.
@@ -72,6 +90,13 @@ type Fleet struct {
 	uuid     string
 
 	total atomic.Int64
+
+	// life ends when the fleet closes; background work (simulated OSes,
+	// image fetches) runs under it and bg counts those goroutines.
+	life     context.Context
+	stopLife context.CancelFunc
+	bg       sync.WaitGroup
+	client   *http.Client // fetches images, calls ready URLs
 
 	sessMu      sync.RWMutex
 	sessions    map[string]*session // by token
@@ -109,9 +134,16 @@ type system struct {
 	bootTarget  string
 	bootEnabled string
 	bootMode    string
-	mediaImage  string
-	mediaIn     bool
-	mediaWP     bool
+	slots       []*mediaSlot // fixed at Start; their state is guarded by mu
+
+	// The simulated OS.
+	osEnabled   bool
+	osSeq       uint64             // bumped by every power change: stale callbacks stop
+	osCancel    context.CancelFunc // non-nil while a callback is pending
+	powerOns    int
+	readyCalls  int
+	readyStatus int
+	readyErr    string
 }
 
 // Start builds the fleet and serves it until Close.
@@ -139,6 +171,10 @@ func Start(opts Options) (*Fleet, error) {
 			ids[i] = fmt.Sprint(i + 1)
 		}
 	}
+	if _, err := parseSlots(opts.MediaSlots, opts.FetchCDMedia); err != nil {
+		return nil, err
+	}
+	osEnabled := !opts.NoOS && opts.OSBootDelay >= 0
 	f := &Fleet{
 		opts:        opts,
 		systems:     make(map[string]*system, len(ids)),
@@ -148,7 +184,9 @@ func Start(opts Options) (*Fleet, error) {
 		done:        make(chan struct{}),
 		serveDone:   make(chan struct{}),
 		uuid:        nameUUID("fleet"),
+		client:      newClient(),
 	}
+	f.life, f.stopLife = context.WithCancel(context.Background())
 	for i, id := range ids {
 		if id == "" || strings.ContainsAny(id, "/?#% ") {
 			return nil, fmt.Errorf("sim: invalid system id %q", id)
@@ -166,8 +204,9 @@ func Start(opts Options) (*Fleet, error) {
 			bootTarget:  "None",
 			bootEnabled: "Disabled",
 			bootMode:    "UEFI",
-			mediaWP:     true,
+			osEnabled:   osEnabled,
 		}
+		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia)
 		f.systems[id] = s
 		f.order = append(f.order, s)
 	}
@@ -175,6 +214,7 @@ func Start(opts Options) (*Fleet, error) {
 
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
+		f.stopLife()
 		return nil, fmt.Errorf("sim: listen: %w", err)
 	}
 	scheme := "http"
@@ -182,6 +222,7 @@ func Start(opts Options) (*Fleet, error) {
 		cert, pool, err := selfSigned(ln.Addr())
 		if err != nil {
 			ln.Close()
+			f.stopLife()
 			return nil, err
 		}
 		f.certPool = pool
@@ -281,7 +322,8 @@ func (f *Fleet) Power(system string) (string, error) {
 	return powerString(s.power), nil
 }
 
-// SetPower sets the power state at once, cancelling a pending change.
+// SetPower sets the power state at once, cancelling a pending change. Off
+// to on boots the simulated OS.
 func (f *Fleet) SetPower(system string, on bool) error {
 	s, err := f.lookup(system)
 	if err != nil {
@@ -289,7 +331,7 @@ func (f *Fleet) SetPower(system string, on bool) error {
 	}
 	s.mu.Lock()
 	s.cancelPendingLocked()
-	s.power = on
+	f.applyPowerLocked(s, on, false)
 	s.mu.Unlock()
 	return nil
 }
@@ -317,7 +359,8 @@ func (f *Fleet) BootOverride(system string) (target, enabled string, err error) 
 	return s.bootTarget, s.bootEnabled, nil
 }
 
-// Media returns the virtual CD's image and whether it is inserted.
+// Media returns the virtual CD's image and whether it is inserted (the
+// first CD slot; see MediaSlots and SlotMedia for the others).
 func (f *Fleet) Media(system string) (image string, inserted bool, err error) {
 	s, err := f.lookup(system)
 	if err != nil {
@@ -325,7 +368,8 @@ func (f *Fleet) Media(system string) (image string, inserted bool, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mediaImage, s.mediaIn, nil
+	m := s.bootSlotLocked()
+	return m.image, m.inserted, nil
 }
 
 // Requests counts the HTTP requests that touched that system (its
@@ -360,8 +404,9 @@ func (f *Fleet) DropSessions() {
 	f.sessMu.Unlock()
 }
 
-// Close stops the server, drops every connection (ending hung requests) and
-// waits for all handlers to return.
+// Close stops the server, drops every connection (ending hung requests),
+// cancels image fetches and simulated OS callbacks, and waits for all
+// handlers and callbacks to return.
 func (f *Fleet) Close() error {
 	var err error
 	f.closeOnce.Do(func() {
@@ -369,14 +414,17 @@ func (f *Fleet) Close() error {
 		f.closed = true
 		close(f.done)
 		f.lifeMu.Unlock()
+		f.stopLife()
 		err = f.srv.Close()
 		<-f.serveDone
 		f.inflight.Wait()
 		for _, s := range f.order {
 			s.mu.Lock()
 			s.cancelPendingLocked()
+			s.stopOSLocked()
 			s.mu.Unlock()
 		}
+		f.bg.Wait()
 	})
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

@@ -89,7 +89,8 @@ func TestGofishWalk(t *testing.T) {
 		t.Fatalf("managers %d %v", len(mgrs), err)
 	}
 	vms, err := mgrs[0].VirtualMedia()
-	if err != nil || len(vms) != 1 || !vms[0].SupportsMediaInsert {
+	// Default slots: the CD first, then a USB stick.
+	if err != nil || len(vms) != 2 || !vms[0].SupportsMediaInsert || vms[0].ID != "CD" || vms[1].ID != "USB1" {
 		t.Fatalf("virtual media %v %v", vms, err)
 	}
 	if _, err := vms[0].InsertMedia(&schemas.VirtualMediaInsertMediaParameters{Image: "http://images/x.iso"}); err != nil {
