@@ -451,3 +451,53 @@ resource "baremetal_instance" "app" {
 		},
 	})
 }
+
+// TestAccInstanceReadiness: user data travels on a config drive the
+// simulated BMC fetches from the controller, the simulated OS calls back,
+// and apply returns once the instance is ready; a second plan is empty.
+func TestAccInstanceReadiness(t *testing.T) {
+	env := accEnv(t, testenv.Options{Systems: 1})
+	c := accClient(t, env, env.AdminToken)
+	const addr = "baremetal_instance.app"
+	config := providerConfig(env, env.AdminToken) + nodeHCL(env, "a", "ready-0", "gpu", 0, "") + `
+resource "baremetal_instance" "app" {
+  name           = "app"
+  project        = "acc"
+  resource_class = "gpu"
+  deploy_timeout = "5m"
+  user_data      = <<-EOT
+    #cloud-config
+    hostname: app
+  EOT
+  image = {
+    url = "https://images.example.com/app.img"
+  }
+  depends_on = [baremetal_node.a]
+}
+`
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             resource.ComposeTestCheckFunc(checkInstancesGone(c), checkNodesGone(c)),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("state"), knownvalue.StringExact("active")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("ready"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("deploy_timeout"), knownvalue.StringExact("5m")),
+				},
+			},
+			{
+				Config:             config,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: false,
+			},
+			{
+				ResourceName:            addr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+		},
+	})
+}

@@ -135,6 +135,24 @@ resource "baremetal_instance" "test" {
     url = "https://images.example.com/a.img"
   }
 }`, `power_state value must be one of`},
+		{"deploy_timeout too short", unreachableProvider + `
+resource "baremetal_instance" "test" {
+  name           = "i1"
+  resource_class = "rc"
+  deploy_timeout = "10s"
+  image = {
+    url = "https://images.example.com/a.img"
+  }
+}`, `(?s)Invalid duration.*deploy_timeout must be a duration between 1m and 24h.*got\s+"10s"`},
+		{"deploy_timeout not a duration", unreachableProvider + `
+resource "baremetal_instance" "test" {
+  name           = "i1"
+  resource_class = "rc"
+  deploy_timeout = "half an hour"
+  image = {
+    url = "https://images.example.com/a.img"
+  }
+}`, `(?s)deploy_timeout must be a duration between 1m and 24h`},
 		{"bad fault filter", unreachableProvider + `
 data "baremetal_nodes" "test" {
   fault = "broken"

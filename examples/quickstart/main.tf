@@ -73,6 +73,12 @@ resource "baremetal_instance" "web" {
     role = "web"
   }
 
+  # Travels on a config drive the (simulated) BMC fetches from the
+  # controller; the simulated OS "boots", reads it and calls back, so apply
+  # returns once the instance is ready.
+  user_data      = "#cloud-config\nhostname: web-1\n"
+  deploy_timeout = "5m"
+
   power_state = "on"
 
   # The scheduler needs available nodes first.

@@ -8,7 +8,14 @@ resource "baremetal_instance" "app" {
     checksum = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
   }
 
+  # Delivered on a config drive (ISO labelled config-2) that the BMC attaches
+  # next to the image; cloud-init reads it as usual.
   user_data = file("${path.module}/cloud-init.yaml")
+
+  # apply returns once the booted OS has called back (the config drive
+  # makes cloud-init do that); no call within 20 minutes of power-on fails
+  # the deploy with the node fault deploy_timeout.
+  deploy_timeout = "20m"
 
   metadata = {
     role = "app"
