@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/kdomanski/iso9660"
@@ -77,6 +78,16 @@ func Key(readyToken string) string {
 	m := hmac.New(sha256.New, []byte(readyToken))
 	m.Write([]byte("baremetal config drive v1"))
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+var keyInURL = regexp.MustCompile(`/config-drive/[0-9a-fA-F]{16,}`)
+
+// MaskKeys hides config drive keys in s. BMCs quote the media URL in
+// their errors, and those errors reach logs, events, last_error and the
+// jobs API, where a key (which fetches the drive, and so the ready token
+// and user data) must not.
+func MaskKeys(s string) string {
+	return keyInURL.ReplaceAllString(s, "/config-drive/REDACTED")
 }
 
 // MaxUserData bounds user data as OpenStack does (64 KiB): a config drive

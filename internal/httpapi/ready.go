@@ -74,6 +74,8 @@ func logPath(r *http.Request) string {
 	if i < 0 {
 		return p
 	}
+	// Whatever follows the marker is masked up to the next slash, even
+	// when it is not a well-formed key: a wrong key is still a guess.
 	rest := p[i+len(marker):]
 	if j := strings.IndexByte(rest, '/'); j >= 0 {
 		return p[:i+len(marker)] + "REDACTED" + rest[j:]

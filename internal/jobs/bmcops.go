@@ -8,6 +8,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
 )
 
 // endpoint is what the driver needs to reach n's BMC.
@@ -37,6 +38,10 @@ func (r *Runner) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn f
 	}
 	if err != nil {
 		err = bmc.Wrap(bmc.KindUnreachable, op, err)
+		if msg := err.Error(); configdrive.MaskKeys(msg) != msg {
+			// The BMC quoted a config drive URL: keep the kind, drop the key.
+			err = &bmc.Error{Kind: bmc.KindOf(err), Op: op, Err: errors.New(configdrive.MaskKeys(errors.Unwrap(err).Error()))}
+		}
 		// A deadline hit inside the driver may come back unclassified or
 		// as a bare context error; either way it is an unreachable BMC.
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {

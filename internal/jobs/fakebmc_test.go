@@ -22,12 +22,15 @@ type fakeBMCs struct {
 
 type fakeSystem struct {
 	cd, drive string // inserted images (media only)
-	power     bool
-	fault     sim.Fault
-	flap      bool
-	ignore    bool
-	boot      bmc.BootDevice
-	calls     int
+	// driveFails makes InsertConfigDrive fail quoting the URL, as BMCs
+	// that cannot fetch an image do.
+	driveFails bool
+	power      bool
+	fault      sim.Fault
+	flap       bool
+	ignore     bool
+	boot       bmc.BootDevice
+	calls      int
 }
 
 func newFakeBMCs(ids ...string) *fakeBMCs {
@@ -157,8 +160,11 @@ func (c *fakeMediaClient) InsertConfigDrive(ctx context.Context, url string) err
 		return err
 	}
 	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if s.driveFails {
+		return bmc.Errorf(bmc.KindBMCError, "insert config drive", "400 CouldNotEstablishConnection: the image at %s could not be fetched", url)
+	}
 	s.drive = url
-	c.f.mu.Unlock()
 	return nil
 }
 

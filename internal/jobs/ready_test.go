@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestDeployWaitsForReadyCallbackThenTimesOut(t *testing.T) {
 		}
 		if booted == nil {
 			i, _ := h.st.GetInstance(h.ctx, inst.ID)
-		t.Fatalf("instance never recorded its boot: %+v\nnode %+v\n%s", i, h.node(n.ID), dumpEvents(h.events(n.ID)))
+			t.Fatalf("instance never recorded its boot: %+v\nnode %+v\n%s", i, h.node(n.ID), dumpEvents(h.events(n.ID)))
 		}
 		h.fake.mu.Lock()
 		drive, cd := h.fake.systems[sys[0]].drive, h.fake.systems[sys[0]].cd
@@ -133,4 +134,38 @@ func TestDeployWaitsForReadyCallbackThenTimesOut(t *testing.T) {
 			t.Error("the ready token leaked into last_error or events")
 		}
 	})
+}
+
+// A BMC that cannot fetch the config drive quotes its URL in the error;
+// the key in it must not reach last_error, events or the jobs API.
+func TestConfigDriveKeyNeverInErrors(t *testing.T) {
+	h, sys := newFakeHarness(t, openSQLite(t), 1, withPublicURL(testPublicURL))
+	h.fake.media = true
+	h.fake.systems[sys[0]].driveFails = true
+	n := h.addNode("n1", sys[0], baremetal.StateDeploying, false)
+	inst := h.addInstance(n, "web")
+	h.setInstance(inst.ID, func(i *baremetal.Instance) { i.UserData, i.ReadyToken = "#!/bin/sh\n", "rdy_secret-token" })
+	key := configdrive.Key("rdy_secret-token")
+	h.start()
+	h.enqueue(DeployArgs{NodeID: n.ID, InstanceID: inst.ID})
+	got := h.waitNode(n.ID, wait, "deploy_failed", func(n *baremetal.Node) bool {
+		return n.ProvisionState == baremetal.StateDeployFailed
+	})
+	if !strings.Contains(got.LastError, "could not be fetched") || !strings.Contains(got.LastError, "/config-drive/REDACTED/") {
+		t.Errorf("last_error %q", got.LastError)
+	}
+	jobs, err := h.r.ListJobs(h.ctx, n.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	everything := got.LastError + dumpEvents(h.events(n.ID)) + fmt.Sprintf("%+v", jobs)
+	if i, _ := h.st.GetInstance(h.ctx, inst.ID); i != nil {
+		everything += i.LastError
+	}
+	if !strings.Contains(fmt.Sprintf("%+v", jobs), "could not be fetched") {
+		t.Errorf("the jobs API does not show the error (so this test proves nothing): %+v", jobs)
+	}
+	if strings.Contains(everything, key) {
+		t.Errorf("the config drive key leaked:\n%s", everything)
+	}
 }
