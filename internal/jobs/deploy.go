@@ -148,15 +148,20 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		return tx.UpdateInstance(ctx, inst)
 	})
 	if err == nil && wait > 0 {
-		// Wake at the deadline; a callback before it finishes the deploy
-		// without us, and this job then finds nothing left to do.
-		return river.JobSnooze(wait)
+		return river.JobSnooze(min(wait, readyPoll))
 	}
 	return ignoreGone(err)
 }
 
+// readyPoll bounds how long a deploy waiting for the readiness callback
+// sleeps at a time. The callback itself finishes the deploy (the service
+// writes instance and node), so this is not about noticing it sooner: it
+// keeps the job from sitting in the jobs API as "scheduled in 23h" long
+// after its instance became active.
+const readyPoll = time.Minute
+
 // awaitReady is a deploy whose node has booted and waits for the OS's
-// readiness callback: before the deadline it sleeps until then (snoozed,
+// readiness callback: before the deadline it sleeps (snoozed, readyPoll at a time,
 // holding nothing); after it, the deploy fails with deploy_timeout.
 func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance) error {
 	if inst.Ready || inst.DeployTimeout <= 0 {
@@ -164,7 +169,7 @@ func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *bareme
 	}
 	deadline := inst.BootedAt.Add(inst.DeployTimeout)
 	if left := time.Until(deadline); left > 0 {
-		return river.JobSnooze(left)
+		return river.JobSnooze(min(left, readyPoll))
 	}
 	_, err := r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
 		if !deploying(n, inst.ID) {
