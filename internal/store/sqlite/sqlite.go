@@ -9,6 +9,10 @@
 // connections: in WAL mode readers never block the writer nor each other
 // and see every committed write.
 //
+// Both pools open their connections through a statement cache
+// (stmtcache.go): every statement, River's included, is compiled once per
+// connection instead of on every call.
+//
 // The consequence callers must respect (see store.Store.InTx): while a
 // transaction is open it holds the only writer connection, so a Store write
 // or a River call outside the transaction waits until it ends.
@@ -27,7 +31,6 @@ import (
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
@@ -75,10 +78,11 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: create directory: %w", err)
 	}
 
-	writer, err := sql.Open("sqlite", path+"?"+writerParams)
+	wc, err := newCachingConnector(path + "?" + writerParams)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
+	writer := sql.OpenDB(wc)
 	writer.SetMaxOpenConns(1)
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
@@ -96,11 +100,12 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 
 	// Opened after migrating, so the file is already in WAL mode and has
 	// its tables when the first read arrives.
-	reader, err := sql.Open("sqlite", path+"?"+readerParams)
+	rc, err := newCachingConnector(path + "?" + readerParams)
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
+	reader := sql.OpenDB(rc)
 	n := max(4, runtime.NumCPU())
 	reader.SetMaxOpenConns(n)
 	reader.SetMaxIdleConns(n)
