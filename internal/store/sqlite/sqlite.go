@@ -32,6 +32,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
@@ -40,6 +41,7 @@ import (
 type Store struct {
 	queries
 	writer *sql.DB
+	gate   writeGate
 	reader *sql.DB
 	path   string
 }
@@ -88,7 +90,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	s := &Store{writer: writer, path: path}
+	s := &Store{writer: writer, gate: newWriteGate(), path: path}
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -117,7 +119,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	s.reader = reader
-	s.queries = queries{r: reader, w: writer, box: box}
+	s.queries = queries{r: reader, w: gatedWriter{writer, s.gate}, box: box}
 	return s, nil
 }
 
@@ -146,6 +148,10 @@ func quietLogger() *slog.Logger {
 // InTx runs fn in a transaction on the writer connection. fn's error (or
 // panic) rolls back and is returned as is.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) (err error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer s.gate.leave() // deferred first: runs after the rollback below
 	sqlTx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
@@ -195,6 +201,13 @@ func (s *Store) Close() error {
 type Tx struct {
 	queries
 	tx *sql.Tx
+}
+
+// GetNodeForUpdate is GetNode: the transaction already holds the
+// database's write lock (BEGIN IMMEDIATE), so no other writer can change
+// the row before it ends.
+func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.Node, error) {
+	return t.GetNode(ctx, idOrName)
 }
 
 // Native returns the *sql.Tx, for River's InsertTx.
