@@ -317,7 +317,10 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 			if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
 				return err
 			}
-			node, err := tx.GetNode(ctx, inst.NodeID)
+			// Locked: a concurrent node write (the power sync records every
+			// hung BMC's failures) would otherwise make the write below a
+			// version conflict, retried after a sleep.
+			node, err := tx.GetNodeForUpdate(ctx, inst.NodeID)
 			if baremetal.IsCode(err, baremetal.CodeNotFound) {
 				return nil // node force-deleted: nothing to clean
 			}
