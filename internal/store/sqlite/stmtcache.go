@@ -135,7 +135,7 @@ func (c *cachingConn) take(ctx context.Context, query string) (*cachedStmt, erro
 		s.lent = true
 		return s, nil
 	}
-	ds, err := c.sqliteConn.PrepareContext(ctx, query)
+	ds, err := c.PrepareContext(ctx, query) // the driver's: explicit Prepare calls are not cached
 	if err != nil {
 		return nil, err
 	}
