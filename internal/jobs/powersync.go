@@ -90,8 +90,12 @@ type observation struct {
 
 // writeBatch is how many observations share one write transaction: enough
 // to make a first pass over thousands of nodes cheap, few enough that the
-// single SQLite writer is never held for long (River needs it too).
-const writeBatch = 100
+// single SQLite writer is never held for long (River needs it too, and a
+// user's DELETE waits for it). When every BMC hangs, every observation is
+// a write; at 100 per transaction a pass held the writer for tens of
+// milliseconds at a time. At 20 a transaction takes a few milliseconds and
+// the commits add about one fsync per 20 nodes.
+const writeBatch = 20
 
 // syncNodes reads the power of nodes with bounded concurrency and writes
 // the observations that change something. Reads run in the shared slots

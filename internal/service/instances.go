@@ -310,19 +310,27 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 	var jobID int64
 	var inst *baremetal.Instance
 	err := retryConflict(ctx, func() error {
+		// Read before the transaction: on SQLite the read pool serves it
+		// while another request holds the single writer, which then only
+		// does the writes. The delete below is version-checked, so an
+		// instance changed in between is a conflict and the loop reads
+		// again (an If-Match on the old version then fails as it should).
+		var err error
+		inst, err = findInstance(ctx, s.store, c, idOrName)
+		if err != nil {
+			return err
+		}
+		if ifMatch != 0 && inst.Version != ifMatch {
+			return preconditionFailed(ifMatch, inst.Version)
+		}
 		return s.store.InTx(ctx, func(tx store.Tx) error {
-			var err error
-			inst, err = findInstance(ctx, tx, c, idOrName)
-			if err != nil {
-				return err
-			}
-			if ifMatch != 0 && inst.Version != ifMatch {
-				return preconditionFailed(ifMatch, inst.Version)
-			}
 			if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
 				return err
 			}
-			node, err := tx.GetNode(ctx, inst.NodeID)
+			// Locked: a concurrent node write (the power sync records every
+			// hung BMC's failures) would otherwise make the write below a
+			// version conflict, retried after a sleep.
+			node, err := tx.GetNodeForUpdate(ctx, inst.NodeID)
 			if baremetal.IsCode(err, baremetal.CodeNotFound) {
 				return nil // node force-deleted: nothing to clean
 			}

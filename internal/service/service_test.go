@@ -23,7 +23,7 @@ func (c *countingJobs) InsertTx(context.Context, store.Tx, river.JobArgs) (int64
 
 var admin = service.Caller{TokenID: "t-admin", Role: baremetal.RoleAdmin}
 
-func enrollAvailable(t *testing.T, st store.Store, svc *service.Service, name string) *baremetal.Node {
+func enrollAvailable(t testing.TB, st store.Store, svc *service.Service, name string) *baremetal.Node {
 	t.Helper()
 	ctx := context.Background()
 	n, err := svc.CreateNode(ctx, admin, service.NodeSpec{Name: name, Driver: baremetal.DriverRedfish, ResourceClass: "gpu",

@@ -36,6 +36,15 @@ type Store interface {
 // Tx is an open transaction.
 type Tx interface {
 	Queries
+	// GetNodeForUpdate is GetNode that also locks the node's row until the
+	// transaction ends, for a read-modify-write that must not lose to a
+	// concurrent writer: with a plain read, PostgreSQL lets another
+	// transaction update the row in between, and the version-checked write
+	// then fails with a conflict the caller must retry after a pause. With
+	// the lock the read waits for that writer and sees its result. (SQLite
+	// transactions hold the database's write lock from BEGIN; there it is
+	// GetNode.)
+	GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.Node, error)
 	// Native returns the driver transaction for River's InsertTx:
 	// *sql.Tx for sqlite, pgx.Tx for postgres.
 	Native() any

@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
@@ -157,6 +158,11 @@ func (s *Store) Close() error {
 type Tx struct {
 	queries
 	tx pgx.Tx
+}
+
+// GetNodeForUpdate reads the node with FOR UPDATE (see store.Tx).
+func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.Node, error) {
+	return t.getNode(ctx, getNodeSQL+` FOR UPDATE`, idOrName)
 }
 
 // Native returns the pgx.Tx, for River's InsertTx.

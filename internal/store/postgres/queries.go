@@ -164,11 +164,17 @@ func normalizeNodeTimes(n *baremetal.Node) {
 	n.LastSeenAt = store.TimestampPtr(n.LastSeenAt)
 }
 
+// getNodeSQL finds a node by id or name in one round trip; an id match wins
+// over a name match.
+const getNodeSQL = `SELECT ` + nodeColumns + ` FROM nodes
+	WHERE id = $1 OR name = $1 ORDER BY id = $1 DESC LIMIT 1`
+
 func (q queries) GetNode(ctx context.Context, idOrName string) (*baremetal.Node, error) {
-	// One round trip for both lookups; an id match wins over a name match.
-	row := q.db.QueryRow(ctx, `SELECT `+nodeColumns+` FROM nodes
-		WHERE id = $1 OR name = $1 ORDER BY id = $1 DESC LIMIT 1`, idOrName)
-	n, err := q.scanNode(row)
+	return q.getNode(ctx, getNodeSQL, idOrName)
+}
+
+func (q queries) getNode(ctx context.Context, query, idOrName string) (*baremetal.Node, error) {
+	n, err := q.scanNode(q.db.QueryRow(ctx, query, idOrName))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.NotFound("node", idOrName)
 	}

@@ -9,6 +9,10 @@
 // connections: in WAL mode readers never block the writer nor each other
 // and see every committed write.
 //
+// Both pools open their connections through a statement cache
+// (stmtcache.go): every statement, River's included, is compiled once per
+// connection instead of on every call.
+//
 // The consequence callers must respect (see store.Store.InTx): while a
 // transaction is open it holds the only writer connection, so a Store write
 // or a River call outside the transaction waits until it ends.
@@ -27,8 +31,8 @@ import (
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
@@ -37,6 +41,7 @@ import (
 type Store struct {
 	queries
 	writer *sql.DB
+	gate   writeGate
 	reader *sql.DB
 	path   string
 }
@@ -75,16 +80,17 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: create directory: %w", err)
 	}
 
-	writer, err := sql.Open("sqlite", path+"?"+writerParams)
+	wc, err := newCachingConnector(path + "?" + writerParams)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
+	writer := sql.OpenDB(wc)
 	writer.SetMaxOpenConns(1)
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	s := &Store{writer: writer, path: path}
+	s := &Store{writer: writer, gate: newWriteGate(), path: path}
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -96,11 +102,12 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 
 	// Opened after migrating, so the file is already in WAL mode and has
 	// its tables when the first read arrives.
-	reader, err := sql.Open("sqlite", path+"?"+readerParams)
+	rc, err := newCachingConnector(path + "?" + readerParams)
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
+	reader := sql.OpenDB(rc)
 	n := max(4, runtime.NumCPU())
 	reader.SetMaxOpenConns(n)
 	reader.SetMaxIdleConns(n)
@@ -112,7 +119,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	s.reader = reader
-	s.queries = queries{r: reader, w: writer, box: box}
+	s.queries = queries{r: reader, w: gatedWriter{writer, s.gate}, box: box}
 	return s, nil
 }
 
@@ -141,6 +148,10 @@ func quietLogger() *slog.Logger {
 // InTx runs fn in a transaction on the writer connection. fn's error (or
 // panic) rolls back and is returned as is.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) (err error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer s.gate.leave() // deferred first: runs after the rollback below
 	sqlTx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
@@ -190,6 +201,13 @@ func (s *Store) Close() error {
 type Tx struct {
 	queries
 	tx *sql.Tx
+}
+
+// GetNodeForUpdate is GetNode: the transaction already holds the
+// database's write lock (BEGIN IMMEDIATE), so no other writer can change
+// the row before it ends.
+func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.Node, error) {
+	return t.GetNode(ctx, idOrName)
 }
 
 // Native returns the *sql.Tx, for River's InsertTx.

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TxCommit", testTxCommit},
 		{"TxRollback", testTxRollback},
 		{"TxPanic", testTxPanic},
+		{"TxNodeForUpdate", testTxNodeForUpdate},
 		{"PasswordEncryptedAtRest", testPasswordAtRest},
 		{"Persistence", testPersistence},
 		{"TimestampRoundTrip", testTimestamps},
@@ -796,6 +797,52 @@ func testTxCommit(t *testing.T, s store.Store) {
 	must(t, err)
 	if q.Instances != 3 {
 		t.Errorf("committed quota %d", q.Instances)
+	}
+}
+
+// testTxNodeForUpdate: GetNodeForUpdate reads like GetNode, and while a
+// transaction holds a node it read for update, no other transaction can
+// read it for update (it waits; here until its context ends).
+func testTxNodeForUpdate(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	n := newNode("locked")
+	must(t, s.InsertNode(ctx, n))
+	locked := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.InTx(ctx, func(tx store.Tx) error {
+			got, err := tx.GetNodeForUpdate(ctx, "locked")
+			if err != nil {
+				close(locked)
+				return err
+			}
+			same(t, "node read for update", n, got)
+			if _, err := tx.GetNodeForUpdate(ctx, "ghost"); !baremetal.IsCode(err, baremetal.CodeNotFound) {
+				t.Errorf("GetNodeForUpdate(ghost): %v, want not_found", err)
+			}
+			close(locked)
+			<-release
+			got.BMCFailures = 7
+			return tx.UpdateNode(ctx, got)
+		})
+	}()
+	<-locked
+	// The holder is parked until release: this wait can only end with the
+	// deadline, however long the deadline is.
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := s.InTx(short, func(tx store.Tx) error {
+		_, err := tx.GetNodeForUpdate(short, n.ID)
+		return err
+	})
+	cancel()
+	if err == nil {
+		t.Error("a second transaction read the node for update while the first held it")
+	}
+	close(release)
+	must(t, <-done)
+	if got := getNode(t, s, n.ID); got.BMCFailures != 7 || got.Version != n.Version+1 {
+		t.Errorf("after the locked update: failures %d version %d, want 7 and %d", got.BMCFailures, got.Version, n.Version+1)
 	}
 }
 
