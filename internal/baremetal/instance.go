@@ -49,6 +49,18 @@ type Instance struct {
 	Version       int64
 }
 
+// NeedsConfigDrive reports whether the instance has something only a
+// config drive can deliver: user data, or the ready token for a
+// readiness callback it waits for.
+func (i *Instance) NeedsConfigDrive() bool {
+	return i.UserData != "" || i.DeployTimeout > 0
+}
+
+// CanCarryConfigDrive reports whether n's driver can attach a config
+// drive at all (as virtual media: Redfish; IPMI has none). Whether a
+// given BMC has a free slot is only known when the deploy tries.
+func (n *Node) CanCarryConfigDrive() bool { return n.Driver == DriverRedfish }
+
 // Role is what a token may do.
 type Role string
 

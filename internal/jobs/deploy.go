@@ -221,7 +221,7 @@ func (r *Runner) prepareBoot(ctx context.Context, n *baremetal.Node, inst *barem
 			return "", "", err
 		}
 	}
-	if needsConfigDrive(inst) {
+	if inst.NeedsConfigDrive() {
 		if err := r.attachConfigDrive(ctx, n, inst, vm); err != nil {
 			return "", "", err
 		}
@@ -233,12 +233,9 @@ func (r *Runner) prepareBoot(ctx context.Context, n *baremetal.Node, inst *barem
 	return dev, drive, err
 }
 
-// needsConfigDrive: only instances that have something to deliver get a
-// config drive, so a plain deploy makes no extra BMC call and works on
-// BMCs with one virtual media slot or none.
-func needsConfigDrive(inst *baremetal.Instance) bool {
-	return inst.UserData != "" || inst.DeployTimeout > 0
-}
+// Only instances that have something to deliver get a config drive
+// (Instance.NeedsConfigDrive), so a plain deploy makes no extra BMC call
+// and works on BMCs with one virtual media slot or none.
 
 // permanentError fails a deploy at once: retrying cannot help.
 type permanentError struct{ msg string }

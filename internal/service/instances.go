@@ -175,6 +175,10 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, inst *baremetal.Ins
 			return nil, &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "node_id",
 				Message: fmt.Sprintf("node %s cannot take an instance: %s", n.Name, unschedulableReason(n))}
 		}
+		if inst.NeedsConfigDrive() && !n.CanCarryConfigDrive() {
+			return nil, baremetal.FieldErrorf("node_id", "node %s is managed over %s, which has no virtual media for the config drive that %s needs; pin a redfish node",
+				n.Name, n.Driver, configDriveReason(inst))
+		}
 		return n, nil
 	}
 	no := false
@@ -186,7 +190,7 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, inst *baremetal.Ins
 			return nil, err
 		}
 		for _, n := range nodes {
-			if n.Schedulable() {
+			if n.Schedulable() && (!inst.NeedsConfigDrive() || n.CanCarryConfigDrive()) {
 				return n, nil
 			}
 		}
@@ -195,7 +199,14 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, inst *baremetal.Ins
 		}
 		f.After = next
 	}
-	return nil, s.noCapacity(ctx, tx, inst.ResourceClass)
+	return nil, s.noCapacity(ctx, tx, inst)
+}
+
+func configDriveReason(inst *baremetal.Instance) string {
+	if inst.UserData != "" {
+		return "its user_data"
+	}
+	return "its deploy_timeout (the readiness callback)"
 }
 
 func unschedulableReason(n *baremetal.Node) string {
@@ -217,7 +228,8 @@ func unschedulableReason(n *baremetal.Node) string {
 
 // noCapacity counts why each node of the class is not schedulable, e.g.
 // `no node of class "gpu" is available: 2 in maintenance, 1 faulted (bmc_unreachable), 3 cleaning`.
-func (s *Service) noCapacity(ctx context.Context, tx store.Tx, class string) error {
+func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.Instance) error {
+	class := inst.ResourceClass
 	counts := map[string]int{}
 	total := 0
 	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}, ResourceClass: class, IncludeDeleting: true}
@@ -233,6 +245,8 @@ func (s *Service) noCapacity(ctx context.Context, tx store.Tx, class string) err
 				counts["in maintenance"]++
 			case n.Fault != baremetal.FaultNone:
 				counts["faulted ("+string(n.Fault)+")"]++
+			case n.Schedulable() && inst.NeedsConfigDrive() && !n.CanCarryConfigDrive():
+				counts[fmt.Sprintf("available but %s (no virtual media for the config drive %s needs)", n.Driver, configDriveReason(inst))]++
 			default:
 				counts[string(n.ProvisionState)]++
 			}

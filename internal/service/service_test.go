@@ -3,9 +3,11 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -186,5 +188,46 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 				t.Fatalf("%d creates succeeded under a quota of 2", won.Load())
 			}
 		})
+	}
+}
+
+// An instance that needs a config drive is never placed on an IPMI node
+// (no virtual media): the scheduler passes over them and says so when
+// nothing else is left; pinning one is refused naming the node.
+func TestConfigDriveInstancesAvoidIPMINodes(t *testing.T) {
+	st := storetest.OpenSQLite(t)
+	svc := service.New(st, &countingJobs{}, nil)
+	ctx := context.Background()
+	n, err := svc.CreateNode(ctx, admin, service.NodeSpec{Name: "ipmi-1", Driver: baremetal.DriverIPMI, ResourceClass: "gpu",
+		BMC: baremetal.BMC{Address: "ipmi://10.1.1.2", Username: "u", Password: "p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ProvisionState = baremetal.StateAvailable
+	if err := st.UpdateNode(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	member := service.Caller{TokenID: "m", Role: baremetal.RoleMember, Project: "p1"}
+	withUserData := baremetal.Instance{Name: "web", ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}, UserData: "#cloud-config\n"}
+
+	_, err = svc.CreateInstance(ctx, member, withUserData)
+	if !baremetal.IsCode(err, baremetal.CodeNoCapacity) || !strings.Contains(err.Error(), "1 available but ipmi (no virtual media for the config drive its user_data needs)") {
+		t.Fatalf("by class: %v", err)
+	}
+	pinned := withUserData
+	pinned.ResourceClass, pinned.NodeID, pinned.UserData, pinned.DeployTimeout = "", n.ID, "", 10*time.Minute
+	_, err = svc.CreateInstance(ctx, member, pinned)
+	if baremetal.ErrorField(err) != "node_id" || !strings.Contains(err.Error(), "node ipmi-1 is managed over ipmi") || !strings.Contains(err.Error(), "deploy_timeout") {
+		t.Fatalf("pinned: %v", err)
+	}
+	// A Redfish node of the class takes it; the IPMI node takes plain instances.
+	redfish := enrollAvailable(t, st, svc, "redfish-1")
+	inst, err := svc.CreateInstance(ctx, member, withUserData)
+	if err != nil || inst.NodeID != redfish.ID {
+		t.Fatalf("with a redfish node: %+v %v", inst, err)
+	}
+	plain, err := svc.CreateInstance(ctx, member, baremetal.Instance{Name: "plain", ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}})
+	if err != nil || plain.NodeID != n.ID {
+		t.Fatalf("plain instance: %+v %v", plain, err)
 	}
 }
