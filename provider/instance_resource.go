@@ -323,8 +323,12 @@ func (r *InstanceResource) capacity(ctx context.Context, in api.InstanceCreate) 
 		}
 	}
 	var c capacity
+	// The controller never places an instance that needs a config drive
+	// on an IPMI node (no virtual media); counting one as available would
+	// make the retry loop spin.
+	needsDrive := in.UserData != "" || in.DeployTimeout != ""
 	for _, n := range nodes {
-		if n.Maintenance {
+		if n.Maintenance || (needsDrive && n.Driver == "ipmi") {
 			continue
 		}
 		switch {
