@@ -25,14 +25,10 @@ import (
 //
 //	go test -run '^$' -bench DeleteWithHungBMCs -benchtime 1x ./internal/app
 func BenchmarkDeleteWithHungBMCs(b *testing.B) {
-	stores := map[string]func(testing.TB) string{
-		"sqlite":   func(testing.TB) string { return "" },
-		"postgres": storetest.PostgresURL,
-	}
 	for _, name := range []string{"sqlite", "postgres"} {
 		for _, clients := range []int{1, 10, 32} {
 			b.Run(fmt.Sprintf("%s/clients=%d", name, clients), func(b *testing.B) {
-				benchDeleteWithHungBMCs(b, stores[name](b), clients, sim.FaultHang)
+				benchDeleteWithHungBMCs(b, benchStores[name](b), clients, sim.FaultHang)
 			})
 		}
 	}
@@ -45,17 +41,19 @@ func BenchmarkDeleteWithHungBMCs(b *testing.B) {
 //
 //	go test -run '^$' -bench 'DeleteWith' -benchtime 1x ./internal/app
 func BenchmarkDeleteWithHealthyBMCs(b *testing.B) {
-	stores := map[string]func(testing.TB) string{
-		"sqlite":   func(testing.TB) string { return "" },
-		"postgres": storetest.PostgresURL,
-	}
 	for _, name := range []string{"sqlite", "postgres"} {
 		for _, clients := range []int{1, 10, 32} {
 			b.Run(fmt.Sprintf("%s/clients=%d", name, clients), func(b *testing.B) {
-				benchDeleteWithHungBMCs(b, stores[name](b), clients, sim.FaultNone)
+				benchDeleteWithHungBMCs(b, benchStores[name](b), clients, sim.FaultNone)
 			})
 		}
 	}
+}
+
+// benchStores gives each store's database URL ("" = embedded SQLite).
+var benchStores = map[string]func(testing.TB) string{
+	"sqlite":   func(testing.TB) string { return "" },
+	"postgres": storetest.PostgresURL,
 }
 
 func benchDeleteWithHungBMCs(b *testing.B, dbURL string, clients int, fault sim.Fault) {

@@ -48,6 +48,20 @@ func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) err
 	return w.r.finish(job.Kind, err)
 }
 
+// deployingInstance reads, inside a node mutation, the instance n is
+// still deploying; errSkip when the deploy was overtaken (node moved on,
+// instance deleted).
+func deployingInstance(ctx context.Context, tx store.Tx, n *baremetal.Node, instanceID string) (*baremetal.Instance, error) {
+	if !deploying(n, instanceID) {
+		return nil, errSkip
+	}
+	inst, err := tx.GetInstance(ctx, instanceID)
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return nil, errSkip
+	}
+	return inst, err
+}
+
 // deploying reports whether n is still being deployed with instanceID.
 func deploying(n *baremetal.Node, instanceID string) bool {
 	return n.ProvisionState == baremetal.StateDeploying && n.InstanceID == instanceID
@@ -113,13 +127,7 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 	var wait time.Duration
 	_, err = r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
 		wait = 0
-		if !deploying(n, a.InstanceID) {
-			return errSkip
-		}
-		inst, err := tx.GetInstance(ctx, a.InstanceID)
-		if baremetal.IsCode(err, baremetal.CodeNotFound) {
-			return errSkip
-		}
+		inst, err := deployingInstance(ctx, tx, n, a.InstanceID)
 		if err != nil {
 			return err
 		}
@@ -172,13 +180,7 @@ func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *bareme
 		return river.JobSnooze(min(left, readyPoll))
 	}
 	_, err := r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
-		if !deploying(n, inst.ID) {
-			return errSkip
-		}
-		inst, err := tx.GetInstance(ctx, inst.ID)
-		if baremetal.IsCode(err, baremetal.CodeNotFound) {
-			return errSkip
-		}
+		inst, err := deployingInstance(ctx, tx, n, inst.ID)
 		if err != nil {
 			return err
 		}
@@ -307,13 +309,7 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
 	_, uerr := r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
-		if !deploying(n, job.Args.InstanceID) {
-			return errSkip
-		}
-		inst, err := tx.GetInstance(ctx, job.Args.InstanceID)
-		if baremetal.IsCode(err, baremetal.CodeNotFound) {
-			return errSkip
-		}
+		inst, err := deployingInstance(ctx, tx, n, job.Args.InstanceID)
 		if err != nil {
 			return err
 		}
