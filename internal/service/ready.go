@@ -58,8 +58,23 @@ func (s *Service) InstanceReady(ctx context.Context, id, token, from string) err
 	if _, err := uuid.Parse(id); err != nil {
 		return errBadReadyToken
 	}
+	// Check the token on a plain read first: a junk token must not queue
+	// for the write lock (on SQLite, the one writer connection).
+	pre, err := s.store.GetInstance(ctx, id)
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return errBadReadyToken
+	}
+	if err != nil {
+		return err
+	}
+	if pre.ReadyTokenHash == "" || subtle.ConstantTimeCompare([]byte(HashSecret(token)), []byte(pre.ReadyTokenHash)) != 1 {
+		return errBadReadyToken
+	}
+	if pre.Ready {
+		return nil
+	}
 	var msg string
-	err := retryConflict(ctx, func() error {
+	err = retryConflict(ctx, func() error {
 		msg = ""
 		return s.store.InTx(ctx, func(tx store.Tx) error {
 			inst, err := tx.GetInstance(ctx, id)
