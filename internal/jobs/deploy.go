@@ -48,6 +48,18 @@ func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) err
 	return w.r.finish(job.Kind, err)
 }
 
+// failDeploy records a deploy that failed for good: node deploy_failed,
+// instance error with msg (the caller has set any fault first).
+func failDeploy(ctx context.Context, tx store.Tx, n *baremetal.Node, inst *baremetal.Instance, c *nodeChange, msg string) error {
+	if err := n.Transition(baremetal.StateDeployFailed); err != nil {
+		return err
+	}
+	c.reason = fmt.Sprintf("deploy of instance %s failed: %s", inst.Name, msg)
+	inst.State = baremetal.InstanceError
+	inst.LastError = msg
+	return tx.UpdateInstance(ctx, inst)
+}
+
 // deployingInstance reads, inside a node mutation, the instance n is
 // still deploying; errSkip when the deploy was overtaken (node moved on,
 // instance deleted).
@@ -191,13 +203,7 @@ func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *bareme
 		msg := fmt.Sprintf("the booted OS did not call POST %s within deploy_timeout %s of power-on (at %s)",
 			api.ReadyPath(inst.ID), inst.DeployTimeout, inst.BootedAt.UTC().Format(time.RFC3339))
 		setActionFault(n, baremetal.FaultDeployTimeout, msg, now)
-		if err := n.Transition(baremetal.StateDeployFailed); err != nil {
-			return err
-		}
-		c.reason = fmt.Sprintf("deploy of instance %s failed: %s", inst.Name, msg)
-		inst.State = baremetal.InstanceError
-		inst.LastError = msg
-		return tx.UpdateInstance(ctx, inst)
+		return failDeploy(ctx, tx, n, inst, c, msg)
 	})
 	return ignoreGone(err)
 }
@@ -319,13 +325,7 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 		} else if !isBMCFault(n.Fault) {
 			n.LastError = msg
 		}
-		if err := n.Transition(baremetal.StateDeployFailed); err != nil {
-			return err
-		}
-		c.reason = fmt.Sprintf("deploy of instance %s failed: %s", inst.Name, msg)
-		inst.State = baremetal.InstanceError
-		inst.LastError = msg
-		return tx.UpdateInstance(ctx, inst)
+		return failDeploy(ctx, tx, n, inst, c, msg)
 	})
 	if uerr != nil && !baremetal.IsCode(uerr, baremetal.CodeNotFound) {
 		// The failure could not be recorded; let River retry the whole job.
