@@ -69,6 +69,13 @@ type Queries interface {
 	UpdateNode(ctx context.Context, n *baremetal.Node) error
 	// DeleteNode removes a node (and its events) if its version matches.
 	DeleteNode(ctx context.Context, id string, version int64) error
+	// GetNodes returns the nodes with the given ids (not names) in one
+	// query, ordered by id; ids that match no node are left out. At most
+	// MaxPageLimit ids.
+	GetNodes(ctx context.Context, ids []string) ([]*baremetal.Node, error)
+	// CountNodes counts every node by provision state, fault and
+	// maintenance (the nodes-by-state metrics).
+	CountNodes(ctx context.Context) ([]NodeCount, error)
 
 	// InsertEvent appends an event; it sets ID and Time when zero.
 	InsertEvent(ctx context.Context, e *baremetal.Event) error
@@ -117,6 +124,15 @@ type NodeFilter struct {
 	// DueBefore, when set, selects nodes whose NextCheckAt is nil or not
 	// after it (power sync backoff).
 	DueBefore *time.Time
+}
+
+// NodeCount is how many nodes share a provision state, fault and
+// maintenance flag.
+type NodeCount struct {
+	ProvisionState baremetal.ProvisionState
+	Fault          baremetal.Fault
+	Maintenance    bool
+	Count          int
 }
 
 // InstanceFilter selects instances. Zero values do not filter.

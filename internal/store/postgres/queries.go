@@ -249,6 +249,57 @@ func (q queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 	return nodes, next, nil
 }
 
+func (q queries) GetNodes(ctx context.Context, ids []string) ([]*baremetal.Node, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if len(ids) > store.MaxPageLimit {
+		return nil, fmt.Errorf("postgres: get nodes: %d ids, at most %d", len(ids), store.MaxPageLimit)
+	}
+	rows, err := q.db.Query(ctx, `SELECT `+nodeColumns+` FROM nodes WHERE id = ANY($1) ORDER BY id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get nodes: %w", err)
+	}
+	defer rows.Close()
+	nodes := make([]*baremetal.Node, 0, len(ids))
+	for rows.Next() {
+		n, err := q.scanNode(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: get nodes: %w", err)
+		}
+		nodes = append(nodes, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: get nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+func (q queries) CountNodes(ctx context.Context) ([]store.NodeCount, error) {
+	rows, err := q.db.Query(ctx, `SELECT provision_state, fault, maintenance, count(*) FROM nodes
+		GROUP BY provision_state, fault, maintenance`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: count nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []store.NodeCount
+	for rows.Next() {
+		var (
+			c            store.NodeCount
+			state, fault string
+		)
+		if err := rows.Scan(&state, &fault, &c.Maintenance, &c.Count); err != nil {
+			return nil, fmt.Errorf("postgres: count nodes: %w", err)
+		}
+		c.ProvisionState, c.Fault = baremetal.ProvisionState(state), baremetal.Fault(fault)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: count nodes: %w", err)
+	}
+	return out, nil
+}
+
 func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 	fields, err := q.nodeArgs(n)
 	if err != nil {

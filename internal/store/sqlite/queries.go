@@ -256,6 +256,60 @@ func (q queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 	return nodes, next, nil
 }
 
+// GetNodes passes the ids as one JSON array, so the statement text is the
+// same whatever their number (one cached statement, no variable limit).
+func (q queries) GetNodes(ctx context.Context, ids []string) ([]*baremetal.Node, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if len(ids) > store.MaxPageLimit {
+		return nil, fmt.Errorf("sqlite: get nodes: %d ids, at most %d", len(ids), store.MaxPageLimit)
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get nodes: %w", err)
+	}
+	rows, err := q.r.QueryContext(ctx, `SELECT `+nodeColumns+` FROM nodes
+		WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get nodes: %w", err)
+	}
+	defer rows.Close()
+	nodes := make([]*baremetal.Node, 0, len(ids))
+	for rows.Next() {
+		n, err := q.scanNode(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: get nodes: %w", err)
+		}
+		nodes = append(nodes, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: get nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+func (q queries) CountNodes(ctx context.Context) ([]store.NodeCount, error) {
+	rows, err := q.r.QueryContext(ctx, `SELECT provision_state, fault, maintenance, count(*) FROM nodes
+		GROUP BY provision_state, fault, maintenance`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: count nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []store.NodeCount
+	for rows.Next() {
+		var c store.NodeCount
+		if err := rows.Scan(&c.ProvisionState, &c.Fault, &c.Maintenance, &c.Count); err != nil {
+			return nil, fmt.Errorf("sqlite: count nodes: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: count nodes: %w", err)
+	}
+	return out, nil
+}
+
 func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 	args, err := q.nodeArgs(n)
 	if err != nil {

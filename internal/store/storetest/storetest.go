@@ -34,6 +34,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeConcurrentUpdates", testNodeConcurrentUpdates},
 		{"NodeListFilters", testNodeListFilters},
 		{"NodeListDefaultLimit", testNodeListDefaultLimit},
+		{"GetNodes", testGetNodes},
+		{"CountNodes", testCountNodes},
 		{"BadCursor", testBadCursor},
 		{"Events", testEvents},
 		{"EventsGoWithNode", testEventsGoWithNode},
@@ -401,6 +403,90 @@ func testNodeListFilters(t *testing.T, s store.Store) {
 	must(t, err)
 	for i, n := range page {
 		same(t, "listed node", all[i], n)
+	}
+}
+
+// testGetNodes: one query for a batch of ids, names do not match, missing
+// ids are left out, the order is by id, and the rows are whole nodes
+// (password opened, times as stored).
+func testGetNodes(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	var ids []string
+	byID := map[string]*baremetal.Node{}
+	for i := range 5 {
+		n := newNode(fmt.Sprintf("batch-%d", i))
+		n.BMC.Address = fmt.Sprintf("https://10.0.7.%d", i+1)
+		insertNode(t, s, n)
+		ids = append(ids, n.ID)
+		byID[n.ID] = getNode(t, s, n.ID)
+	}
+	got, err := s.GetNodes(ctx, []string{ids[3], "no-such-id", ids[0], "batch-1", ids[4]})
+	must(t, err)
+	want := []string{ids[0], ids[3], ids[4]}
+	slices.Sort(want)
+	if len(got) != len(want) {
+		t.Fatalf("GetNodes returned %d nodes, want %d (%v)", len(got), len(want), want)
+	}
+	for i, n := range got {
+		if n.ID != want[i] {
+			t.Fatalf("GetNodes[%d] = %s, want %s (ordered by id)", i, n.ID, want[i])
+		}
+		same(t, "GetNodes node", byID[n.ID], n)
+	}
+	none, err := s.GetNodes(ctx, nil)
+	must(t, err)
+	if len(none) != 0 {
+		t.Fatalf("GetNodes(nil) = %d nodes", len(none))
+	}
+	tooMany := make([]string, store.MaxPageLimit+1)
+	if _, err := s.GetNodes(ctx, tooMany); err == nil {
+		t.Fatalf("GetNodes with %d ids: want an error", len(tooMany))
+	}
+	// Inside a transaction too (the power sync batch may read there).
+	must(t, s.InTx(ctx, func(tx store.Tx) error {
+		in, err := tx.GetNodes(ctx, ids)
+		if err == nil && len(in) != len(ids) {
+			err = fmt.Errorf("in tx: %d nodes, want %d", len(in), len(ids))
+		}
+		return err
+	}))
+}
+
+func testCountNodes(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	empty, err := s.CountNodes(ctx)
+	must(t, err)
+	if len(empty) != 0 {
+		t.Fatalf("CountNodes on an empty store = %+v", empty)
+	}
+	mk := func(i int, state baremetal.ProvisionState, fault baremetal.Fault, maint bool) {
+		n := newNode(fmt.Sprintf("count-%d", i))
+		n.BMC.Address = fmt.Sprintf("https://10.0.8.%d", i+1)
+		n.ProvisionState, n.Fault, n.Maintenance = state, fault, maint
+		insertNode(t, s, n)
+	}
+	mk(0, baremetal.StateAvailable, baremetal.FaultNone, false)
+	mk(1, baremetal.StateAvailable, baremetal.FaultNone, false)
+	mk(2, baremetal.StateAvailable, baremetal.FaultBMCUnreachable, false)
+	mk(3, baremetal.StateActive, baremetal.FaultNone, true)
+	mk(4, baremetal.StateDeleting, baremetal.FaultNone, false) // deleting nodes count too
+	got, err := s.CountNodes(ctx)
+	must(t, err)
+	key := func(c store.NodeCount) string {
+		return fmt.Sprintf("%s/%s/%t", c.ProvisionState, c.Fault, c.Maintenance)
+	}
+	gotMap := map[string]int{}
+	for _, c := range got {
+		gotMap[key(c)] += c.Count
+	}
+	want := map[string]int{
+		key(store.NodeCount{ProvisionState: baremetal.StateAvailable}):                                       2,
+		key(store.NodeCount{ProvisionState: baremetal.StateAvailable, Fault: baremetal.FaultBMCUnreachable}): 1,
+		key(store.NodeCount{ProvisionState: baremetal.StateActive, Maintenance: true}):                       1,
+		key(store.NodeCount{ProvisionState: baremetal.StateDeleting}):                                        1,
+	}
+	if fmt.Sprint(gotMap) != fmt.Sprint(want) || len(got) != len(want) {
+		t.Fatalf("CountNodes = %v (%d rows), want %v", gotMap, len(got), want)
 	}
 }
 
