@@ -37,9 +37,13 @@
 //
 // Within a process, reads are bounded by PowerSyncWorkers slots with a
 // BMCTimeout each; a read still unanswered after a short straggler
-// threshold yields its slot, so dead BMCs cost the pass about one
-// BMCTimeout in total, and afterwards they back off and are skipped.
-// Observed power states are written only when they change.
+// threshold yields its slot. A batch does not wait for such reads: it
+// hands them to the process's late writer and finishes, so a hung BMC
+// costs its batch nothing and the pass takes about the healthy time, its
+// hung reads ending within one BMCTimeout. Afterwards dead BMCs back off
+// and are skipped. Observed power states are written only when they
+// change. The replica that fanned a pass out waits for its batches and
+// observes baremetal_power_sync_pass_duration_seconds.
 //
 // SyncPass runs the same pass in-process (tests, benchmarks); Sync and the
 // sync_node job read one node at once, ignoring its backoff.

@@ -18,6 +18,10 @@ type fakeBMCs struct {
 	// media gives the systems virtual media: a boot CD and a second slot
 	// for the config drive (see fakeMediaClient).
 	media bool
+	// release, when set, also ends the calls of hung systems when it is
+	// closed (as a BMC that finally resets the connection), so a test can
+	// hold reads open for as long as it looks, independent of timeouts.
+	release chan struct{}
 }
 
 type fakeSystem struct {
@@ -77,8 +81,12 @@ func (c *fakeClient) enter(ctx context.Context, op string) (*fakeSystem, error) 
 	case sim.FaultDown:
 		return nil, bmc.Errorf(bmc.KindUnreachable, op, "connection reset")
 	case sim.FaultHang, sim.FaultSlow:
-		<-ctx.Done()
-		return nil, bmc.Wrap(bmc.KindUnreachable, op, ctx.Err())
+		select {
+		case <-ctx.Done():
+			return nil, bmc.Wrap(bmc.KindUnreachable, op, ctx.Err())
+		case <-c.f.release: // nil (blocks forever) unless a test set it
+			return nil, bmc.Errorf(bmc.KindUnreachable, op, "connection reset after a long silence")
+		}
 	case sim.FaultError:
 		return nil, bmc.Errorf(bmc.KindBMCError, op, "500 internal error")
 	case sim.FaultAuth:

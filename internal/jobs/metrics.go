@@ -1,13 +1,16 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
 // metrics are the runner's Prometheus collectors. They always exist (so
@@ -17,6 +20,7 @@ type metrics struct {
 	bmcCalls     *prometheus.CounterVec
 	bmcDuration  *prometheus.HistogramVec
 	syncNodes    *prometheus.CounterVec
+	syncBatch    prometheus.Histogram
 	syncPass     prometheus.Histogram
 	jobsFinished *prometheus.CounterVec
 }
@@ -36,10 +40,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "baremetal_power_sync_nodes_total",
 			Help: "Nodes handled by power sync: ok, failed, skipped (backed off), changed (written).",
 		}, []string{"result"}),
-		syncPass: prometheus.NewHistogram(prometheus.HistogramOpts{
+		syncBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "baremetal_power_sync_batch_duration_seconds",
-			Help:    "Duration of one power-sync batch or in-process pass.",
+			Help:    "Duration of one power_sync_batch job (reads of hung BMCs are handed off, not waited for).",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
+		}),
+		syncPass: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "baremetal_power_sync_pass_duration_seconds",
+			Help: "Duration of one whole power-sync pass over the fleet, from listing the nodes until every " +
+				"batch finished (reads of hung BMCs still unanswered then give up within --bmc-timeout). " +
+				"Observed by the replica that fanned the pass out.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
 		}),
 		jobsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baremetal_jobs_finished_total",
@@ -59,6 +70,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.syncNodes, err = register(reg, m.syncNodes); err != nil {
+		return nil, err
+	}
+	if m.syncBatch, err = register(reg, m.syncBatch); err != nil {
 		return nil, err
 	}
 	if m.syncPass, err = register(reg, m.syncPass); err != nil {
@@ -91,4 +105,80 @@ func (m *metrics) observeBMC(op string, started time.Time, err error) {
 	}
 	m.bmcCalls.WithLabelValues(op, result).Inc()
 	m.bmcDuration.WithLabelValues(op).Observe(time.Since(started).Seconds())
+}
+
+// nodeCollector exports how many nodes are in each provision state, with
+// each fault, and in maintenance, counted by the database at scrape time:
+// every replica reports the same fleet-wide numbers, so a dashboard needs
+// no aggregation across replicas (take any one, or max).
+type nodeCollector struct {
+	st      nodeCounter
+	log     interface{ Warn(string, ...any) }
+	byState *prometheus.Desc
+	byFault *prometheus.Desc
+	maint   *prometheus.Desc
+	total   *prometheus.Desc
+}
+
+type nodeCounter interface {
+	CountNodes(ctx context.Context) ([]store.NodeCount, error)
+}
+
+func newNodeCollector(st nodeCounter, log interface{ Warn(string, ...any) }) *nodeCollector {
+	return &nodeCollector{
+		st:      st,
+		log:     log,
+		byState: prometheus.NewDesc("baremetal_nodes", "Nodes by provision state.", []string{"provision_state"}, nil),
+		byFault: prometheus.NewDesc("baremetal_nodes_faulted", "Nodes with a fault, by fault.", []string{"fault"}, nil),
+		maint:   prometheus.NewDesc("baremetal_nodes_maintenance", "Nodes in maintenance.", nil, nil),
+		total:   prometheus.NewDesc("baremetal_nodes_schedulable", "Nodes a new instance could be scheduled on (available, healthy, not in maintenance).", nil, nil),
+	}
+}
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.byState
+	ch <- c.byFault
+	ch <- c.maint
+	ch <- c.total
+}
+
+// nodeCountTimeout bounds the scrape's query: a slow database must not
+// hang the /metrics endpoint (the other metrics are still served).
+const nodeCountTimeout = 2 * time.Second
+
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), nodeCountTimeout)
+	defer cancel()
+	counts, err := c.st.CountNodes(ctx)
+	if err != nil {
+		c.log.Warn("metrics: count nodes", "err", err)
+		return
+	}
+	byState := map[baremetal.ProvisionState]int{}
+	byFault := map[baremetal.Fault]int{}
+	maint, schedulable := 0, 0
+	for _, s := range baremetal.ProvisionStates {
+		byState[s] = 0 // every state is exported, zeros included
+	}
+	for _, n := range counts {
+		byState[n.ProvisionState] += n.Count
+		if n.Fault != baremetal.FaultNone {
+			byFault[n.Fault] += n.Count
+		}
+		if n.Maintenance {
+			maint += n.Count
+		}
+		// An available node holds no instance, so these three fields decide.
+		if (&baremetal.Node{ProvisionState: n.ProvisionState, Fault: n.Fault, Maintenance: n.Maintenance}).Schedulable() {
+			schedulable += n.Count
+		}
+	}
+	for s, v := range byState {
+		ch <- prometheus.MustNewConstMetric(c.byState, prometheus.GaugeValue, float64(v), string(s))
+	}
+	for f, v := range byFault {
+		ch <- prometheus.MustNewConstMetric(c.byFault, prometheus.GaugeValue, float64(v), string(f))
+	}
+	ch <- prometheus.MustNewConstMetric(c.maint, prometheus.GaugeValue, float64(maint))
+	ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(schedulable))
 }

@@ -3,7 +3,9 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -23,6 +25,10 @@ type PassStats struct {
 	// OK and Failed count the power reads that answered and that failed.
 	OK     int
 	Failed int
+	// Detached reads were still waiting for their BMC when the batch
+	// finished; they finish (by BMCTimeout) and are written in the
+	// background (lateWriter), so a hung BMC never holds a batch.
+	Detached int
 	// Changed is how many nodes were written (power state, fault, ...).
 	Changed  int
 	Duration time.Duration
@@ -32,7 +38,9 @@ type PassStats struct {
 // being deleted, maintenance included (observing is allowed in
 // maintenance), except those backing off. It is what the periodic
 // power_sync job distributes across replicas, run locally: for tests,
-// benchmarks and a controller without River leadership.
+// benchmarks and a controller without River leadership. Unlike a batch it
+// waits for every read, hung BMCs included (each bounded by BMCTimeout),
+// so its stats count every node.
 func (r *Runner) SyncPass(ctx context.Context) (PassStats, error) {
 	start := time.Now()
 	nodes, err := r.listNodes(ctx)
@@ -40,7 +48,7 @@ func (r *Runner) SyncPass(ctx context.Context) (PassStats, error) {
 		return PassStats{}, err
 	}
 	due, skipped := dueNodes(nodes, start)
-	st, err := r.syncNodes(ctx, due)
+	st, err := r.syncNodes(ctx, due, false)
 	st.Nodes = len(nodes)
 	st.Skipped = skipped
 	st.Duration = time.Since(start)
@@ -116,12 +124,29 @@ const writeBatch = 20
 //
 // The straggler pool holds up to 16×PowerSyncWorkers reads: waiting costs
 // a goroutine and a socket, not CPU, and the cap still bounds the total.
-// So a pass over a fleet where many BMCs hang takes about the healthy time
-// plus one BMCTimeout, instead of (hung nodes / workers) × BMCTimeout.
-func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node) (PassStats, error) {
+//
+// With detach (power_sync_batch jobs), nodes in the straggler pool are not
+// waited for at all: the batch returns once its other reads are done, and
+// the stragglers' observations are written by the process's lateWriter
+// when they arrive. A pass is split into many batches, several per
+// process and spread over replicas; if each waited for its slowest BMC,
+// every batch holding one hung BMC would cost a whole BMCTimeout and the
+// pass would take (batches with a hung BMC / batches in flight) ×
+// BMCTimeout — minutes for a big fleet with 1% of its BMCs hung. Detached,
+// a pass takes about the healthy time, and its hung reads all end within
+// one BMCTimeout of their start. Without detach (SyncPass) the pass waits
+// for them too: about the healthy time plus one BMCTimeout.
+func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node, detach bool) (PassStats, error) {
 	st := PassStats{Nodes: len(nodes)}
 	if len(nodes) == 0 {
 		return st, nil
+	}
+	// Detached reads outlive the batch job (whose context River cancels
+	// when Work returns), so every read of a detaching batch runs under
+	// the runner's own context; each is bounded by BMCTimeout anyway.
+	readCtx := ctx
+	if detach {
+		readCtx = r.lateCtx
 	}
 	// Suspects first (stable, so the rest keep the listing's order).
 	ordered := make([]*baremetal.Node, 0, len(nodes))
@@ -136,7 +161,10 @@ func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node) (PassSt
 		}
 	}
 	obs := make(chan observation, writeBatch)
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		detached atomic.Int64
+	)
 	go func() {
 		defer close(obs)
 		defer wg.Wait()
@@ -144,8 +172,17 @@ func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node) (PassSt
 			if n.BMCFailures > 0 {
 				select {
 				case r.syncStragglers <- struct{}{}:
+					if detach {
+						detached.Add(1)
+						go func() {
+							ps, err := r.readPower(readCtx, n)
+							<-r.syncStragglers
+							r.sendLate(observation{node: n, ps: ps, err: err, at: time.Now()})
+						}()
+						continue
+					}
 					wg.Go(func() {
-						ps, err := r.readPower(ctx, n)
+						ps, err := r.readPower(readCtx, n)
 						<-r.syncStragglers
 						obs <- observation{node: n, ps: ps, err: err, at: time.Now()}
 					})
@@ -159,30 +196,17 @@ func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node) (PassSt
 				return
 			}
 			wg.Go(func() {
-				ps, err := r.readForSync(ctx, n)
+				ps, gone, err := r.readForSync(readCtx, n, detach)
+				if gone {
+					detached.Add(1)
+					return
+				}
 				obs <- observation{node: n, ps: ps, err: err, at: time.Now()}
 			})
 		}
 	}()
 
-	var (
-		pending  []observation
-		cleared  []string
-		writeErr error
-	)
-	flush := func() {
-		if len(pending) == 0 || writeErr != nil {
-			pending = pending[:0]
-			return
-		}
-		changed, c, err := r.writeObservations(ctx, pending)
-		st.Changed += changed
-		cleared = append(cleared, c...)
-		if err != nil {
-			writeErr = err
-		}
-		pending = pending[:0]
-	}
+	w := obsWriter{r: r}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 loop:
@@ -192,54 +216,142 @@ loop:
 			if !ok {
 				break loop
 			}
-			if o.err != nil && ctx.Err() != nil {
+			if o.err != nil && readCtx.Err() != nil {
 				continue // our own cancellation, not the BMC's fault
 			}
 			if o.err != nil {
 				st.Failed++
-				r.metrics.syncNodes.WithLabelValues("failed").Inc()
 			} else {
 				st.OK++
-				r.metrics.syncNodes.WithLabelValues("ok").Inc()
 			}
-			// Most reads change nothing: decide on the listed copy and
-			// only open a transaction for the rest.
-			cp := *o.node
-			r.observePower(&cp, o.ps, o.err, o.at)
-			if !sameNode(o.node, &cp) {
-				pending = append(pending, o)
-			}
-			if len(pending) >= writeBatch {
-				flush()
-			}
+			w.add(ctx, o)
 		case <-tick.C:
-			flush()
+			w.flush(ctx)
 		}
 	}
-	flush()
-	r.metrics.syncNodes.WithLabelValues("changed").Add(float64(st.Changed))
-	for _, id := range cleared {
-		r.nudge(ctx, id)
+	w.flush(ctx)
+	st.Changed = w.changed
+	st.Detached = int(detached.Load())
+	w.nudgeCleared(ctx)
+	err := w.err
+	if err == nil {
+		err = ctx.Err()
 	}
-	if writeErr == nil {
-		writeErr = ctx.Err()
+	return st, err
+}
+
+// obsWriter turns power reads into node writes. Most reads change nothing:
+// it decides on the listed copy of the node and opens a transaction only
+// for the rest, writeBatch observations per transaction.
+type obsWriter struct {
+	r       *Runner
+	pending []observation
+	cleared []string // nodes whose BMC fault the writes cleared
+	changed int
+	err     error // the first write error; later batches are dropped
+}
+
+func (w *obsWriter) add(ctx context.Context, o observation) {
+	if o.err != nil {
+		w.r.metrics.syncNodes.WithLabelValues("failed").Inc()
+	} else {
+		w.r.metrics.syncNodes.WithLabelValues("ok").Inc()
 	}
-	return st, writeErr
+	cp := *o.node
+	w.r.observePower(&cp, o.ps, o.err, o.at)
+	if !sameNode(o.node, &cp) {
+		w.pending = append(w.pending, o)
+	}
+	if len(w.pending) >= writeBatch {
+		w.flush(ctx)
+	}
+}
+
+func (w *obsWriter) flush(ctx context.Context) {
+	if len(w.pending) == 0 || w.err != nil {
+		w.pending = w.pending[:0]
+		return
+	}
+	changed, c, err := w.r.writeObservations(ctx, w.pending)
+	w.changed += changed
+	w.r.metrics.syncNodes.WithLabelValues("changed").Add(float64(changed))
+	w.cleared = append(w.cleared, c...)
+	if err != nil {
+		w.err = err
+	}
+	w.pending = w.pending[:0]
+}
+
+// nudgeCleared wakes the waiting jobs of nodes whose fault just cleared.
+func (w *obsWriter) nudgeCleared(ctx context.Context) {
+	for _, id := range w.cleared {
+		w.r.nudge(ctx, id)
+	}
+	w.cleared = w.cleared[:0]
+}
+
+// sendLate hands a detached read's observation to the lateWriter; when the
+// runner is stopping it is dropped (the next pass reads the node again).
+func (r *Runner) sendLate(o observation) {
+	select {
+	case r.late <- o:
+	case <-r.lateCtx.Done():
+	}
+}
+
+// lateWriter writes the observations of detached reads (see syncNodes) as
+// they arrive, batched like a pass's own. It runs from Start until Stop.
+// A write error is logged and the observations dropped: they only say what
+// the next pass will read again.
+func (r *Runner) lateWriter() {
+	defer close(r.lateDone)
+	ctx := r.lateCtx
+	w := obsWriter{r: r}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	flush := func(ctx context.Context) {
+		w.flush(ctx)
+		if w.err != nil {
+			r.log.WarnContext(ctx, "power sync: write late observations", "err", w.err)
+			w.err = nil
+		}
+		w.nudgeCleared(ctx)
+	}
+	for {
+		select {
+		case o := <-r.late:
+			if o.err != nil && ctx.Err() != nil {
+				continue // cancelled by Stop, not the BMC's fault
+			}
+			w.add(ctx, o)
+		case <-tick.C:
+			flush(ctx)
+		case <-ctx.Done():
+			// Stopping: keep what already arrived, briefly.
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			flush(final)
+			cancel()
+			return
+		}
+	}
 }
 
 // readForSync reads n's power while holding one of the sync slots, and
 // releases it: at once for a prompt answer, after the straggler threshold
-// for a slow one, which then waits in the straggler pool.
-func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node) (bmc.PowerState, error) {
+// for a slow one, which then waits in the straggler pool. With detach, a
+// read that moves to the straggler pool is not waited for: it reports
+// gone, and its observation goes to the lateWriter when it arrives.
+func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node, detach bool) (ps bmc.PowerState, gone bool, err error) {
 	type result struct {
 		ps  bmc.PowerState
 		err error
+		at  time.Time
 	}
 	done := make(chan result, 1)
 	started := time.Now()
 	go func() {
 		ps, err := r.readPower(ctx, n)
-		done <- result{ps, err}
+		done <- result{ps, err, time.Now()}
 	}()
 	t := time.NewTimer(r.stragglerWait())
 	defer t.Stop()
@@ -249,19 +361,27 @@ func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node) (bmc.PowerS
 		if res.err == nil {
 			r.noteLatency(time.Since(started))
 		}
-		return res.ps, res.err
+		return res.ps, false, res.err
 	case <-t.C:
 	}
 	select {
 	case r.syncStragglers <- struct{}{}:
 		<-r.syncSlots
+		if detach {
+			go func() {
+				res := <-done
+				<-r.syncStragglers
+				r.sendLate(observation{node: n, ps: res.ps, err: res.err, at: res.at})
+			}()
+			return "", true, nil
+		}
 		res := <-done
 		<-r.syncStragglers
-		return res.ps, res.err
+		return res.ps, false, res.err
 	case res := <-done:
 		// The straggler pool is full: keep the slot (back-pressure).
 		<-r.syncSlots
-		return res.ps, res.err
+		return res.ps, false, res.err
 	}
 }
 
@@ -351,12 +471,12 @@ func (w *powerSyncWorker) Work(ctx context.Context, job *river.Job[PowerSyncArgs
 }
 
 func (r *Runner) fanOut(ctx context.Context) error {
+	start := time.Now()
 	// A pass slower than the interval must not pile passes up: skip this
 	// one while any batch of the previous one is waiting or running.
 	res, err := r.q.JobList(ctx, river.NewJobListParams().
 		Kinds(PowerSyncBatchArgs{}.Kind()).
-		States(rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStateRetryable,
-			rivertype.JobStateScheduled, rivertype.JobStatePending).
+		States(unfinishedStates...).
 		First(1))
 	if err != nil {
 		return fmt.Errorf("power sync: look for unfinished batches: %w", err)
@@ -382,13 +502,57 @@ func (r *Runner) fanOut(ctx context.Context) error {
 	}
 	r.metrics.syncNodes.WithLabelValues("skipped").Add(float64(skipped))
 	if len(params) == 0 {
+		r.metrics.syncPass.Observe(time.Since(start).Seconds())
 		return nil
 	}
-	if _, err := r.q.InsertMany(ctx, params); err != nil {
+	inserted, err := r.q.InsertMany(ctx, params)
+	if err != nil {
 		return fmt.Errorf("power sync: enqueue %d batches: %w", len(params), err)
 	}
+	ids := make([]int64, len(inserted))
+	for i, j := range inserted {
+		ids[i] = j.Job.ID
+	}
 	r.log.DebugContext(ctx, "power sync pass fanned out", "nodes", len(due), "skipped", skipped, "batches", len(params))
+	if err := r.waitBatches(ctx, ids); err != nil {
+		// Only the metric is lost: the batches run whatever happens here.
+		r.log.InfoContext(ctx, "power sync: stopped waiting for the pass's batches", "err", err)
+		return nil
+	}
+	d := time.Since(start)
+	r.metrics.syncPass.Observe(d.Seconds())
+	r.log.DebugContext(ctx, "power sync pass done", "nodes", len(due), "duration", d)
 	return nil
+}
+
+// unfinishedStates are the states of a job that has yet to run or finish.
+var unfinishedStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled, rivertype.JobStatePending}
+
+// waitBatches waits until none of the jobs ids is unfinished, so that the
+// pass's duration can be observed where the pass began, whichever replicas
+// ran its batches. It polls (River has no completion notification across
+// processes) from every 50 ms up to every second: a pass's duration is
+// known to a few percent, at a handful of cheap indexed queries per pass.
+func (r *Runner) waitBatches(ctx context.Context, ids []int64) error {
+	wait := 50 * time.Millisecond
+	for {
+		res, err := r.q.JobList(ctx, river.NewJobListParams().IDs(ids...).States(unfinishedStates...).First(1))
+		if err != nil {
+			return err
+		}
+		if len(res.Jobs) == 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // powerSyncBatchWorker reads the power of one batch of nodes.
@@ -403,23 +567,18 @@ func (w *powerSyncBatchWorker) Work(ctx context.Context, job *river.Job[PowerSyn
 
 func (r *Runner) syncBatch(ctx context.Context, ids []string) error {
 	start := time.Now()
-	nodes := make([]*baremetal.Node, 0, len(ids))
-	for _, id := range ids {
-		n, err := r.store.GetNode(ctx, id)
-		if baremetal.IsCode(err, baremetal.CodeNotFound) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("power sync batch: load node %s: %w", id, err)
-		}
-		if n.ProvisionState != baremetal.StateDeleting {
-			nodes = append(nodes, n)
-		}
+	// One query for the whole batch (PowerSyncBatchSize ≤ MaxPageLimit).
+	loaded, err := r.store.GetNodes(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("power sync batch: load %d nodes: %w", len(ids), err)
 	}
+	nodes := slices.DeleteFunc(loaded, func(n *baremetal.Node) bool {
+		return n.ProvisionState == baremetal.StateDeleting
+	})
 	// The batch may have waited in the queue; a node may have failed
 	// (and backed off) since the pass was planned.
 	due, _ := dueNodes(nodes, time.Now())
-	_, err := r.syncNodes(ctx, due)
-	r.metrics.syncPass.Observe(time.Since(start).Seconds())
+	_, err = r.syncNodes(ctx, due, true)
+	r.metrics.syncBatch.Observe(time.Since(start).Seconds())
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -123,6 +124,111 @@ func TestPowerSyncDistributedAcrossReplicas(t *testing.T) {
 	}
 }
 
+// A hung BMC must not hold its batch: a pass is many batches, and if each
+// waited for its slowest read, every batch with one hung BMC would cost a
+// whole BMCTimeout (a pass over 10,000 nodes with 1% hung took minutes).
+// Here the hung reads are held open until the test releases them: every
+// batch, and the pass, must finish while they are still open, and their
+// observations must still be written (by the late writer) when they end.
+func TestPowerSyncBatchesDoNotWaitForHungBMCs(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		const nodes = 20
+		reg := prometheus.NewRegistry()
+		h, sys := newFakeHarness(t, open(t), nodes, func(c *Config) {
+			c.PowerSyncInterval = time.Hour // the test sees the RunOnStart pass only
+			c.PowerSyncBatchSize = 5
+			c.BMCTimeout = 10 * time.Minute // only release ends a hung read
+			c.Metrics = reg
+		})
+		h.fake.release = make(chan struct{})
+		released := false
+		release := func() {
+			if !released {
+				released = true
+				close(h.fake.release)
+			}
+		}
+		t.Cleanup(release) // let Stop finish however the test ends
+		hung := map[string]bool{sys[3]: true, sys[12]: true}
+		var ids []string
+		byID := map[string]string{}
+		for i, s := range sys {
+			id := h.addNode(fmt.Sprintf("n-%02d", i), s, baremetal.StateAvailable, false).ID
+			ids = append(ids, id)
+			byID[id] = s
+			if hung[s] {
+				h.fault(s, sim.FaultHang)
+			}
+		}
+		h.start()
+
+		// The pass job finishes only after all its batches did.
+		deadline := time.Now().Add(wait)
+		for {
+			res, err := h.r.q.JobList(h.ctx, river.NewJobListParams().Kinds(PowerSyncArgs{}.Kind()).First(10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Jobs) == 1 && res.Jobs[0].State == rivertype.JobStateCompleted {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the power sync pass did not finish while two BMCs hung (its batches waited for them?)")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		batches, err := h.r.q.JobList(h.ctx, river.NewJobListParams().Kinds(PowerSyncBatchArgs{}.Kind()).First(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(batches.Jobs) != nodes/5 {
+			t.Fatalf("%d batches, want %d", len(batches.Jobs), nodes/5)
+		}
+		for _, j := range batches.Jobs {
+			if j.State != rivertype.JobStateCompleted {
+				t.Fatalf("batch %d is %s after the pass finished", j.ID, j.State)
+			}
+		}
+		for _, id := range ids {
+			n := h.node(id)
+			switch {
+			case hung[byID[id]] && (n.BMCFailures != 0 || n.PowerState != baremetal.PowerUnknown):
+				t.Fatalf("hung node %s was written before its read ended: failures=%d power=%s", n.Name, n.BMCFailures, n.PowerState)
+			case !hung[byID[id]] && n.PowerState != baremetal.PowerOff:
+				t.Fatalf("healthy node %s not observed by the pass: power=%s", n.Name, n.PowerState)
+			}
+		}
+		if got := histogramCount(t, reg, "baremetal_power_sync_pass_duration_seconds"); got != 1 {
+			t.Fatalf("pass duration observed %d times, want 1", got)
+		}
+
+		// The BMCs give up: the detached reads end and are recorded.
+		release()
+		for _, id := range ids {
+			if hung[byID[id]] {
+				h.waitNode(id, wait, "failure recorded", func(n *baremetal.Node) bool {
+					return n.BMCFailures == 1 && n.LastError != ""
+				})
+			}
+		}
+	})
+}
+
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
 // The periodic pass observes a power change made behind the controller's
 // back, on SQLite, with a sub-second period.
 func TestPeriodicPowerSync(t *testing.T) {
@@ -194,4 +300,73 @@ func TestSyncRacesOperatorWrites(t *testing.T) {
 			}
 		}
 	})
+}
+
+// reconcile re-reads what it lists: a node listed in enroll that was
+// verified since gets no new verify job (after a large enroll, a stale
+// listing queued hundreds), while a node really left without its job
+// still gets one.
+func TestReconcileIgnoresStaleListing(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, sys := newFakeHarness(t, open(t), 2)
+		verified := h.addNode("verified", sys[0], baremetal.StateAvailable, false)
+		orphan := h.addNode("orphan", sys[1], baremetal.StateEnroll, false)
+		stale := *verified
+		stale.ProvisionState = baremetal.StateEnroll // as listed before its verify finished
+		h.r.reconcile(h.ctx, []*baremetal.Node{&stale, orphan})
+		res, err := h.r.q.JobList(h.ctx, river.NewJobListParams().Kinds(VerifyArgs{}.Kind()).First(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, j := range res.Jobs {
+			var a VerifyArgs
+			if err := unmarshalArgs(j, &a); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, a.NodeID)
+		}
+		if len(got) != 1 || got[0] != orphan.ID {
+			t.Fatalf("verify jobs queued for %v, want only the orphan %s (not the stale-listed %s)", got, orphan.ID, verified.ID)
+		}
+	})
+}
+
+// The nodes-by-state gauges are counted by the database at scrape time,
+// so every replica reports the whole fleet.
+func TestNodeGauges(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, sys := newFakeHarness(t, openSQLite(t), 4, func(c *Config) { c.Metrics = reg })
+	h.addNode("a", sys[0], baremetal.StateAvailable, false)
+	h.addNode("b", sys[1], baremetal.StateAvailable, true)
+	f := h.addNode("c", sys[2], baremetal.StateAvailable, false)
+	h.setNode(f.ID, func(n *baremetal.Node) { n.Fault = baremetal.FaultBMCUnreachable })
+	h.addNode("d", sys[3], baremetal.StateCleaning, false)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			got[key] = m.GetGauge().GetValue()
+		}
+	}
+	want := map[string]float64{
+		"baremetal_nodes{provision_state=available}":     3,
+		"baremetal_nodes{provision_state=cleaning}":      1,
+		"baremetal_nodes{provision_state=active}":        0,
+		"baremetal_nodes_faulted{fault=bmc_unreachable}": 1,
+		"baremetal_nodes_maintenance":                    1,
+		"baremetal_nodes_schedulable":                    1,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"slices"
 
 	"github.com/riverqueue/river"
 
@@ -24,31 +25,71 @@ func (r *Runner) reconcile(ctx context.Context, nodes []*baremetal.Node) {
 	if err != nil {
 		r.log.WarnContext(ctx, "reconcile: list deleting nodes", "err", err)
 	}
+	var candidates []*baremetal.Node
 	for _, n := range append(nodes, deleting...) {
-		var args river.JobArgs
-		switch n.ProvisionState {
-		case baremetal.StateEnroll:
-			args = VerifyArgs{NodeID: n.ID}
-		case baremetal.StateDeploying:
-			if n.InstanceID == "" {
-				continue
-			}
-			args = DeployArgs{NodeID: n.ID, InstanceID: n.InstanceID}
-		case baremetal.StateCleaning:
-			args = CleanupArgs{NodeID: n.ID}
-		case baremetal.StateDeleting:
-			args = RetireArgs{NodeID: n.ID}
-		default:
-			continue
+		if jobFor(n) != nil {
+			candidates = append(candidates, n)
 		}
-		res, err := r.q.Insert(ctx, args, nil)
+	}
+	// The listing may be seconds old (a pass over a big fleet): a node
+	// listed in enroll may have been verified since, and its finished
+	// verify no longer blocks a new one by uniqueness. Re-read the
+	// candidates and queue only for those still in the state they were
+	// listed in: after a large enroll the stale list queued hundreds of
+	// spurious verify jobs.
+	for chunk := range slices.Chunk(candidates, store.MaxPageLimit) {
+		ids := make([]string, len(chunk))
+		for i, n := range chunk {
+			ids[i] = n.ID
+		}
+		fresh, err := r.store.GetNodes(ctx, ids)
 		if err != nil {
-			r.log.WarnContext(ctx, "reconcile: queue job", "node", n.Name, "kind", args.Kind(), "err", err)
-			continue
+			r.log.WarnContext(ctx, "reconcile: re-read nodes", "err", err)
+			return
 		}
-		if !res.UniqueSkippedAsDuplicate {
-			r.log.WarnContext(ctx, "reconcile: node had no pending job for its state; queued one",
-				"node", n.Name, "state", n.ProvisionState, "kind", args.Kind(), "job_id", res.Job.ID)
+		byID := make(map[string]*baremetal.Node, len(fresh))
+		for _, n := range fresh {
+			byID[n.ID] = n
 		}
+		for _, listed := range chunk {
+			n := byID[listed.ID]
+			if n == nil || n.ProvisionState != listed.ProvisionState || n.InstanceID != listed.InstanceID {
+				continue // gone or moved on: its own transition queued what it needs
+			}
+			r.ensureJob(ctx, n, jobFor(n))
+		}
+	}
+}
+
+// jobFor is the job that moves a node on from its transitional state, or
+// nil when its state needs none.
+func jobFor(n *baremetal.Node) river.JobArgs {
+	switch n.ProvisionState {
+	case baremetal.StateEnroll:
+		return VerifyArgs{NodeID: n.ID}
+	case baremetal.StateDeploying:
+		if n.InstanceID == "" {
+			return nil
+		}
+		return DeployArgs{NodeID: n.ID, InstanceID: n.InstanceID}
+	case baremetal.StateCleaning:
+		return CleanupArgs{NodeID: n.ID}
+	case baremetal.StateDeleting:
+		return RetireArgs{NodeID: n.ID}
+	}
+	return nil
+}
+
+// ensureJob inserts args; uniqueness drops it when the node's job is still
+// queued or running, which is the normal case.
+func (r *Runner) ensureJob(ctx context.Context, n *baremetal.Node, args river.JobArgs) {
+	res, err := r.q.Insert(ctx, args, nil)
+	if err != nil {
+		r.log.WarnContext(ctx, "reconcile: queue job", "node", n.Name, "kind", args.Kind(), "err", err)
+		return
+	}
+	if !res.UniqueSkippedAsDuplicate {
+		r.log.WarnContext(ctx, "reconcile: node had no pending job for its state; queued one",
+			"node", n.Name, "state", n.ProvisionState, "kind", args.Kind(), "job_id", res.Job.ID)
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -34,16 +36,26 @@ type Runner struct {
 	syncSlots      chan struct{}
 	syncStragglers chan struct{}
 	syncLatency    atomic.Int64
+
+	// late carries the observations of detached power reads to the
+	// lateWriter goroutine; lateCtx bounds those reads and the writer, and
+	// ends at Stop (powersync.go).
+	late     chan observation
+	lateCtx  context.Context
+	lateStop context.CancelFunc
+	lateDone chan struct{}
+	lateOnce sync.Once
 }
 
 var _ Inserter = (*Runner)(nil)
 
-// powerSyncQueueWorkers is how many power_sync_batch jobs one process works
-// at once. The BMC concurrency is bounded by syncSlots, not by this; two
-// batches in flight are enough to keep the slots busy while one batch
-// waits for its stragglers, and few enough to leave work for the other
-// replicas.
-const powerSyncQueueWorkers = 3
+// powerSyncQueueWorkers is how many power_sync and power_sync_batch jobs
+// one process works at once. The BMC concurrency is bounded by syncSlots,
+// not by this: batches hand hung reads off instead of waiting for them, so
+// two or three batches in flight keep the slots busy, and one more worker
+// is for the pass job itself, which waits for its batches to time the
+// pass. Few enough to leave batches for the other replicas.
+const powerSyncQueueWorkers = 4
 
 // New builds a Runner; Start makes it work jobs.
 func New(cfg Config) (*Runner, error) {
@@ -62,6 +74,14 @@ func New(cfg Config) (*Runner, error) {
 		metrics:        m,
 		syncSlots:      make(chan struct{}, cfg.PowerSyncWorkers),
 		syncStragglers: make(chan struct{}, 16*cfg.PowerSyncWorkers),
+		late:           make(chan observation, writeBatch),
+		lateDone:       make(chan struct{}),
+	}
+	r.lateCtx, r.lateStop = context.WithCancel(context.Background())
+	if cfg.Metrics != nil {
+		if _, err := register(cfg.Metrics, prometheus.Collector(newNodeCollector(cfg.Store, cfg.Logger))); err != nil {
+			return nil, err
+		}
 	}
 
 	workers := river.NewWorkers()
@@ -119,6 +139,7 @@ func New(cfg Config) (*Runner, error) {
 // Start begins working jobs (and, on the elected leader, enqueueing the
 // periodic power sync). Cancelling ctx stops the runner softly.
 func (r *Runner) Start(ctx context.Context) error {
+	r.lateOnce.Do(func() { go r.lateWriter() })
 	if err := r.q.Start(ctx); err != nil {
 		return fmt.Errorf("start job runner: %w", err)
 	}
@@ -129,6 +150,7 @@ func (r *Runner) Start(ctx context.Context) error {
 // Jobs cancelled this way are retried later (by this or another process):
 // every job is idempotent.
 func (r *Runner) Stop(ctx context.Context) error {
+	defer r.stopLate()
 	err := r.q.Stop(ctx)
 	if err == nil {
 		return nil
@@ -142,6 +164,14 @@ func (r *Runner) Stop(ctx context.Context) error {
 		return fmt.Errorf("stop job runner (cancelling running jobs): %w", err)
 	}
 	return nil
+}
+
+// stopLate ends the detached power reads and the lateWriter, after the
+// jobs have stopped (so no batch detaches reads any more).
+func (r *Runner) stopLate() {
+	r.lateStop()
+	r.lateOnce.Do(func() { close(r.lateDone) }) // never started: nothing to wait for
+	<-r.lateDone
 }
 
 // InsertTx enqueues args in tx, so the job exists if and only if the state
