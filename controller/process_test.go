@@ -30,7 +30,7 @@ var (
 	buildErr  error
 )
 
-func controllerBinary(t *testing.T) string {
+func controllerBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "controller-bin")
@@ -60,7 +60,7 @@ type proc struct {
 	mu   *sync.Mutex
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
