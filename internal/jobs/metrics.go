@@ -19,6 +19,7 @@ type metrics struct {
 	syncNodes    *prometheus.CounterVec
 	syncPass     prometheus.Histogram
 	jobsFinished *prometheus.CounterVec
+	jobsRescued  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,6 +46,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "baremetal_jobs_finished_total",
 			Help: "Job attempts by kind and outcome (ok, error, snoozed, cancelled).",
 		}, []string{"kind", "outcome"}),
+		jobsRescued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baremetal_jobs_rescued_total",
+			Help: "Running jobs of a dead controller made runnable again, by kind.",
+		}, []string{"kind"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -65,6 +70,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.jobsFinished, err = register(reg, m.jobsFinished); err != nil {
+		return nil, err
+	}
+	if m.jobsRescued, err = register(reg, m.jobsRescued); err != nil {
 		return nil, err
 	}
 	return m, nil
