@@ -85,6 +85,10 @@ type rescued struct {
 // one controller holding the database, so they compare as strings.
 const sqliteTimeLayout = "2006-01-02T15:04:05.000000Z"
 
+// rescueLock is the advisory lock key of the rescue pass on PostgreSQL
+// ("bmrescue" in ASCII; the store's migration lock is another key).
+const rescueLock int64 = 0x626d726573637565
+
 const (
 	pgBeat = `INSERT INTO replica_heartbeats (id, started_at, last_seen) VALUES ($1, now(), now())
 		ON CONFLICT (id) DO UPDATE SET last_seen = now()`
@@ -207,6 +211,21 @@ func (r *Runner) beatTx(ctx context.Context, tx store.Tx) error {
 }
 
 func (r *Runner) rescueDeadTx(ctx context.Context, tx store.Tx) ([]rescued, error) {
+	// One replica rescues at a time: two UPDATEs of the same rows in
+	// different orders could deadlock (PostgreSQL would abort one). The
+	// others skip this pass rather than wait; they are back in a
+	// HeartbeatInterval.
+	ptx, ok := tx.Native().(pgx.Tx)
+	if !ok {
+		return nil, fmt.Errorf("store transaction %T is not PostgreSQL's", tx.Native())
+	}
+	var mine bool
+	if err := ptx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, rescueLock).Scan(&mine); err != nil {
+		return nil, err
+	}
+	if !mine {
+		return nil, nil
+	}
 	secs := r.cfg.ReplicaTimeout.Seconds()
 	jobs, err := queryRescued(ctx, tx, pgRescueDead, r.replicaID, secs)
 	if err != nil {
