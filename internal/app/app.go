@@ -96,6 +96,13 @@ func OpenStore(ctx context.Context, cfg Config, log *slog.Logger) (store.Store, 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	// A fresh data dir is 0700; one the operator made is used as it is,
+	// its files still created 0600, but a directory others can read says
+	// which files exist and lets them in should one ever be looser.
+	if st, err := os.Stat(cfg.DataDir); err == nil && st.Mode().Perm()&0o077 != 0 {
+		log.Warn("the data dir is accessible to other users; it holds the secret key, the admin token and the embedded database: chmod 700 it",
+			"dir", cfg.DataDir, "mode", fmt.Sprintf("%04o", st.Mode().Perm()))
+	}
 	keyFile := cfg.SecretKeyFile
 	if keyFile == "" {
 		keyFile = filepath.Join(cfg.DataDir, "secret.key")

@@ -72,6 +72,16 @@ type Config struct {
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 
+	// HeartbeatInterval is how often this replica records that it is alive
+	// (and, on PostgreSQL, looks for the running jobs of replicas that are
+	// not; recovery.go). Default 3s.
+	HeartbeatInterval time.Duration
+	// ReplicaTimeout is how old a replica's last heartbeat must be for its
+	// running jobs to be run again by another (PostgreSQL). Default 20s; at
+	// least three HeartbeatIntervals, so a live replica is not taken for
+	// dead over one slow heartbeat.
+	ReplicaTimeout time.Duration
+
 	// PublicURL is the API's base URL as BMCs reach it; config drives are
 	// served from there. Empty: instances that need a config drive (user
 	// data, deploy_timeout) fail to deploy with an error saying so.
@@ -105,6 +115,8 @@ func (c Config) withDefaults() Config {
 	def(&c.BusyPoll, 2*time.Second)
 	def(&c.FetchCooldown, 20*time.Millisecond)
 	def(&c.FetchPollInterval, 500*time.Millisecond)
+	def(&c.HeartbeatInterval, 3*time.Second)
+	def(&c.ReplicaTimeout, 20*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -127,10 +139,14 @@ func (c Config) validate() error {
 		"PowerPollInterval": c.PowerPollInterval, "RetryBase": c.RetryBase,
 		"MaintenancePoll": c.MaintenancePoll, "BusyPoll": c.BusyPoll,
 		"PowerSyncInterval": c.PowerSyncInterval, "FetchCooldown": c.FetchCooldown, "FetchPollInterval": c.FetchPollInterval,
+		"HeartbeatInterval": c.HeartbeatInterval, "ReplicaTimeout": c.ReplicaTimeout,
 	} {
 		if d < 0 {
 			errs = append(errs, errors.New(name+" must not be negative"))
 		}
+	}
+	if c.ReplicaTimeout < 3*c.HeartbeatInterval {
+		errs = append(errs, errors.New("ReplicaTimeout must be at least three HeartbeatIntervals"))
 	}
 	return errors.Join(errs...)
 }

@@ -21,8 +21,9 @@ import (
 // jobs starting together exactly one proceeds, on any number of replicas:
 // the job table is the one thing they all share.
 //
-// A job whose process died stays "running" until River's rescuer moves it
-// (see NOTES.md); jobs behind it wait that long, which is the price of not
+// A job whose process died stays "running" until it is rescued
+// (recovery.go: at start on SQLite, ReplicaTimeout after the last heartbeat
+// on PostgreSQL); jobs behind it wait that long, which is the price of not
 // acting on a node twice.
 
 // busyNode reports whether another mutating job of nodeID is running and

@@ -23,6 +23,7 @@ type metrics struct {
 	syncBatch    prometheus.Histogram
 	syncPass     prometheus.Histogram
 	jobsFinished *prometheus.CounterVec
+	jobsRescued  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -56,6 +57,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "baremetal_jobs_finished_total",
 			Help: "Job attempts by kind and outcome (ok, error, snoozed, cancelled).",
 		}, []string{"kind", "outcome"}),
+		jobsRescued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "baremetal_jobs_rescued_total",
+			Help: "Running jobs of a dead controller made runnable again, by kind.",
+		}, []string{"kind"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -79,6 +84,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.jobsFinished, err = register(reg, m.jobsFinished); err != nil {
+		return nil, err
+	}
+	if m.jobsRescued, err = register(reg, m.jobsRescued); err != nil {
 		return nil, err
 	}
 	return m, nil

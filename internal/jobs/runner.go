@@ -29,6 +29,13 @@ type Runner struct {
 	q       queue
 	metrics *metrics
 
+	// replicaID is this process's River client id and heartbeat row
+	// (recovery.go); stopBeats ends the heartbeat loop, beatsDone says it
+	// has.
+	replicaID string
+	stopBeats context.CancelFunc
+	beatsDone chan struct{}
+
 	// syncSlots bounds the power-sync BMC calls in flight in this process
 	// (PowerSyncWorkers); syncStragglers holds calls that outlived the
 	// straggler threshold, so a dead BMC does not keep a slot; syncLatency
@@ -76,6 +83,7 @@ func New(cfg Config) (*Runner, error) {
 		syncStragglers: make(chan struct{}, 16*cfg.PowerSyncWorkers),
 		late:           make(chan observation, writeBatch),
 		lateDone:       make(chan struct{}),
+		replicaID:      newReplicaID(),
 	}
 	r.lateCtx, r.lateStop = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
@@ -95,6 +103,9 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
 
 	rcfg := &river.Config{
+		// Our id, not River's generated one: attempted_by then names the
+		// replica whose heartbeat tells whether the job's process lives.
+		ID: r.replicaID,
 		// River reports routine bookkeeping (job counts every few
 		// seconds) at info; operators want its warnings, not its heartbeat.
 		Logger:  slog.New(minLevel{slog.LevelWarn, cfg.Logger.Handler()}).With("component", "river"),
@@ -109,7 +120,9 @@ func New(cfg Config) (*Runner, error) {
 		// A job is "stuck" only after its own timeout: River cancels its
 		// context at JobTimeout and every BMC call honours the context, so
 		// a job still "running" 15 s later belongs to a dead process. A
-		// shorter value would run a slow deploy twice (NOTES.md).
+		// shorter value would run a slow deploy twice (NOTES.md). Our own
+		// heartbeat rescue (recovery.go) acts long before; this remains
+		// the backstop for jobs of replicas that never wrote a heartbeat.
 		RescueStuckJobsAfter: cfg.jobTimeout() + 15*time.Second,
 	}
 	if iv := cfg.PowerSyncInterval; iv > 0 {
@@ -138,19 +151,51 @@ func New(cfg Config) (*Runner, error) {
 
 // Start begins working jobs (and, on the elected leader, enqueueing the
 // periodic power sync). Cancelling ctx stops the runner softly.
+//
+// First it records this replica's heartbeat and makes runnable the jobs a
+// dead controller left running (recovery.go): on SQLite every running job,
+// so at most one Runner may use a SQLite store (sqlite.Open's lock keeps
+// other processes out).
 func (r *Runner) Start(ctx context.Context) error {
+	if err := r.recoverAtStart(ctx); err != nil {
+		return err
+	}
 	r.lateOnce.Do(func() { go r.lateWriter() })
 	if err := r.q.Start(ctx); err != nil {
 		return fmt.Errorf("start job runner: %w", err)
 	}
+	bctx, cancel := context.WithCancel(ctx)
+	r.stopBeats, r.beatsDone = cancel, make(chan struct{})
+	go func() {
+		defer close(r.beatsDone)
+		r.heartbeats(bctx)
+	}()
 	return nil
 }
 
 // Stop waits for running jobs to finish until ctx ends, then cancels them.
 // Jobs cancelled this way are retried later (by this or another process):
 // every job is idempotent.
+//
+// The heartbeat goes on while jobs finish, so other replicas do not take
+// them over; it is removed only once River has stopped cleanly (otherwise
+// it goes stale and the jobs left running are rescued).
 func (r *Runner) Stop(ctx context.Context) error {
-	defer r.stopLate()
+	err := r.stopQueue(ctx)
+	r.stopLate()
+	if r.stopBeats != nil {
+		r.stopBeats()
+		<-r.beatsDone
+		if err == nil {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			r.leave(lctx)
+		}
+	}
+	return err
+}
+
+func (r *Runner) stopQueue(ctx context.Context) error {
 	err := r.q.Stop(ctx)
 	if err == nil {
 		return nil

@@ -23,6 +23,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,6 +45,7 @@ type Store struct {
 	gate   writeGate
 	reader *sql.DB
 	path   string
+	lock   *dirLock
 }
 
 var (
@@ -66,7 +68,13 @@ const readerParams = "_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma
 // Open opens (creating when missing) the database file at path, applies
 // pending migrations (ours and River's), and returns the store. box seals
 // BMC passwords and is required.
-func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
+//
+// The store holds an exclusive lock on path+".lock" until Close: a second
+// Open of the same database, in this process or another, fails at once
+// saying who holds it. The database and its -wal and -shm files are
+// created 0600 whatever the umask (they hold user data and sealed
+// secrets).
+func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err error) {
 	if box == nil {
 		return nil, errors.New("sqlite: open: a secret.Box is required to seal BMC passwords")
 	}
@@ -79,6 +87,18 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open: create directory: %w", err)
 	}
+	lock, err := lockDir(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = lock.release()
+		}
+	}()
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 
 	wc, err := newCachingConnector(path + "?" + writerParams)
 	if err != nil {
@@ -90,7 +110,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (*Store, error) {
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	s := &Store{writer: writer, gate: newWriteGate(), path: path}
+	s := &Store{writer: writer, gate: newWriteGate(), path: path, lock: lock}
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -192,9 +212,39 @@ func (s *Store) Native() any { return s.writer }
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// Close closes both pools.
+// Close closes both pools, then releases the lock.
 func (s *Store) Close() error {
-	return errors.Join(s.reader.Close(), s.writer.Close())
+	return errors.Join(s.reader.Close(), s.writer.Close(), s.lock.release())
+}
+
+// privateFiles makes the database file exist with mode 0600 before SQLite
+// opens it: SQLite creates a missing file 0644 (less the umask) and gives
+// its -wal and -shm files the mode of the database file, so a database
+// created 0600 keeps all three private. Files an older controller left
+// readable by others are tightened.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("make %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Tx is an open transaction; every query runs on it.
