@@ -42,7 +42,7 @@ func (o *outage) report(ctx context.Context, err error) {
 		return
 	}
 	o.since = time.Now()
-	o.log.WarnContext(ctx, "database unreachable", "err", err,
+	o.log.WarnContext(ctx, "database unreachable", "err", store.UnavailableCause(err),
 		"effect", "API requests answer 503 unavailable with Retry-After until it is back")
 	go o.probe(o.since)
 }

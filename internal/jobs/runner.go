@@ -175,7 +175,7 @@ func (r *Runner) ListJobs(ctx context.Context, nodeID, state string) ([]api.Job,
 	}
 	res, err := r.q.JobList(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, r.store.Classify("list jobs", fmt.Errorf("list jobs: %w", err))
 	}
 	out := make([]api.Job, 0, len(res.Jobs))
 	for _, j := range res.Jobs {

@@ -124,6 +124,18 @@ func Unavailable(op string, cause error) error {
 // reached.
 func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
+// UnavailableCause returns the error in err's chain that says which
+// operation found the database unreachable and why (for logs: the
+// *baremetal.Error around it shows only the client-safe message), or err
+// itself when there is none.
+func UnavailableCause(err error) error {
+	var u *unavailableError
+	if errors.As(err, &u) {
+		return u
+	}
+	return err
+}
+
 type unavailableError struct {
 	op    string
 	cause error

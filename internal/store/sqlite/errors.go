@@ -42,6 +42,15 @@ func unreachable(err error) bool {
 	return false
 }
 
+// Classify returns err as store.Unavailable when it says the database
+// cannot be reached, and unchanged otherwise (see store.Store).
+func (s *Store) Classify(op string, err error) error {
+	if unreachable(err) {
+		return store.Unavailable("sqlite: "+op, err)
+	}
+	return err
+}
+
 // wrapTx classifies an error that a transaction's fn returned: errors of
 // the store's own queries are already classified, and a River insert on
 // the transaction returns the driver's error as is.
