@@ -76,8 +76,9 @@ func New(cfg Config) (*Runner, error) {
 
 	rcfg := &river.Config{
 		// River reports routine bookkeeping (job counts every few
-		// seconds) at info; operators want its warnings, not its heartbeat.
-		Logger:  slog.New(minLevel{slog.LevelWarn, cfg.Logger.Handler()}).With("component", "river"),
+		// seconds) at info; operators want its warnings, not its heartbeat,
+		// and each of them once a minute, not at every poll of an outage.
+		Logger:  slog.New(newRepeatLimit(minLevel{slog.LevelWarn, cfg.Logger.Handler()}, time.Minute)).With("component", "river"),
 		Workers: workers,
 		Queues: map[string]river.QueueConfig{
 			QueueDefault:   {MaxWorkers: cfg.Workers},
