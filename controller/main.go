@@ -148,7 +148,7 @@ func serve(ctx context.Context, args []string) error {
 	f := newFlags("serve")
 	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "address of the REST API")
 	storeFlags(f, &cfg)
-	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", "", "admin token to create on first start (default: generate one into <data-dir>/admin-token)")
+	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", "", "admin token to create on first start, when no token exists; ignored later, so a revoked one stays revoked (default: generate one into <data-dir>/admin-token)")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serve the API over HTTPS with this PEM certificate (with --tls-key-file)")
 	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
 	f.StringVar(&cfg.PublicURL, "public-url", "", "the API's base URL as BMCs and booted instances reach it (config drives, readiness callbacks); default: derived from --listen unless that is a wildcard address")

@@ -4,10 +4,13 @@
 //
 // Every method takes a context and honours it, including while waiting to
 // retry. Transport failures and 502/503/504 answers are retried with
-// exponential backoff, except that a POST (not idempotent) is retried only
-// when the request certainly never reached the server. Error responses
-// become *APIError, which matches the sentinel errors (ErrNotFound, ...)
-// with errors.Is.
+// exponential backoff (or after the server's Retry-After) for up to
+// RetryWindow, long enough to ride through a controller restart or a
+// database failover; a POST (not idempotent) is retried only when the
+// request certainly never reached the server. A DELETE that finds the
+// object gone on a retry has succeeded: an earlier attempt whose answer
+// was lost did the work. Error responses become *APIError, which matches
+// the sentinel errors (ErrNotFound, ...) with errors.Is.
 //
 // The bearer token is sent in the Authorization header and nowhere else:
 // it never appears in errors or log fields, and request bodies (which may
@@ -41,9 +44,13 @@ import (
 // Defaults of Options.
 const (
 	DefaultTimeout      = 30 * time.Second
-	DefaultMaxRetries   = 4
+	DefaultMaxRetries   = 50
 	DefaultRetryWaitMin = 250 * time.Millisecond
 	DefaultRetryWaitMax = 5 * time.Second
+	// DefaultRetryWindow covers a database outage of a minute (a restart,
+	// a failover) with room to spare: the controller answers 503 with
+	// Retry-After meanwhile, and terraform should not fail over a blip.
+	DefaultRetryWindow = 90 * time.Second
 
 	maxResponseBytes = 16 << 20
 	mergePatchType   = "application/merge-patch+json"
@@ -70,6 +77,10 @@ type Options struct {
 	// MaxRetries is the number of retries after the first attempt; 0 means
 	// DefaultMaxRetries, a negative value disables retries.
 	MaxRetries int
+	// RetryWindow is how long after its first attempt a request may still
+	// be retried: no retry starts later than that. 0 means
+	// DefaultRetryWindow.
+	RetryWindow time.Duration
 	// RetryWaitMin and RetryWaitMax bound the backoff between attempts.
 	RetryWaitMin time.Duration
 	RetryWaitMax time.Duration
@@ -89,7 +100,12 @@ type Client struct {
 	maxRetries int
 	waitMin    time.Duration
 	waitMax    time.Duration
+	window     time.Duration
 	log        LogFunc
+	// now and sleep are the clock; tests replace them to run a minute of
+	// retries in no time.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a client of the controller at endpoint (http:// or
@@ -151,7 +167,10 @@ func New(endpoint string, opts Options) (*Client, error) {
 		maxRetries: opts.MaxRetries,
 		waitMin:    opts.RetryWaitMin,
 		waitMax:    opts.RetryWaitMax,
+		window:     opts.RetryWindow,
 		log:        opts.Log,
+		now:        time.Now,
+		sleep:      sleepCtx,
 	}
 	if c.maxRetries == 0 {
 		c.maxRetries = DefaultMaxRetries
@@ -166,6 +185,9 @@ func New(endpoint string, opts Options) (*Client, error) {
 	}
 	if c.waitMax < c.waitMin {
 		c.waitMax = c.waitMin
+	}
+	if c.window <= 0 {
+		c.window = DefaultRetryWindow
 	}
 
 	c.rc = resty.New().
@@ -210,6 +232,7 @@ func (c *Client) do(ctx context.Context, r request) (http.Header, error) {
 			return nil, fmt.Errorf("%s %s: encoding request: %w", r.method, r.path, err)
 		}
 	}
+	first := c.now()
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
@@ -239,11 +262,14 @@ func (c *Client) do(ctx context.Context, r request) (http.Header, error) {
 			err = cleanTransportError(err)
 			fields["error"] = err.Error()
 			c.logf(ctx, "baremetal API request failed", fields)
-			if attempt < c.maxRetries && retryableTransportError(r.method, err) {
-				if werr := c.wait(ctx, attempt, 0); werr != nil {
+			if retryableTransportError(r.method, err) {
+				retry, werr := c.backoff(ctx, first, attempt, 0)
+				if werr != nil {
 					return nil, fmt.Errorf("%s %s: %w (after %v)", r.method, r.path, werr, err)
 				}
-				continue
+				if retry {
+					continue
+				}
 			}
 			return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 		}
@@ -259,11 +285,20 @@ func (c *Client) do(ctx context.Context, r request) (http.Header, error) {
 			}
 			return resp.Header(), nil
 		}
-		if attempt < c.maxRetries && retryableStatus(r.method, status) {
-			if werr := c.wait(ctx, attempt, retryAfter(resp.Header())); werr != nil {
+		if status == http.StatusNotFound && r.method == http.MethodDelete && attempt > 0 {
+			// Gone on a retry: an earlier attempt, whose answer was lost
+			// or was a gateway's error, did the work (or someone else
+			// did). Either way what the caller wanted holds.
+			return resp.Header(), nil
+		}
+		if retryableStatus(r.method, status) {
+			retry, werr := c.backoff(ctx, first, attempt, retryAfter(resp.Header()))
+			if werr != nil {
 				return nil, fmt.Errorf("%s %s: %w (after status %d)", r.method, r.path, werr, status)
 			}
-			continue
+			if retry {
+				continue
+			}
 		}
 		return resp.Header(), &APIError{Method: r.method, Path: r.path, Problem: decodeProblem(resp)}
 	}
@@ -275,10 +310,16 @@ func (c *Client) logf(ctx context.Context, msg string, fields map[string]any) {
 	}
 }
 
-// wait sleeps before retry number attempt+1: exponential backoff with full
-// jitter between waitMin and waitMax, or the server's Retry-After (capped
-// at waitMax) when it gave one. It returns early with the context's error.
-func (c *Client) wait(ctx context.Context, attempt int, after time.Duration) error {
+// backoff decides whether attempt (0-based) of a request that started at
+// start may be followed by another, and if so waits before it: exponential
+// backoff with full jitter between waitMin and waitMax, or the server's
+// Retry-After (capped at waitMax) when it gave one. It answers false when
+// the retries or the window are spent (no retry starts after the window),
+// and returns early with the context's error.
+func (c *Client) backoff(ctx context.Context, start time.Time, attempt int, after time.Duration) (bool, error) {
+	if attempt >= c.maxRetries {
+		return false, nil
+	}
 	d := after
 	if d <= 0 {
 		ceil := c.waitMin << min(attempt, 16)
@@ -288,6 +329,16 @@ func (c *Client) wait(ctx context.Context, attempt int, after time.Duration) err
 		d = c.waitMin + rand.N(ceil-c.waitMin+1)
 	}
 	d = min(d, c.waitMax)
+	if c.now().Add(d).Sub(start) > c.window {
+		return false, nil
+	}
+	if err := c.sleep(ctx, d); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
 // statusOf is the one table from error code to HTTP status.
@@ -44,7 +45,9 @@ var titleOf = map[baremetal.Code]string{
 }
 
 // writeError answers with an RFC 9457 problem document. Internal errors are
-// logged with their cause and shown only as "internal error".
+// logged with their cause and shown only as "internal error". An
+// unreachable database is a 503 with Retry-After: the request was fine and
+// will succeed once the database is back.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := baremetal.ErrorCode(err)
 	var be *baremetal.Error
@@ -67,14 +70,24 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Field:    baremetal.ErrorField(err),
 		Instance: logPath(r),
 	}
-	if code == baremetal.CodeInternal {
+	switch {
+	case store.IsUnavailable(err):
+		// One line per outage, not one per request (see outage). A
+		// client that hung up mid-query says nothing about the database.
+		if r.Context().Err() == nil {
+			s.outage.report(r.Context(), err)
+		}
+	case code == baremetal.CodeInternal:
 		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", logPath(r), "err", err)
 		p.Detail = "internal error; the controller log has the details"
-	} else if status >= 500 {
+	case status >= 500:
 		s.log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", logPath(r), "err", err)
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="baremetal"`)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	w.Header().Set("Content-Type", api.ProblemContentType)
 	w.Header().Set("Cache-Control", "no-store")

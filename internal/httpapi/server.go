@@ -17,6 +17,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
 // JobLister lists durable jobs for the admin jobs API.
@@ -31,6 +32,7 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics *metrics
+	outage  *outage
 	// publicURL is how booted instances reach the API (ready callbacks).
 	publicURL string
 }
@@ -93,6 +95,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg),
 		publicURL: strings.TrimSuffix(o.PublicURL, "/")}
+	s.outage = newOutage(log, o.Service.Ready)
 	for _, rt := range routes {
 		rt := rt
 		pattern := rt.method + " " + rt.pattern
@@ -223,6 +226,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ service.Caller
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.svc.Ready(ctx); err != nil {
+		if !store.IsUnavailable(err) && r.Context().Err() == nil {
+			// A ping that did not answer in time: as unreachable as a
+			// refused connection.
+			err = store.Unavailable("readyz", err)
+		}
 		s.writeError(w, r, &baremetal.Error{Code: baremetal.CodeUnavailable, Message: "store is not reachable", Err: err})
 		return
 	}

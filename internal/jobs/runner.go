@@ -107,8 +107,9 @@ func New(cfg Config) (*Runner, error) {
 		// replica whose heartbeat tells whether the job's process lives.
 		ID: r.replicaID,
 		// River reports routine bookkeeping (job counts every few
-		// seconds) at info; operators want its warnings, not its heartbeat.
-		Logger:  slog.New(minLevel{slog.LevelWarn, cfg.Logger.Handler()}).With("component", "river"),
+		// seconds) at info; operators want its warnings, not its heartbeat,
+		// and each of them once a minute, not at every poll of an outage.
+		Logger:  slog.New(newRepeatLimit(minLevel{slog.LevelWarn, cfg.Logger.Handler()}, time.Minute)).With("component", "river"),
 		Workers: workers,
 		Queues: map[string]river.QueueConfig{
 			QueueDefault:   {MaxWorkers: cfg.Workers},
@@ -250,7 +251,7 @@ func (r *Runner) ListJobs(ctx context.Context, nodeID, state string) ([]api.Job,
 	}
 	res, err := r.q.JobList(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, r.store.Classify("list jobs", fmt.Errorf("list jobs: %w", err))
 	}
 	out := make([]api.Job, 0, len(res.Jobs))
 	for _, j := range res.Jobs {

@@ -175,26 +175,36 @@ func (s *Service) DeleteToken(ctx context.Context, c Caller, id string) error {
 	return nil
 }
 
-// Bootstrap makes sure an admin can log in on a first start. With a
-// configured secret it creates that token unless it exists; without one it
-// generates a secret and writes it to tokenFile (mode 0600) when the store
-// has no tokens at all. It returns the file written, if any.
+// Bootstrap makes sure an admin can log in on a first start, and only
+// then: when the store holds no token at all. With a configured secret it
+// creates that token; without one it generates a secret and writes it to
+// tokenFile (mode 0600). It returns the file written, if any.
+//
+// On any later start the configured secret is ignored, and the log says
+// so: a bootstrap-admin token that was revoked stays revoked even though
+// the same --bootstrap-token is still in the service's configuration.
 func (s *Service) Bootstrap(ctx context.Context, secret, tokenFile string) (string, error) {
-	if secret != "" {
-		if !strings.HasPrefix(secret, TokenPrefix) && len(secret) < 16 {
-			return "", errors.New("bootstrap token must be at least 16 characters")
-		}
-		_, err := s.store.GetTokenByHash(ctx, HashSecret(secret))
-		if err == nil {
-			return "", nil
-		}
-		if !baremetal.IsCode(err, baremetal.CodeNotFound) {
-			return "", err
-		}
-		return "", s.store.InsertToken(ctx, &baremetal.Token{Name: "bootstrap-admin", Role: baremetal.RoleAdmin, Hash: HashSecret(secret)})
+	if secret != "" && !strings.HasPrefix(secret, TokenPrefix) && len(secret) < 16 {
+		return "", errors.New("bootstrap token must be at least 16 characters")
 	}
 	n, err := s.store.CountTokens(ctx)
-	if err != nil || n > 0 {
+	if err != nil {
+		return "", err
+	}
+	if n > 0 {
+		if secret != "" {
+			s.ignoredBootstrap(ctx, secret)
+		}
+		return "", nil
+	}
+	if secret != "" {
+		err := s.store.InsertToken(ctx, &baremetal.Token{Name: "bootstrap-admin", Role: baremetal.RoleAdmin, Hash: HashSecret(secret)})
+		if baremetal.IsCode(err, baremetal.CodeConflict) {
+			return "", nil // a replica starting at the same time created it
+		}
+		if err == nil {
+			s.log.InfoContext(ctx, "created the bootstrap admin token from --bootstrap-token on first start")
+		}
 		return "", err
 	}
 	secret = NewSecret()
@@ -209,6 +219,23 @@ func (s *Service) Bootstrap(ctx context.Context, secret, tokenFile string) (stri
 		return "", err
 	}
 	return tokenFile, nil
+}
+
+// ignoredBootstrap logs that --bootstrap-token had no effect. Restarting
+// with the flag still set is normal (it stays in a unit file); that the
+// token is not there (revoked) is worth a warning: an operator relying on
+// it cannot log in with it.
+func (s *Service) ignoredBootstrap(ctx context.Context, secret string) {
+	_, err := s.store.GetTokenByHash(ctx, HashSecret(secret))
+	switch {
+	case err == nil:
+		s.log.InfoContext(ctx, "--bootstrap-token ignored: it creates the first admin token on a first start only, and tokens exist")
+	case baremetal.IsCode(err, baremetal.CodeNotFound):
+		s.log.WarnContext(ctx, "--bootstrap-token ignored: it creates the first admin token on a first start only; "+
+			"tokens exist and this one is not among them (revoked?), so it does not authenticate")
+	default:
+		s.log.WarnContext(ctx, "--bootstrap-token ignored: it creates the first admin token on a first start only", "err", err)
+	}
 }
 
 // GetQuota returns a project's quota and usage.

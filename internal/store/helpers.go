@@ -5,6 +5,7 @@ package store
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"time"
 
@@ -99,3 +100,46 @@ func TrimPage[T any](list []T, limit int, key func(T) string) ([]T, string) {
 	list = list[:limit]
 	return list, EncodeCursor(key(list[limit-1]))
 }
+
+// ErrUnavailable is in the chain of every error that says the database
+// could not be reached (see Unavailable): errors.Is(err, ErrUnavailable).
+var ErrUnavailable = errors.New("database unreachable")
+
+// Unavailable is the error for an operation that failed because the
+// database could not be reached: the server is down, restarting, refusing
+// connections, or the connection broke. It is CodeUnavailable (a 503 that
+// tells the client to retry) rather than an internal error: nothing is
+// wrong with the request, and the same request succeeds once the database
+// is back. op names the operation ("postgres: get token"); cause is kept
+// for the logs, never shown to clients.
+func Unavailable(op string, cause error) error {
+	return &baremetal.Error{
+		Code:    baremetal.CodeUnavailable,
+		Message: "the database is unreachable; retry later",
+		Err:     &unavailableError{op: op, cause: cause},
+	}
+}
+
+// IsUnavailable reports whether err says the database could not be
+// reached.
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// UnavailableCause returns the error in err's chain that says which
+// operation found the database unreachable and why (for logs: the
+// *baremetal.Error around it shows only the client-safe message), or err
+// itself when there is none.
+func UnavailableCause(err error) error {
+	var u *unavailableError
+	if errors.As(err, &u) {
+		return u
+	}
+	return err
+}
+
+type unavailableError struct {
+	op    string
+	cause error
+}
+
+func (e *unavailableError) Error() string   { return e.op + ": database unreachable: " + e.cause.Error() }
+func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.cause} }

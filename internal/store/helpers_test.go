@@ -1,6 +1,9 @@
 package store_test
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +58,22 @@ func TestTrimPage(t *testing.T) {
 	}
 	if after, err := store.DecodeCursor(next); err != nil || after != "b" {
 		t.Fatalf("cursor decodes to %q, %v; want b", after, err)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	cause := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	err := fmt.Errorf("list jobs: %w", store.Unavailable("postgres: get token", cause))
+	if !store.IsUnavailable(err) || !baremetal.IsCode(err, baremetal.CodeUnavailable) || !errors.Is(err, cause) {
+		t.Fatalf("Unavailable: %v", err)
+	}
+	if msg := baremetal.ErrorMessage(err); strings.Contains(msg, "refused") {
+		t.Errorf("the client-safe message shows the cause: %q", msg)
+	}
+	if got := store.UnavailableCause(err).Error(); got != "postgres: get token: database unreachable: "+cause.Error() {
+		t.Errorf("UnavailableCause: %q", got)
+	}
+	if store.IsUnavailable(cause) || store.UnavailableCause(cause) != cause {
+		t.Error("a plain error is not an outage")
 	}
 }

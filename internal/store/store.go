@@ -25,6 +25,11 @@ type Store interface {
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 	// Ping checks that the database answers (readyz).
 	Ping(ctx context.Context) error
+	// Classify returns err as Unavailable (op names the operation) when
+	// it is a driver error saying the database cannot be reached, and err
+	// unchanged otherwise. The Store's own methods do this already; it is
+	// for code that uses the database through Native, such as River.
+	Classify(op string, err error) error
 	// Dialect is "sqlite" or "postgres".
 	Dialect() string
 	// Native returns the driver handle River needs: *sql.DB for sqlite,

@@ -31,6 +31,9 @@ type Options struct {
 	// Logs go to the test log when true (noisy), else are discarded
 	// unless the test fails... kept simple: discarded.
 	Verbose bool
+	// Logger, when set, receives the controller's logs (tests that
+	// assert on them); it wins over Verbose.
+	Logger *slog.Logger
 }
 
 // Env is a running controller plus its simulated BMCs.
@@ -73,6 +76,9 @@ func Start(t testing.TB, opts Options) *Env {
 		w = os.Stderr
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if opts.Logger != nil {
+		cfg.Logger = opts.Logger
+	}
 
 	ctx := context.Background()
 	a, err := app.Start(ctx, cfg)

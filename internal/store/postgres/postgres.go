@@ -110,11 +110,12 @@ func quietLogger() *slog.Logger {
 }
 
 // InTx runs fn in a transaction. fn's error (or panic) rolls back and is
-// returned as is.
+// returned as is, except that a driver error saying the server is
+// unreachable becomes store.Unavailable.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	pgTx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", err)
+		return wrap("begin", err)
 	}
 	done := false
 	defer func() {
@@ -125,11 +126,11 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 		}
 	}()
 	if err := fn(&Tx{queries: queries{db: pgTx, box: s.box}, tx: pgTx}); err != nil {
-		return err
+		return wrapTx(err)
 	}
 	done = true
 	if err := pgTx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: commit: %w", err)
+		return wrap("commit", err)
 	}
 	return nil
 }
@@ -137,7 +138,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres: ping: %w", err)
+		return wrap("ping", err)
 	}
 	return nil
 }

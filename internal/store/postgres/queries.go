@@ -179,7 +179,7 @@ func (q queries) getNode(ctx context.Context, query, idOrName string) (*baremeta
 		return nil, store.NotFound("node", idOrName)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get node: %w", err)
+		return nil, wrap("get node", err)
 	}
 	return n, nil
 }
@@ -231,19 +231,19 @@ func (q queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 
 	rows, err := q.db.Query(ctx, query, a...)
 	if err != nil {
-		return nil, "", fmt.Errorf("postgres: list nodes: %w", err)
+		return nil, "", wrap("list nodes", err)
 	}
 	defer rows.Close()
 	nodes := make([]*baremetal.Node, 0, min(limit, 128))
 	for rows.Next() {
 		n, err := q.scanNode(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("postgres: list nodes: %w", err)
+			return nil, "", wrap("list nodes", err)
 		}
 		nodes = append(nodes, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("postgres: list nodes: %w", err)
+		return nil, "", wrap("list nodes", err)
 	}
 	nodes, next := store.TrimPage(nodes, limit, func(n *baremetal.Node) string { return n.ID })
 	return nodes, next, nil
@@ -303,7 +303,7 @@ func (q queries) CountNodes(ctx context.Context) ([]store.NodeCount, error) {
 func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 	fields, err := q.nodeArgs(n)
 	if err != nil {
-		return fmt.Errorf("postgres: insert node: %w", err)
+		return wrap("insert node", err)
 	}
 	id, now := newID(n.ID), store.Now()
 	a := append(append([]any{id}, fields...), now, now)
@@ -314,7 +314,7 @@ func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 		case uniqueViolation(err, "nodes_pkey"):
 			return store.Duplicate("id", fmt.Sprintf("a node with id %q already exists", id), err)
 		}
-		return fmt.Errorf("postgres: insert node: %w", err)
+		return wrap("insert node", err)
 	}
 	n.ID, n.CreatedAt, n.UpdatedAt, n.Version = id, now, now, 1
 	normalizeNodeTimes(n)
@@ -324,7 +324,7 @@ func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 func (q queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 	fields, err := q.nodeArgs(n)
 	if err != nil {
-		return fmt.Errorf("postgres: update node: %w", err)
+		return wrap("update node", err)
 	}
 	now := store.Now()
 	tag, err := q.db.Exec(ctx, updateNodeSQL, append(fields, now, n.ID, n.Version)...)
@@ -332,7 +332,7 @@ func (q queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 		if uniqueViolation(err, "nodes_name_key") {
 			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
 		}
-		return fmt.Errorf("postgres: update node: %w", err)
+		return wrap("update node", err)
 	}
 	if err := q.checkWritten(ctx, tag, "node", "nodes", n.ID, n.Version); err != nil {
 		return err
@@ -347,7 +347,7 @@ func (q queries) DeleteNode(ctx context.Context, id string, version int64) error
 	// Events go by ON DELETE CASCADE.
 	tag, err := q.db.Exec(ctx, `DELETE FROM nodes WHERE id = $1 AND version = $2`, id, version)
 	if err != nil {
-		return fmt.Errorf("postgres: delete node: %w", err)
+		return wrap("delete node", err)
 	}
 	return q.checkWritten(ctx, tag, "node", "nodes", id, version)
 }
@@ -365,7 +365,7 @@ func (q queries) checkWritten(ctx context.Context, tag pgconn.CommandTag, kind, 
 		return store.NotFound(kind, id)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: write %s: %w", kind, err)
+		return wrap("write "+kind, err)
 	}
 	return store.StaleVersion(kind, version, stored)
 }
@@ -388,7 +388,7 @@ func (q queries) InsertEvent(ctx context.Context, e *baremetal.Event) error {
 		if foreignKeyViolation(err) {
 			return store.NotFound("node", e.NodeID)
 		}
-		return fmt.Errorf("postgres: insert event: %w", err)
+		return wrap("insert event", err)
 	}
 	e.ID, e.Time = id, t
 	return nil
@@ -403,20 +403,20 @@ func (q queries) ListEvents(ctx context.Context, nodeID string, p store.Page) ([
 	rows, err := q.db.Query(ctx, `SELECT id, node_id, time, actor, type, field, old, new, message
 		FROM events WHERE node_id = $1 AND id > $2 ORDER BY id LIMIT $3`, nodeID, after, limit+1)
 	if err != nil {
-		return nil, "", fmt.Errorf("postgres: list events: %w", err)
+		return nil, "", wrap("list events", err)
 	}
 	defer rows.Close()
 	var events []*baremetal.Event
 	for rows.Next() {
 		var e baremetal.Event
 		if err := rows.Scan(&e.ID, &e.NodeID, &e.Time, &e.Actor, &e.Type, &e.Field, &e.Old, &e.New, &e.Message); err != nil {
-			return nil, "", fmt.Errorf("postgres: list events: %w", err)
+			return nil, "", wrap("list events", err)
 		}
 		e.Time = utc(e.Time)
 		events = append(events, &e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("postgres: list events: %w", err)
+		return nil, "", wrap("list events", err)
 	}
 	events, next := store.TrimPage(events, limit, func(e *baremetal.Event) string { return strconv.FormatInt(e.ID, 10) })
 	return events, next, nil
@@ -510,19 +510,19 @@ func (q queries) GetInstance(ctx context.Context, idOrName string) (*baremetal.I
 	rows, err := q.db.Query(ctx, `SELECT `+instanceColumns+` FROM instances
 		WHERE id = $1 OR name = $1 ORDER BY id = $1 DESC, id LIMIT 2`, idOrName)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get instance: %w", err)
+		return nil, wrap("get instance", err)
 	}
 	defer rows.Close()
 	var found []*baremetal.Instance
 	for rows.Next() {
 		i, err := q.scanInstance(rows)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: get instance: %w", err)
+			return nil, wrap("get instance", err)
 		}
 		found = append(found, i)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: get instance: %w", err)
+		return nil, wrap("get instance", err)
 	}
 	switch {
 	case len(found) == 0:
@@ -563,19 +563,19 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 	query += ` ORDER BY id LIMIT ` + a.add(limit+1)
 	rows, err := q.db.Query(ctx, query, a...)
 	if err != nil {
-		return nil, "", fmt.Errorf("postgres: list instances: %w", err)
+		return nil, "", wrap("list instances", err)
 	}
 	defer rows.Close()
 	var list []*baremetal.Instance
 	for rows.Next() {
 		i, err := q.scanInstance(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("postgres: list instances: %w", err)
+			return nil, "", wrap("list instances", err)
 		}
 		list = append(list, i)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("postgres: list instances: %w", err)
+		return nil, "", wrap("list instances", err)
 	}
 	list, next := store.TrimPage(list, limit, func(x *baremetal.Instance) string { return x.ID })
 	return list, next, nil
@@ -584,7 +584,7 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 func (q queries) InsertInstance(ctx context.Context, i *baremetal.Instance) error {
 	fields, err := q.instanceArgs(i)
 	if err != nil {
-		return fmt.Errorf("postgres: insert instance: %w", err)
+		return wrap("insert instance", err)
 	}
 	id, now := newID(i.ID), store.Now()
 	a := append(append([]any{id}, fields...), now, now)
@@ -595,7 +595,7 @@ func (q queries) InsertInstance(ctx context.Context, i *baremetal.Instance) erro
 		case uniqueViolation(err, "instances_pkey"):
 			return store.Duplicate("id", fmt.Sprintf("an instance with id %q already exists", id), err)
 		}
-		return fmt.Errorf("postgres: insert instance: %w", err)
+		return wrap("insert instance", err)
 	}
 	i.ID, i.CreatedAt, i.UpdatedAt, i.Version = id, now, now, 1
 	return nil
@@ -608,7 +608,7 @@ func duplicateInstance(i *baremetal.Instance, err error) error {
 func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) error {
 	fields, err := q.instanceArgs(i)
 	if err != nil {
-		return fmt.Errorf("postgres: update instance: %w", err)
+		return wrap("update instance", err)
 	}
 	now := store.Now()
 	tag, err := q.db.Exec(ctx, updateInstanceSQL, append(fields, now, i.ID, i.Version)...)
@@ -616,7 +616,7 @@ func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) erro
 		if uniqueViolation(err, "instances_project_name_key") {
 			return duplicateInstance(i, err)
 		}
-		return fmt.Errorf("postgres: update instance: %w", err)
+		return wrap("update instance", err)
 	}
 	if err := q.checkWritten(ctx, tag, "instance", "instances", i.ID, i.Version); err != nil {
 		return err
@@ -629,7 +629,7 @@ func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) erro
 func (q queries) DeleteInstance(ctx context.Context, id string, version int64) error {
 	tag, err := q.db.Exec(ctx, `DELETE FROM instances WHERE id = $1 AND version = $2`, id, version)
 	if err != nil {
-		return fmt.Errorf("postgres: delete instance: %w", err)
+		return wrap("delete instance", err)
 	}
 	return q.checkWritten(ctx, tag, "instance", "instances", id, version)
 }
@@ -639,7 +639,7 @@ func (q queries) CountInstances(ctx context.Context, project string) (int, error
 	var n int
 	err := q.db.QueryRow(ctx, `SELECT count(*) FROM instances WHERE $1::text = '' OR project = $1`, project).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: count instances: %w", err)
+		return 0, wrap("count instances", err)
 	}
 	return n, nil
 }
@@ -676,7 +676,7 @@ func (q queries) InsertToken(ctx context.Context, t *baremetal.Token) error {
 		case uniqueViolation(err, "tokens_pkey"):
 			return store.Duplicate("id", fmt.Sprintf("a token with id %q already exists", id), err)
 		}
-		return fmt.Errorf("postgres: insert token: %w", err)
+		return wrap("insert token", err)
 	}
 	t.ID, t.CreatedAt, t.ExpiresAt = id, now, store.TimestampPtr(t.ExpiresAt)
 	return nil
@@ -688,7 +688,7 @@ func (q queries) GetTokenByHash(ctx context.Context, hash string) (*baremetal.To
 		return nil, &baremetal.Error{Code: baremetal.CodeNotFound, Message: "token not found"}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get token: %w", err)
+		return nil, wrap("get token", err)
 	}
 	return t, nil
 }
@@ -699,7 +699,7 @@ func (q queries) GetToken(ctx context.Context, id string) (*baremetal.Token, err
 		return nil, store.NotFound("token", id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get token: %w", err)
+		return nil, wrap("get token", err)
 	}
 	return t, nil
 }
@@ -712,19 +712,19 @@ func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Tok
 	limit := store.PageLimit(p.Limit)
 	rows, err := q.db.Query(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id > $1 ORDER BY id LIMIT $2`, after, limit+1)
 	if err != nil {
-		return nil, "", fmt.Errorf("postgres: list tokens: %w", err)
+		return nil, "", wrap("list tokens", err)
 	}
 	defer rows.Close()
 	var list []*baremetal.Token
 	for rows.Next() {
 		t, err := scanToken(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("postgres: list tokens: %w", err)
+			return nil, "", wrap("list tokens", err)
 		}
 		list = append(list, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("postgres: list tokens: %w", err)
+		return nil, "", wrap("list tokens", err)
 	}
 	list, next := store.TrimPage(list, limit, func(x *baremetal.Token) string { return x.ID })
 	return list, next, nil
@@ -733,7 +733,7 @@ func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Tok
 func (q queries) DeleteToken(ctx context.Context, id string) error {
 	tag, err := q.db.Exec(ctx, `DELETE FROM tokens WHERE id = $1`, id)
 	if err != nil {
-		return fmt.Errorf("postgres: delete token: %w", err)
+		return wrap("delete token", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return store.NotFound("token", id)
@@ -744,7 +744,7 @@ func (q queries) DeleteToken(ctx context.Context, id string) error {
 func (q queries) CountTokens(ctx context.Context) (int, error) {
 	var n int
 	if err := q.db.QueryRow(ctx, `SELECT count(*) FROM tokens`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: count tokens: %w", err)
+		return 0, wrap("count tokens", err)
 	}
 	return n, nil
 }
@@ -755,7 +755,7 @@ func (q queries) GetQuota(ctx context.Context, project string) (*baremetal.Quota
 	quota := &baremetal.Quota{Project: project, Instances: -1}
 	err := q.db.QueryRow(ctx, `SELECT instances FROM quotas WHERE project = $1`, project).Scan(&quota.Instances)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("postgres: get quota: %w", err)
+		return nil, wrap("get quota", err)
 	}
 	return quota, nil
 }
@@ -764,7 +764,7 @@ func (q queries) SetQuota(ctx context.Context, quota *baremetal.Quota) error {
 	_, err := q.db.Exec(ctx, `INSERT INTO quotas (project, instances) VALUES ($1, $2)
 		ON CONFLICT (project) DO UPDATE SET instances = excluded.instances`, quota.Project, quota.Instances)
 	if err != nil {
-		return fmt.Errorf("postgres: set quota: %w", err)
+		return wrap("set quota", err)
 	}
 	return nil
 }

@@ -185,7 +185,7 @@ func (q queries) GetNode(ctx context.Context, idOrName string) (*baremetal.Node,
 		return nil, store.NotFound("node", idOrName)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get node: %w", err)
+		return nil, wrap("get node", err)
 	}
 	return n, nil
 }
@@ -238,19 +238,19 @@ func (q queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 
 	rows, err := q.r.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list nodes: %w", err)
+		return nil, "", wrap("list nodes", err)
 	}
 	defer rows.Close()
 	nodes := make([]*baremetal.Node, 0, min(limit, 128))
 	for rows.Next() {
 		n, err := q.scanNode(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list nodes: %w", err)
+			return nil, "", wrap("list nodes", err)
 		}
 		nodes = append(nodes, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("sqlite: list nodes: %w", err)
+		return nil, "", wrap("list nodes", err)
 	}
 	nodes, next := store.TrimPage(nodes, limit, func(n *baremetal.Node) string { return n.ID })
 	return nodes, next, nil
@@ -313,7 +313,7 @@ func (q queries) CountNodes(ctx context.Context) ([]store.NodeCount, error) {
 func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 	args, err := q.nodeArgs(n)
 	if err != nil {
-		return fmt.Errorf("sqlite: insert node: %w", err)
+		return wrap("insert node", err)
 	}
 	id, now := newID(n.ID), nowUTC()
 	args = append([]any{id}, args...)
@@ -325,7 +325,7 @@ func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 		case uniqueViolation(err, "nodes.id"):
 			return store.Duplicate("id", fmt.Sprintf("a node with id %q already exists", id), err)
 		}
-		return fmt.Errorf("sqlite: insert node: %w", err)
+		return wrap("insert node", err)
 	}
 	n.ID, n.CreatedAt, n.UpdatedAt, n.Version = id, now, now, 1
 	normalizeNodeTimes(n)
@@ -335,7 +335,7 @@ func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 func (q queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 	args, err := q.nodeArgs(n)
 	if err != nil {
-		return fmt.Errorf("sqlite: update node: %w", err)
+		return wrap("update node", err)
 	}
 	now := nowUTC()
 	args = append(args, fmtTime(now), n.ID, n.Version)
@@ -344,7 +344,7 @@ func (q queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 		if uniqueViolation(err, "nodes.name") {
 			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
 		}
-		return fmt.Errorf("sqlite: update node: %w", err)
+		return wrap("update node", err)
 	}
 	if err := q.checkWritten(ctx, res, "node", "nodes", n.ID, n.Version); err != nil {
 		return err
@@ -359,7 +359,7 @@ func (q queries) DeleteNode(ctx context.Context, id string, version int64) error
 	// Events go by ON DELETE CASCADE.
 	res, err := q.w.ExecContext(ctx, `DELETE FROM nodes WHERE id = ? AND version = ?`, id, version)
 	if err != nil {
-		return fmt.Errorf("sqlite: delete node: %w", err)
+		return wrap("delete node", err)
 	}
 	return q.checkWritten(ctx, res, "node", "nodes", id, version)
 }
@@ -370,7 +370,7 @@ func (q queries) DeleteNode(ctx context.Context, id string, version int64) error
 func (q queries) checkWritten(ctx context.Context, res sql.Result, kind, table, id string, version int64) error {
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("sqlite: write %s: %w", kind, err)
+		return wrap("write "+kind, err)
 	}
 	if n > 0 {
 		return nil
@@ -381,7 +381,7 @@ func (q queries) checkWritten(ctx context.Context, res sql.Result, kind, table, 
 		return store.NotFound(kind, id)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: write %s: %w", kind, err)
+		return wrap("write "+kind, err)
 	}
 	return store.StaleVersion(kind, version, stored)
 }
@@ -402,11 +402,11 @@ func (q queries) InsertEvent(ctx context.Context, e *baremetal.Event) error {
 		if foreignKeyViolation(err) {
 			return store.NotFound("node", e.NodeID)
 		}
-		return fmt.Errorf("sqlite: insert event: %w", err)
+		return wrap("insert event", err)
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
-		return fmt.Errorf("sqlite: insert event: %w", err)
+		return wrap("insert event", err)
 	}
 	e.ID, e.Time = id, t
 	return nil
@@ -421,7 +421,7 @@ func (q queries) ListEvents(ctx context.Context, nodeID string, p store.Page) ([
 	rows, err := q.r.QueryContext(ctx, `SELECT id, node_id, time, actor, type, field, old, new, message
 		FROM events WHERE node_id = ? AND id > ? ORDER BY id LIMIT ?`, nodeID, after, limit+1)
 	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list events: %w", err)
+		return nil, "", wrap("list events", err)
 	}
 	defer rows.Close()
 	var events []*baremetal.Event
@@ -431,15 +431,15 @@ func (q queries) ListEvents(ctx context.Context, nodeID string, p store.Page) ([
 			ts string
 		)
 		if err := rows.Scan(&e.ID, &e.NodeID, &ts, &e.Actor, &e.Type, &e.Field, &e.Old, &e.New, &e.Message); err != nil {
-			return nil, "", fmt.Errorf("sqlite: list events: %w", err)
+			return nil, "", wrap("list events", err)
 		}
 		if e.Time, err = parseTime(ts); err != nil {
-			return nil, "", fmt.Errorf("sqlite: list events: %w", err)
+			return nil, "", wrap("list events", err)
 		}
 		events = append(events, &e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("sqlite: list events: %w", err)
+		return nil, "", wrap("list events", err)
 	}
 	events, next := store.TrimPage(events, limit, func(e *baremetal.Event) string { return strconv.FormatInt(e.ID, 10) })
 	return events, next, nil
@@ -539,19 +539,19 @@ func (q queries) GetInstance(ctx context.Context, idOrName string) (*baremetal.I
 	rows, err := q.r.QueryContext(ctx, `SELECT `+instanceColumns+` FROM instances
 		WHERE id = ?1 OR name = ?1 ORDER BY id = ?1 DESC, id LIMIT 2`, idOrName)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get instance: %w", err)
+		return nil, wrap("get instance", err)
 	}
 	defer rows.Close()
 	var found []*baremetal.Instance
 	for rows.Next() {
 		i, err := q.scanInstance(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: get instance: %w", err)
+			return nil, wrap("get instance", err)
 		}
 		found = append(found, i)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: get instance: %w", err)
+		return nil, wrap("get instance", err)
 	}
 	return pickInstance(found, idOrName)
 }
@@ -597,19 +597,19 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 	args = append(args, limit+1)
 	rows, err := q.r.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list instances: %w", err)
+		return nil, "", wrap("list instances", err)
 	}
 	defer rows.Close()
 	var list []*baremetal.Instance
 	for rows.Next() {
 		i, err := q.scanInstance(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list instances: %w", err)
+			return nil, "", wrap("list instances", err)
 		}
 		list = append(list, i)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("sqlite: list instances: %w", err)
+		return nil, "", wrap("list instances", err)
 	}
 	list, next := store.TrimPage(list, limit, func(x *baremetal.Instance) string { return x.ID })
 	return list, next, nil
@@ -618,7 +618,7 @@ func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*
 func (q queries) InsertInstance(ctx context.Context, i *baremetal.Instance) error {
 	args, err := q.instanceArgs(i)
 	if err != nil {
-		return fmt.Errorf("sqlite: insert instance: %w", err)
+		return wrap("insert instance", err)
 	}
 	id, now := newID(i.ID), nowUTC()
 	args = append([]any{id}, args...)
@@ -630,7 +630,7 @@ func (q queries) InsertInstance(ctx context.Context, i *baremetal.Instance) erro
 		case uniqueViolation(err, "instances.id"):
 			return store.Duplicate("id", fmt.Sprintf("an instance with id %q already exists", id), err)
 		}
-		return fmt.Errorf("sqlite: insert instance: %w", err)
+		return wrap("insert instance", err)
 	}
 	i.ID, i.CreatedAt, i.UpdatedAt, i.Version = id, now, now, 1
 	return nil
@@ -643,7 +643,7 @@ func duplicateInstance(i *baremetal.Instance, err error) error {
 func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) error {
 	args, err := q.instanceArgs(i)
 	if err != nil {
-		return fmt.Errorf("sqlite: update instance: %w", err)
+		return wrap("update instance", err)
 	}
 	now := nowUTC()
 	args = append(args, fmtTime(now), i.ID, i.Version)
@@ -652,7 +652,7 @@ func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) erro
 		if uniqueViolation(err, "instances.name") {
 			return duplicateInstance(i, err)
 		}
-		return fmt.Errorf("sqlite: update instance: %w", err)
+		return wrap("update instance", err)
 	}
 	if err := q.checkWritten(ctx, res, "instance", "instances", i.ID, i.Version); err != nil {
 		return err
@@ -665,7 +665,7 @@ func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) erro
 func (q queries) DeleteInstance(ctx context.Context, id string, version int64) error {
 	res, err := q.w.ExecContext(ctx, `DELETE FROM instances WHERE id = ? AND version = ?`, id, version)
 	if err != nil {
-		return fmt.Errorf("sqlite: delete instance: %w", err)
+		return wrap("delete instance", err)
 	}
 	return q.checkWritten(ctx, res, "instance", "instances", id, version)
 }
@@ -675,7 +675,7 @@ func (q queries) CountInstances(ctx context.Context, project string) (int, error
 	var n int
 	err := q.r.QueryRowContext(ctx, `SELECT count(*) FROM instances WHERE ?1 = '' OR project = ?1`, project).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: count instances: %w", err)
+		return 0, wrap("count instances", err)
 	}
 	return n, nil
 }
@@ -717,7 +717,7 @@ func (q queries) InsertToken(ctx context.Context, t *baremetal.Token) error {
 		case uniqueViolation(err, "tokens.id"):
 			return store.Duplicate("id", fmt.Sprintf("a token with id %q already exists", id), err)
 		}
-		return fmt.Errorf("sqlite: insert token: %w", err)
+		return wrap("insert token", err)
 	}
 	t.ID, t.CreatedAt, t.ExpiresAt = id, now, store.TimestampPtr(t.ExpiresAt)
 	return nil
@@ -729,7 +729,7 @@ func (q queries) GetTokenByHash(ctx context.Context, hash string) (*baremetal.To
 		return nil, &baremetal.Error{Code: baremetal.CodeNotFound, Message: "token not found"}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get token: %w", err)
+		return nil, wrap("get token", err)
 	}
 	return t, nil
 }
@@ -740,7 +740,7 @@ func (q queries) GetToken(ctx context.Context, id string) (*baremetal.Token, err
 		return nil, store.NotFound("token", id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get token: %w", err)
+		return nil, wrap("get token", err)
 	}
 	return t, nil
 }
@@ -753,19 +753,19 @@ func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Tok
 	limit := store.PageLimit(p.Limit)
 	rows, err := q.r.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id > ? ORDER BY id LIMIT ?`, after, limit+1)
 	if err != nil {
-		return nil, "", fmt.Errorf("sqlite: list tokens: %w", err)
+		return nil, "", wrap("list tokens", err)
 	}
 	defer rows.Close()
 	var list []*baremetal.Token
 	for rows.Next() {
 		t, err := scanToken(rows)
 		if err != nil {
-			return nil, "", fmt.Errorf("sqlite: list tokens: %w", err)
+			return nil, "", wrap("list tokens", err)
 		}
 		list = append(list, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", fmt.Errorf("sqlite: list tokens: %w", err)
+		return nil, "", wrap("list tokens", err)
 	}
 	list, next := store.TrimPage(list, limit, func(x *baremetal.Token) string { return x.ID })
 	return list, next, nil
@@ -774,11 +774,11 @@ func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Tok
 func (q queries) DeleteToken(ctx context.Context, id string) error {
 	res, err := q.w.ExecContext(ctx, `DELETE FROM tokens WHERE id = ?`, id)
 	if err != nil {
-		return fmt.Errorf("sqlite: delete token: %w", err)
+		return wrap("delete token", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("sqlite: delete token: %w", err)
+		return wrap("delete token", err)
 	}
 	if n == 0 {
 		return store.NotFound("token", id)
@@ -789,7 +789,7 @@ func (q queries) DeleteToken(ctx context.Context, id string) error {
 func (q queries) CountTokens(ctx context.Context) (int, error) {
 	var n int
 	if err := q.r.QueryRowContext(ctx, `SELECT count(*) FROM tokens`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sqlite: count tokens: %w", err)
+		return 0, wrap("count tokens", err)
 	}
 	return n, nil
 }
@@ -800,7 +800,7 @@ func (q queries) GetQuota(ctx context.Context, project string) (*baremetal.Quota
 	quota := &baremetal.Quota{Project: project, Instances: -1}
 	err := q.r.QueryRowContext(ctx, `SELECT instances FROM quotas WHERE project = ?`, project).Scan(&quota.Instances)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sqlite: get quota: %w", err)
+		return nil, wrap("get quota", err)
 	}
 	return quota, nil
 }
@@ -809,7 +809,7 @@ func (q queries) SetQuota(ctx context.Context, quota *baremetal.Quota) error {
 	_, err := q.w.ExecContext(ctx, `INSERT INTO quotas (project, instances) VALUES (?, ?)
 		ON CONFLICT (project) DO UPDATE SET instances = excluded.instances`, quota.Project, quota.Instances)
 	if err != nil {
-		return fmt.Errorf("sqlite: set quota: %w", err)
+		return wrap("set quota", err)
 	}
 	return nil
 }

@@ -166,15 +166,16 @@ func quietLogger() *slog.Logger {
 }
 
 // InTx runs fn in a transaction on the writer connection. fn's error (or
-// panic) rolls back and is returned as is.
+// panic) rolls back and is returned as is, except that a driver error
+// saying the database cannot be used becomes store.Unavailable.
 func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) (err error) {
 	if err := s.gate.enter(ctx); err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return wrap("begin", err)
 	}
 	defer s.gate.leave() // deferred first: runs after the rollback below
 	sqlTx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return wrap("begin", err)
 	}
 	done := false
 	defer func() {
@@ -183,11 +184,11 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) (err error
 		}
 	}()
 	if err := fn(&Tx{queries: queries{r: sqlTx, w: sqlTx, box: s.box}, tx: sqlTx}); err != nil {
-		return err
+		return wrapTx(err)
 	}
 	done = true
 	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
+		return wrap("commit", err)
 	}
 	return nil
 }
@@ -197,7 +198,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) (err error
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.reader.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return fmt.Errorf("sqlite: ping: %w", err)
+		return wrap("ping", err)
 	}
 	return nil
 }

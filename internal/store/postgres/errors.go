@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// wrap gives a failed operation its context. An error that says the
+// server could not be reached becomes store.Unavailable, so the API
+// answers 503 (retry) instead of 500 while PostgreSQL is down or
+// restarting.
+func wrap(op string, err error) error {
+	if unreachable(err) {
+		return store.Unavailable("postgres: "+op, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// unreachable reports whether err means the server could not be reached
+// or dropped the connection, as opposed to rejecting the statement. The
+// caller's own cancellation or deadline is not an outage.
+func unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"): // connection_exception
+			return true
+		case pe.Code == "57P01", // admin_shutdown: pg_ctl stop -m fast
+			pe.Code == "57P02", // crash_shutdown
+			pe.Code == "57P03", // cannot_connect_now: starting up or shutting down
+			pe.Code == "53300": // too_many_connections
+			return true
+		}
+		return false // the server answered: the statement itself failed
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var ne net.Error
+	return errors.Is(err, pgconn.ErrConnClosed) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// Classify returns err as store.Unavailable when it says the database
+// cannot be reached, and unchanged otherwise (see store.Store).
+func (s *Store) Classify(op string, err error) error {
+	if unreachable(err) {
+		return store.Unavailable("postgres: "+op, err)
+	}
+	return err
+}
+
+// wrapTx classifies an error that a transaction's fn returned: errors of
+// the store's own queries are already classified, and a River insert on
+// the transaction returns the driver's error as is.
+func wrapTx(err error) error {
+	var be *baremetal.Error
+	if !errors.As(err, &be) && unreachable(err) {
+		return store.Unavailable("postgres: transaction", err)
+	}
+	return err
+}
