@@ -149,10 +149,8 @@ func normalizeHost(h string) (string, error) {
 		if l == "" || len(l) > 63 {
 			return "", FieldErrorf("bmc.address", "bmc.address host %q is not a valid host name or IP address", h)
 		}
-		for i := 0; i < len(l); i++ {
-			if c := l[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return "", FieldErrorf("bmc.address", "bmc.address host %q is not a valid host name or IP address", h)
-			}
+		if strings.Trim(l, hostChars) != "" {
+			return "", FieldErrorf("bmc.address", "bmc.address host %q is not a valid host name or IP address", h)
 		}
 	}
 	// A name whose last label is all digits is no DNS name: it is a
@@ -164,11 +162,9 @@ func normalizeHost(h string) (string, error) {
 	return name, nil
 }
 
+const hostChars = "abcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// validZone accepts interface names and numbers (eth0, br-lan.100, 3).
 func validZone(z string) bool {
-	for i := 0; i < len(z); i++ {
-		if c := z[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
+	return strings.Trim(z, hostChars+"ABCDEFGHIJKLMNOPQRSTUVWXYZ.") == ""
 }
