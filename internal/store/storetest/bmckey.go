@@ -150,6 +150,7 @@ func testNodeDuplicateBMCLegacy(t *testing.T, s store.Store) {
 	rawExec(t, s, fmt.Sprintf(`UPDATE nodes SET bmc_address = 'HTTPS://10.0.0.1:8443/', bmc_system_id = '%s/' WHERE id IN ('%s', '%s')`,
 		a.BMC.SystemID, b.ID, c.ID))
 
+	must(t, s.Close()) // the embedded store allows one open store per database
 	s2 := reopen(t, s) // migrates and backfills
 	unkeyed := func(st store.Store) []string {
 		return rawStrings(t, st, `SELECT name FROM nodes WHERE bmc_key IS NULL ORDER BY name`)
@@ -181,6 +182,7 @@ func testNodeDuplicateBMCLegacy(t *testing.T, s store.Store) {
 
 	// Once the oldest is gone, the next start gives the endpoint to b.
 	must(t, s2.DeleteNode(ctx, a.ID, a.Version))
+	must(t, s2.Close())
 	s3 := reopen(t, s2)
 	if got := unkeyed(s3); len(got) != 0 {
 		t.Fatalf("nodes without a key after the holder was deleted: %v", got)
