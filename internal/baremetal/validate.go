@@ -126,6 +126,11 @@ func (b *BMC) validate(driver Driver) error {
 	} else if ip := net.ParseIP(host); ip == nil && len(host) > 253 {
 		return FieldErrorf("bmc.address", "bmc.address host is too long")
 	}
+	// Every valid node has an endpoint key: the store's uniqueness of
+	// physical servers rests on it.
+	if _, err := BMCKey(driver, *b); err != nil {
+		return err
+	}
 	if b.Username == "" {
 		return FieldErrorf("bmc.username", "bmc.username is required")
 	}

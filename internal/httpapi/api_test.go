@@ -182,7 +182,7 @@ func (e *env) mustJSON(method, path, token, body string, want int, out any) resp
 }
 
 func nodeBody(name string) string {
-	return fmt.Sprintf(`{"name":%q,"driver":"redfish","resource_class":"gpu","bmc":{"address":"https://10.0.0.5","username":"admin","password":%q,"system_id":"/redfish/v1/Systems/1"}}`, name, bmcPassword)
+	return fmt.Sprintf(`{"name":%q,"driver":"redfish","resource_class":"gpu","bmc":{"address":"https://10.0.0.5","username":"admin","password":%q,"system_id":"/redfish/v1/Systems/%s"}}`, name, bmcPassword, name)
 }
 
 func (e *env) createNode(name string) api.Node {

@@ -29,7 +29,7 @@ func enrollAvailable(t testing.TB, st store.Store, svc *service.Service, name st
 	t.Helper()
 	ctx := context.Background()
 	n, err := svc.CreateNode(ctx, admin, service.NodeSpec{Name: name, Driver: baremetal.DriverRedfish, ResourceClass: "gpu",
-		BMC: baremetal.BMC{Address: "https://10.1.1.1", Username: "u", Password: "p"}})
+		BMC: baremetal.BMC{Address: "https://10.1.1.1", Username: "u", Password: "p", SystemID: "/redfish/v1/Systems/" + name}})
 	if err != nil {
 		t.Fatal(err)
 	}

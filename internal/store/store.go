@@ -59,7 +59,9 @@ type Tx interface {
 //
 // Not-found lookups return a baremetal.CodeNotFound error; unique
 // violations (node name, instance name per project, token name) return
-// baremetal.CodeConflict naming the field; version mismatches return
+// baremetal.CodeConflict naming the field, and a node on the BMC endpoint
+// of another (baremetal.BMCKey) CodeConflict on "bmc.address" naming that
+// node (store.DuplicateBMC); version mismatches return
 // baremetal.CodeConflict with Field "version".
 type Queries interface {
 	// GetNode finds a node by id, or by name when no id matches.

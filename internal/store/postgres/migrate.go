@@ -73,3 +73,49 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m store.Migration) erro
 	}
 	return tx.Commit(ctx)
 }
+
+// backfillBMCKeys runs store.BackfillBMCKeys in one transaction on conn
+// (which holds the migration lock, so replicas do not race each other).
+func backfillBMCKeys(ctx context.Context, conn *pgx.Conn) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := store.BackfillBMCKeys(ctx, keyBackfill{tx}, nil); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: bmc key backfill: %w", err)
+	}
+	return nil
+}
+
+type keyBackfill struct{ tx pgx.Tx }
+
+func (b keyBackfill) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
+	rows, err := b.tx.Query(ctx, `SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes
+		WHERE bmc_key IS NULL ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.UnkeyedNode
+	for rows.Next() {
+		var n store.UnkeyedNode
+		if err := rows.Scan(&n.ID, &n.Name, &n.Driver, &n.Address, &n.SystemID); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+func (b keyBackfill) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
+	return bmcHolder(ctx, b.tx, key)
+}
+
+func (b keyBackfill) SetBMCKey(ctx context.Context, id, key string) error {
+	_, err := b.tx.Exec(ctx, `UPDATE nodes SET bmc_key = $1 WHERE id = $2`, key, id)
+	return err
+}

@@ -61,7 +61,7 @@ func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{queries: queries{db: pool, box: box}, pool: pool}
+	s := &Store{queries: queries{db: pool, box: box, out: pool}, pool: pool}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -74,7 +74,8 @@ func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
 const migrationLock int64 = 0x626172656d6574
 
 // Migrate applies pending migrations: the store's schema, then River's.
-// Both are recorded in the database, so running it again is a no-op.
+// Both are recorded in the database, so running it again is a no-op. In
+// between it gives keyless nodes their BMC key (store.BackfillBMCKeys).
 // Replicas starting at once take turns on an advisory lock.
 func (s *Store) Migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
@@ -91,6 +92,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}()
 
 	if err := migrate(ctx, conn.Conn()); err != nil {
+		return err
+	}
+	if err := backfillBMCKeys(ctx, conn.Conn()); err != nil {
 		return err
 	}
 	migrator, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: quietLogger()})
@@ -125,7 +129,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 			_ = pgTx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := fn(&Tx{queries: queries{db: pgTx, box: s.box}, tx: pgTx}); err != nil {
+	if err := fn(&Tx{queries: queries{db: pgTx, box: s.box, out: s.pool}, tx: pgTx}); err != nil {
 		return wrapTx(err)
 	}
 	done = true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ type dbtx interface {
 type queries struct {
 	db  dbtx
 	box *secret.Box
+	// out reads outside any transaction (the pool). After a failed
+	// statement PostgreSQL refuses every further one in the transaction,
+	// so explaining a unique violation needs another connection.
+	out dbtx
 }
 
 var _ store.Queries = queries{}
@@ -89,10 +94,23 @@ var nodeFields = []string{"name", "driver", "bmc_address", "bmc_username", "bmc_
 	"maintenance", "maintenance_reason", "power_state", "provision_state", "fault", "last_error", "fault_since",
 	"bmc_failures", "next_check_at", "last_seen_at", "instance_id"}
 
+// bmc_key (store.BMCKeyArg) follows the fields on insert. An update keeps
+// a NULL key while the BMC settings stay as they are: a duplicate left by
+// an old database (see store.BackfillBMCKeys) must stay writable by the
+// power sync; moving it to another endpoint claims that endpoint's key.
 var (
-	insertNodeSQL = insertSQL("nodes", nodeFields)
-	updateNodeSQL = updateSQL("nodes", nodeFields)
+	insertNodeSQL = insertSQL("nodes", slices.Concat(nodeFields, []string{"bmc_key"}))
+	updateNodeSQL = updateBMCKeySQL(updateSQL("nodes", nodeFields))
 )
+
+// updateBMCKeySQL adds the bmc_key assignment to the node update: its one
+// new parameter follows updateSQL's (fields, updated_at, id, version).
+func updateBMCKeySQL(update string) string {
+	ph := func(field string) string { return "$" + strconv.Itoa(slices.Index(nodeFields, field)+1) }
+	set := `, bmc_key = CASE WHEN bmc_key IS NULL AND driver = ` + ph("driver") + ` AND bmc_address = ` + ph("bmc_address") +
+		` AND bmc_system_id = ` + ph("bmc_system_id") + ` THEN NULL ELSE $` + strconv.Itoa(len(nodeFields)+4) + `::text END WHERE `
+	return strings.Replace(update, " WHERE ", set, 1)
+}
 
 // insertSQL: $1 id, $2.. fields, then created_at, updated_at; version 1.
 func insertSQL(table string, fields []string) string {
@@ -305,14 +323,16 @@ func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 	if err != nil {
 		return wrap("insert node", err)
 	}
-	id, now := newID(n.ID), store.Now()
-	a := append(append([]any{id}, fields...), now, now)
+	id, now, key := newID(n.ID), store.Now(), store.BMCKeyArg(n)
+	a := append(append([]any{id}, fields...), key, now, now)
 	if _, err := q.db.Exec(ctx, insertNodeSQL, a...); err != nil {
 		switch {
 		case uniqueViolation(err, "nodes_name_key"):
 			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
 		case uniqueViolation(err, "nodes_pkey"):
 			return store.Duplicate("id", fmt.Sprintf("a node with id %q already exists", id), err)
+		case uniqueViolation(err, "nodes_bmc_key_key"):
+			return q.duplicateBMC(ctx, key, err)
 		}
 		return wrap("insert node", err)
 	}
@@ -326,11 +346,14 @@ func (q queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 	if err != nil {
 		return wrap("update node", err)
 	}
-	now := store.Now()
-	tag, err := q.db.Exec(ctx, updateNodeSQL, append(fields, now, n.ID, n.Version)...)
+	now, key := store.Now(), store.BMCKeyArg(n)
+	tag, err := q.db.Exec(ctx, updateNodeSQL, append(fields, now, n.ID, n.Version, key)...)
 	if err != nil {
-		if uniqueViolation(err, "nodes_name_key") {
+		switch {
+		case uniqueViolation(err, "nodes_name_key"):
 			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
+		case uniqueViolation(err, "nodes_bmc_key_key"):
+			return q.duplicateBMC(ctx, key, err)
 		}
 		return wrap("update node", err)
 	}
@@ -341,6 +364,31 @@ func (q queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 	n.UpdatedAt = now
 	normalizeNodeTimes(n)
 	return nil
+}
+
+// duplicateBMC explains a bmc_key violation by naming the holder, read on
+// q.out: the violation waited for the holder's transaction to commit, so a
+// fresh snapshot sees it (unless this very transaction wrote it).
+func (q queries) duplicateBMC(ctx context.Context, key any, cause error) error {
+	k, _ := key.(string)
+	h, err := bmcHolder(ctx, q.out, k)
+	if err != nil {
+		return fmt.Errorf("postgres: %w (and reading the node holding it: %v)", cause, err)
+	}
+	return store.DuplicateBMC(h, cause)
+}
+
+func bmcHolder(ctx context.Context, db dbtx, key string) (*store.BMCHolder, error) {
+	var h store.BMCHolder
+	err := db.QueryRow(ctx, `SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes WHERE bmc_key = $1`, key).
+		Scan(&h.ID, &h.Name, &h.Address, &h.SystemID, &h.State)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
 }
 
 func (q queries) DeleteNode(ctx context.Context, id string, version int64) error {

@@ -72,3 +72,48 @@ func applyMigration(ctx context.Context, db *sql.DB, m store.Migration) error {
 	}
 	return tx.Commit()
 }
+
+// backfillBMCKeys runs store.BackfillBMCKeys in one transaction on db.
+func backfillBMCKeys(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	defer tx.Rollback()
+	if err := store.BackfillBMCKeys(ctx, keyBackfill{tx}, nil); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: bmc key backfill: %w", err)
+	}
+	return nil
+}
+
+type keyBackfill struct{ tx *sql.Tx }
+
+func (b keyBackfill) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
+	rows, err := b.tx.QueryContext(ctx, `SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes
+		WHERE bmc_key IS NULL ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.UnkeyedNode
+	for rows.Next() {
+		var n store.UnkeyedNode
+		if err := rows.Scan(&n.ID, &n.Name, &n.Driver, &n.Address, &n.SystemID); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+func (b keyBackfill) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
+	return queries{r: b.tx, w: b.tx}.bmcHolder(ctx, key)
+}
+
+func (b keyBackfill) SetBMCKey(ctx context.Context, id, key string) error {
+	_, err := b.tx.ExecContext(ctx, `UPDATE nodes SET bmc_key = ? WHERE id = ?`, key, id)
+	return err
+}

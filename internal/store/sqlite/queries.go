@@ -110,10 +110,16 @@ var nodeFields = []string{"name", "driver", "bmc_address", "bmc_username", "bmc_
 	"maintenance", "maintenance_reason", "power_state", "provision_state", "fault", "last_error", "fault_since",
 	"bmc_failures", "next_check_at", "last_seen_at", "instance_id"}
 
+// bmc_key (store.BMCKeyArg) follows the fields. An update keeps a NULL key
+// while the BMC settings stay as they are: a duplicate left by an old
+// database (see store.BackfillBMCKeys) must stay writable by the power
+// sync; moving it to another endpoint claims that endpoint's key.
 var (
-	insertNodeSQL = `INSERT INTO nodes (id, ` + strings.Join(nodeFields, ", ") + `, created_at, updated_at, version)
-		VALUES (?` + strings.Repeat(", ?", len(nodeFields)) + `, ?, ?, 1)`
-	updateNodeSQL = `UPDATE nodes SET ` + strings.Join(nodeFields, " = ?, ") + ` = ?, updated_at = ?, version = version + 1
+	insertNodeSQL = `INSERT INTO nodes (id, ` + strings.Join(nodeFields, ", ") + `, bmc_key, created_at, updated_at, version)
+		VALUES (?` + strings.Repeat(", ?", len(nodeFields)) + `, ?, ?, ?, 1)`
+	updateNodeSQL = `UPDATE nodes SET ` + strings.Join(nodeFields, " = ?, ") + ` = ?,
+		bmc_key = CASE WHEN bmc_key IS NULL AND driver = ? AND bmc_address = ? AND bmc_system_id = ? THEN NULL ELSE ? END,
+		updated_at = ?, version = version + 1
 		WHERE id = ? AND version = ?`
 )
 
@@ -315,15 +321,17 @@ func (q queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 	if err != nil {
 		return wrap("insert node", err)
 	}
-	id, now := newID(n.ID), nowUTC()
+	id, now, key := newID(n.ID), nowUTC(), store.BMCKeyArg(n)
 	args = append([]any{id}, args...)
-	args = append(args, fmtTime(now), fmtTime(now))
+	args = append(args, key, fmtTime(now), fmtTime(now))
 	if _, err := q.w.ExecContext(ctx, insertNodeSQL, args...); err != nil {
 		switch {
 		case uniqueViolation(err, "nodes.name"):
 			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
 		case uniqueViolation(err, "nodes.id"):
 			return store.Duplicate("id", fmt.Sprintf("a node with id %q already exists", id), err)
+		case uniqueViolation(err, "nodes.bmc_key"):
+			return q.duplicateBMC(ctx, key, err)
 		}
 		return wrap("insert node", err)
 	}
@@ -337,12 +345,15 @@ func (q queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 	if err != nil {
 		return wrap("update node", err)
 	}
-	now := nowUTC()
-	args = append(args, fmtTime(now), n.ID, n.Version)
+	now, key := nowUTC(), store.BMCKeyArg(n)
+	args = append(args, string(n.Driver), n.BMC.Address, n.BMC.SystemID, key, fmtTime(now), n.ID, n.Version)
 	res, err := q.w.ExecContext(ctx, updateNodeSQL, args...)
 	if err != nil {
-		if uniqueViolation(err, "nodes.name") {
+		switch {
+		case uniqueViolation(err, "nodes.name"):
 			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
+		case uniqueViolation(err, "nodes.bmc_key"):
+			return q.duplicateBMC(ctx, key, err)
 		}
 		return wrap("update node", err)
 	}
@@ -353,6 +364,30 @@ func (q queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 	n.UpdatedAt = now
 	normalizeNodeTimes(n)
 	return nil
+}
+
+// duplicateBMC explains a bmc_key violation by naming the holder. SQLite
+// fails only the statement, so the transaction (if any) can still read it.
+func (q queries) duplicateBMC(ctx context.Context, key any, cause error) error {
+	k, _ := key.(string)
+	h, err := q.bmcHolder(ctx, k)
+	if err != nil {
+		return fmt.Errorf("sqlite: %w (and reading the node holding it: %v)", cause, err)
+	}
+	return store.DuplicateBMC(h, cause)
+}
+
+func (q queries) bmcHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
+	var h store.BMCHolder
+	err := q.w.QueryRowContext(ctx, `SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes WHERE bmc_key = ?`, key).
+		Scan(&h.ID, &h.Name, &h.Address, &h.SystemID, &h.State)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
 }
 
 func (q queries) DeleteNode(ctx context.Context, id string, version int64) error {

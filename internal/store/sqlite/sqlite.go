@@ -144,9 +144,13 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 }
 
 // Migrate applies pending migrations: the store's schema, then River's.
-// Both are recorded in the database, so running it again is a no-op.
+// Both are recorded in the database, so running it again is a no-op. In
+// between it gives keyless nodes their BMC key (store.BackfillBMCKeys).
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := migrate(ctx, s.writer); err != nil {
+		return err
+	}
+	if err := backfillBMCKeys(ctx, s.writer); err != nil {
 		return err
 	}
 	migrator, err := rivermigrate.New(riversqlite.New(s.writer), &rivermigrate.Config{Logger: quietLogger()})

@@ -46,6 +46,20 @@ func rawStrings(t *testing.T, s store.Store, query string) []string {
 	return out
 }
 
+func rawExec(t *testing.T, s store.Store, query string) {
+	t.Helper()
+	switch db := s.Native().(type) {
+	case *sql.DB:
+		_, err := db.ExecContext(ctxOf(t), query)
+		must(t, err)
+	case *pgxpool.Pool:
+		_, err := db.Exec(ctxOf(t), query)
+		must(t, err)
+	default:
+		t.Fatalf("unknown native handle %T", db)
+	}
+}
+
 func rawCount(t *testing.T, s store.Store, query string) int {
 	t.Helper()
 	var n int

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeStaleWrites", testNodeStaleWrites},
 		{"NodeConcurrentUpdates", testNodeConcurrentUpdates},
 		{"NodeListFilters", testNodeListFilters},
+		{"NodeDuplicateBMC", testNodeDuplicateBMC},
+		{"NodeDuplicateBMCRace", testNodeDuplicateBMCRace},
+		{"NodeDuplicateBMCLegacy", testNodeDuplicateBMCLegacy},
 		{"NodeListDefaultLimit", testNodeListDefaultLimit},
 		{"GetNodes", testGetNodes},
 		{"CountNodes", testCountNodes},
@@ -66,6 +70,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 // ---- fixtures and comparisons ----
 
+// nodeSeq numbers the fixtures' Redfish systems: every node is its own
+// physical server (the stores refuse two nodes on one BMC endpoint).
+var nodeSeq atomic.Int64
+
 func newNode(name string) *baremetal.Node {
 	return &baremetal.Node{
 		Name:   name,
@@ -75,7 +83,7 @@ func newNode(name string) *baremetal.Node {
 			Username: "admin",
 			Password: "pw-" + name + "-Zq8!",
 			Insecure: true,
-			SystemID: "/redfish/v1/Systems/1",
+			SystemID: fmt.Sprintf("/redfish/v1/Systems/%d", nodeSeq.Add(1)),
 		},
 		ResourceClass:  "gpu",
 		Properties:     baremetal.Properties{CPUs: 64, MemoryMB: 262144, LocalGB: 960, CPUArch: "x86_64"},
