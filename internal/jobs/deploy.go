@@ -146,7 +146,7 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		now := time.Now()
 		r.observePower(n, bmc.PowerOn, nil, now)
 		touchSeen(n, now)
-		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultDeployTimeout)
+		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultDeployTimeout, baremetal.FaultBMCRefused)
 		if inst.DeployTimeout > 0 {
 			inst.BootedAt = &now
 			if !inst.Ready {
