@@ -32,14 +32,15 @@ const (
 	FaultBMCUnreachable Fault = "bmc_unreachable"
 	FaultBMCAuthFailed  Fault = "bmc_auth_failed"
 	FaultBMCError       Fault = "bmc_error"
+	FaultPowerMismatch  Fault = "power_mismatch"
+	FaultDeployTimeout  Fault = "deploy_timeout"
+	FaultCleanFailed    Fault = "clean_failed"
+
 	// FaultBMCRefused: the BMC answers but refused a request the
 	// controller needs (every form of it; last_error says which field).
 	// Like power_mismatch it is about an action, so a successful power
 	// read does not clear it; the action's next success does.
-	FaultBMCRefused     Fault = "bmc_refused"
-	FaultPowerMismatch  Fault = "power_mismatch"
-	FaultDeployTimeout  Fault = "deploy_timeout"
-	FaultCleanFailed    Fault = "clean_failed"
+	FaultBMCRefused Fault = "bmc_refused"
 )
 
 // Faults lists every fault value, for filters and validation.
