@@ -159,6 +159,7 @@ func serve(ctx context.Context, args []string) error {
 	f.IntVar(&cfg.FaultThreshold, "fault-threshold", cfg.FaultThreshold, "consecutive BMC failures before a node is marked faulted")
 	f.DurationVar(&cfg.MaxBackoff, "max-backoff", cfg.MaxBackoff, "cap of the retry backoff of faulted nodes and failing jobs")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent jobs (deploy, cleanup, ...) per controller")
+	f.BoolVar(&cfg.ImageCheck, "image-check", cfg.ImageCheck, "before a deploy gives an image URL to the BMC, check it from the controller (HEAD and a range GET): an image that is not there fails the instance with the reason; disable only if the controller cannot reach the image servers the BMCs use")
 	simSystems := f.Int("sim-systems", 0, "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)")
 	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet")
 	if err := f.parse(args); err != nil {
