@@ -159,6 +159,7 @@ func serve(ctx context.Context, args []string) error {
 	f.IntVar(&cfg.FaultThreshold, "fault-threshold", cfg.FaultThreshold, "consecutive BMC failures before a node is marked faulted")
 	f.DurationVar(&cfg.MaxBackoff, "max-backoff", cfg.MaxBackoff, "cap of the retry backoff of faulted nodes and failing jobs")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent jobs (deploy, cleanup, ...) per controller")
+	f.BoolVar(&cfg.ImageCheck, "image-check", cfg.ImageCheck, "before a deploy gives an image URL to the BMC, check it from the controller (HEAD and a range GET): an image that is not there fails the instance with the reason; disable only if the controller cannot reach the image servers the BMCs use")
 	simSystems := f.Int("sim-systems", 0, "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)")
 	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet")
 	if err := f.parse(args); err != nil {
@@ -244,10 +245,16 @@ func runSim(ctx context.Context, args []string) error {
 	latency := f.Duration("latency", 0, "added latency of every system request")
 	powerDelay := f.Duration("power-delay", 0, "how long after a Reset the power state changes")
 	tls := f.Bool("tls", false, "serve HTTPS with a self-signed certificate")
-	mediaSlots := f.String("media-slots", strings.Join(sim.DefaultMediaSlots, ","),
-		"virtual media slots of each system, comma-separated; the name's prefix is the kind: cd, dvd, usb, floppy, removable (\"CD\" = a single-slot BMC)")
+	mediaSlots := f.String("media-slots", "",
+		"virtual media slots of each system, comma-separated; the name's prefix is the kind: cd, dvd, usb, floppy, removable (\"CD\" = a single-slot BMC); default "+strings.Join(sim.DefaultMediaSlots, ",")+", with --dialect sushy Cd,Floppy")
 	osBootDelay := f.Duration("os-boot-delay", 0, "how long after power-on the simulated OS calls the config drive's ready URL (negative: never)")
+	dialect := f.String("dialect", "standard", "Redfish implementation to imitate: standard, or sushy (sushy-tools: boot override always Continuous, clearing needs a target, media under the system, images fetched at insert)")
+	fetchMedia := f.Bool("fetch-media", false, "fetch boot CD images at insert time, as real BMCs do (an unfetchable image fails the insert); sushy always does")
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	d, err := sim.ParseDialect(*dialect)
+	if err != nil {
 		return err
 	}
 	if *systems < 1 {
@@ -260,7 +267,7 @@ func runSim(ctx context.Context, args []string) error {
 		}
 	}
 	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls,
-		MediaSlots: slots, OSBootDelay: *osBootDelay})
+		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia})
 	if err != nil {
 		return err
 	}

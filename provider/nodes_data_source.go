@@ -20,7 +20,7 @@ var (
 // Filter values the controller accepts.
 var (
 	provisionStates = []string{"enroll", "available", "deploying", "active", "deploy_failed", "cleaning", "deleting"}
-	faultFilters    = []string{"any", "none", "bmc_unreachable", "bmc_auth_failed", "bmc_error", "power_mismatch", "deploy_timeout", "clean_failed"}
+	faultFilters    = []string{"any", "none", "bmc_unreachable", "bmc_auth_failed", "bmc_error", "bmc_refused", "power_mismatch", "deploy_timeout", "clean_failed"}
 )
 
 // NodesDataSource lists nodes matching filters.
@@ -67,7 +67,7 @@ func (d *NodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			},
 			"fault": schema.StringAttribute{
 				MarkdownDescription: "Only faulted nodes (`any`), only healthy nodes (`none`), or only nodes with this fault " +
-					"(`bmc_unreachable`, `bmc_auth_failed`, `bmc_error`, `power_mismatch`, `deploy_timeout`, `clean_failed`).",
+					"(`bmc_unreachable`, `bmc_auth_failed`, `bmc_error`, `bmc_refused`, `power_mismatch`, `deploy_timeout`, `clean_failed`).",
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.OneOf(faultFilters...)},
 			},

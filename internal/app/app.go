@@ -26,6 +26,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/httpapi"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/imagecheck"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
@@ -60,6 +61,11 @@ type Config struct {
 	MaxBackoff         time.Duration
 	RetryBase          time.Duration
 	Workers            int
+	// ImageCheck makes deploys look at an image URL from the controller
+	// (HEAD and a range GET) before a BMC gets it, so an image that is not
+	// there fails its instance with the reason. Off only where the
+	// controller cannot reach the image servers the BMCs use.
+	ImageCheck bool
 
 	Logger *slog.Logger
 }
@@ -71,6 +77,7 @@ func Defaults() Config {
 		PowerSyncInterval: 60 * time.Second, PowerSyncWorkers: 64, BMCTimeout: 10 * time.Second,
 		PowerChangeTimeout: 60 * time.Second, PowerPollInterval: 2 * time.Second,
 		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 20,
+		ImageCheck: true,
 	}
 }
 
@@ -202,7 +209,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		BMCTimeout: cfg.BMCTimeout, PowerChangeTimeout: cfg.PowerChangeTimeout, PowerPollInterval: cfg.PowerPollInterval,
 		PowerSyncInterval: cfg.PowerSyncInterval, PowerSyncWorkers: cfg.PowerSyncWorkers,
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
-		PublicURL: publicURL,
+		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
 	})
 	if err != nil {
 		return fail(fmt.Errorf("jobs: %w", err))
@@ -235,6 +242,15 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}()
 	log.Info("controller API listening", "url", a.URL(), "store", st.Dialect())
 	return a, nil
+}
+
+// imageChecker is the deploys' image URL check, nil when it is off (a
+// typed nil would not compare equal to nil inside jobs).
+func imageChecker(cfg Config) jobs.ImageChecker {
+	if !cfg.ImageCheck {
+		return nil
+	}
+	return imagecheck.New(imagecheck.Options{Timeout: cfg.BMCTimeout})
 }
 
 // PublicURL checks an operator's --public-url, or derives one from the

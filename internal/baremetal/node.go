@@ -35,10 +35,16 @@ const (
 	FaultPowerMismatch  Fault = "power_mismatch"
 	FaultDeployTimeout  Fault = "deploy_timeout"
 	FaultCleanFailed    Fault = "clean_failed"
+
+	// FaultBMCRefused: the BMC answers but refused a request the
+	// controller needs (every form of it; last_error says which field).
+	// Like power_mismatch it is about an action, so a successful power
+	// read does not clear it; the action's next success does.
+	FaultBMCRefused Fault = "bmc_refused"
 )
 
 // Faults lists every fault value, for filters and validation.
-var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed}
+var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultBMCRefused, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed}
 
 // BMC is how the controller reaches a node's baseboard management controller.
 type BMC struct {

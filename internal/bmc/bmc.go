@@ -141,6 +141,15 @@ const (
 	KindAuth        Kind = "auth"        // 401/403, bad IPMI credentials
 	KindUnsupported Kind = "unsupported" // the BMC lacks the capability
 	KindBMCError    Kind = "bmc_error"   // 5xx, Redfish extended error, IPMI completion code
+	// KindRefused: the BMC answered and refused the request in every form
+	// the driver knows (e.g. 400 to each way of clearing a boot override):
+	// retrying the same request cannot help. The BMC is reachable; the
+	// message says what was sent and which field the BMC objected to.
+	KindRefused Kind = "refused"
+	// KindImage: the BMC answered that it cannot use the image it was
+	// given (it could not fetch it, or the media is not one it takes).
+	// That is the image's fault, not the BMC's.
+	KindImage Kind = "image"
 )
 
 // Error is a classified BMC error. Its message never contains credentials.

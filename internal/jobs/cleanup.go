@@ -62,7 +62,7 @@ func (r *Runner) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error
 		now := time.Now()
 		r.observePower(n, bmc.PowerOff, nil, now)
 		touchSeen(n, now)
-		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultCleanFailed, baremetal.FaultDeployTimeout)
+		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultCleanFailed, baremetal.FaultDeployTimeout, baremetal.FaultBMCRefused)
 		n.InstanceID = ""
 		if err := n.Transition(baremetal.StateAvailable); err != nil {
 			return err
@@ -88,6 +88,9 @@ func (r *Runner) cleanupError(ctx context.Context, job *river.Job[CleanupArgs], 
 	switch {
 	case errors.As(err, &pt):
 		r.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "cleanup: "+err.Error())
+	case isRefused(err):
+		r.recordRefused(ctx, n.ID, "cleanup", err)
+		return r.refusedRetry(ctx, job.Kind, fmt.Errorf("cleanup node %s: %w", n.Name, err))
 	case isBMCErr(err):
 		r.recordBMCFailure(ctx, n.ID, "cleanup", err)
 	}

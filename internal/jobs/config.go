@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -89,6 +90,17 @@ type Config struct {
 
 	// Metrics, when set, receives the runner's Prometheus collectors.
 	Metrics prometheus.Registerer
+
+	// ImageCheck, when set, looks at an instance's image URL before a
+	// deploy inserts it as virtual media (imagecheck.Checker): an image
+	// that is not there fails the instance at once, with the reason.
+	ImageCheck ImageChecker
+}
+
+// ImageChecker checks an image URL from the controller. Its errors are
+// *imagecheck.Error (transient or not).
+type ImageChecker interface {
+	Check(ctx context.Context, imageURL string) error
 }
 
 func (c Config) withDefaults() Config {

@@ -12,6 +12,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/imagecheck"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -146,7 +147,7 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		now := time.Now()
 		r.observePower(n, bmc.PowerOn, nil, now)
 		touchSeen(n, now)
-		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultDeployTimeout)
+		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultDeployTimeout, baremetal.FaultBMCRefused)
 		if inst.DeployTimeout > 0 {
 			inst.BootedAt = &now
 			if !inst.Ready {
@@ -219,6 +220,14 @@ func (r *Runner) prepareBoot(ctx context.Context, n *baremetal.Node, inst *barem
 	}
 	dev = bmc.BootPXE
 	if vm && inst.Image.URL != "" {
+		if r.cfg.ImageCheck != nil {
+			// Before the BMC gets it: a BMC that cannot fetch an image
+			// says so in its own words, if at all (many accept any URL
+			// and fail at boot).
+			if err := r.cfg.ImageCheck.Check(ctx, inst.Image.URL); err != nil {
+				return "", "", err
+			}
+		}
 		err := r.bmcCall(ctx, n, "insert media", func(ctx context.Context, c bmc.Client) error {
 			return c.(bmc.VirtualMedia).InsertMedia(ctx, inst.Image.URL)
 		})
@@ -293,6 +302,12 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 	if errors.Is(err, errStopped) {
 		return nil
 	}
+	if aboutImage(err) {
+		if imagecheck.IsTransient(err) && job.Attempt < imageCheckAttempts {
+			return fmt.Errorf("deploy node %s: %w", n.Name, err)
+		}
+		return r.failOnImage(ctx, job, n, err)
+	}
 	fault := baremetal.FaultNone
 	var pt *powerTimeoutError
 	var perm *permanentError
@@ -300,6 +315,10 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 	case errors.As(err, &perm):
 	case errors.As(err, &pt):
 		fault = baremetal.FaultPowerMismatch
+	case isRefused(err):
+		// Like a missing capability: the same request will be refused
+		// again. The node says so until a deploy or cleanup succeeds.
+		fault = baremetal.FaultBMCRefused
 	case isBMCErr(err):
 		r.recordBMCFailure(ctx, n.ID, "deploy", err)
 		if bmc.KindOf(err) != bmc.KindUnsupported && job.Attempt < job.MaxAttempts {

@@ -13,7 +13,11 @@
 //     snooze (wait without using an attempt) and resume when it ends.
 //   - BMC trouble is a fault (faults.go): counted, backed off, raised after
 //     FaultThreshold failures, cleared by the first success with a
-//     "BMC reachable again after …" event.
+//     "BMC reachable again after …" event. A BMC that answers is not
+//     unreachable: a request it refuses in every form is bmc_refused at
+//     once, retried slowly, cleared when that work succeeds (answers.go),
+//     and an answer about the deploy's image fails the instance, not the
+//     node (deployimage.go).
 //   - One mutating job per node at a time (exclusive.go).
 //   - Every node write re-reads the node in a short transaction, retries on
 //     a version conflict, and records one event per changed field

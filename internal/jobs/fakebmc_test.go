@@ -29,6 +29,11 @@ type fakeSystem struct {
 	// driveFails makes InsertConfigDrive fail quoting the URL, as BMCs
 	// that cannot fetch an image do.
 	driveFails bool
+	// refuseClear makes clearing the boot override fail as a BMC that
+	// refuses every form of it does (KindRefused).
+	refuseClear bool
+	// mediaFails, when set, is the error InsertMedia returns.
+	mediaFails error
 	power      bool
 	fault      sim.Fault
 	flap       bool
@@ -146,8 +151,12 @@ func (c *fakeMediaClient) SetBootDevice(ctx context.Context, dev bmc.BootDevice,
 		return err
 	}
 	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if dev == bmc.BootNone && s.refuseClear {
+		return bmc.Errorf(bmc.KindRefused, "set boot device",
+			"clearing the boot override: the BMC refused Boot.BootSourceOverrideEnabled=Disabled: HTTP 400 Bad Request: Missing the BootSourceOverrideTarget")
+	}
 	s.boot = dev
-	c.f.mu.Unlock()
 	return nil
 }
 
@@ -157,8 +166,11 @@ func (c *fakeMediaClient) InsertMedia(ctx context.Context, url string) error {
 		return err
 	}
 	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if s.mediaFails != nil {
+		return s.mediaFails
+	}
 	s.cd = url
-	c.f.mu.Unlock()
 	return nil
 }
 

@@ -60,7 +60,8 @@ func faultFor(kind bmc.Kind) baremetal.Fault {
 	switch kind {
 	case bmc.KindAuth:
 		return baremetal.FaultBMCAuthFailed
-	case bmc.KindBMCError:
+	case bmc.KindBMCError, bmc.KindRefused, bmc.KindImage:
+		// The BMC answered; what it said is in LastError.
 		return baremetal.FaultBMCError
 	default:
 		return baremetal.FaultBMCUnreachable
@@ -112,7 +113,11 @@ func (r *Runner) noteFailure(n *baremetal.Node, op string, err error, now time.T
 	n.Fault = faultFor(bmc.KindOf(err))
 	// While the BMC does not answer we do not know the power state; saying
 	// the last one would mislead an operator about a node that may be off.
-	n.PowerState = baremetal.PowerUnknown
+	// A BMC that answered some other call with an error still reported the
+	// power it last read: that reading stands.
+	if !bmcAnswered(err) || isPowerRead(op, err) {
+		n.PowerState = baremetal.PowerUnknown
+	}
 }
 
 // noteSuccess records that the BMC answered: it clears every trace of BMC

@@ -56,6 +56,9 @@ func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {
 			}
 			var pt *powerTimeoutError
 			switch {
+			case isRefused(err):
+				r.recordRefused(ctx, n.ID, "retire", err)
+				return r.refusedRetry(ctx, job.Kind, fmt.Errorf("retire node %s: %w", n.Name, err))
 			case isBMCErr(err):
 				r.recordBMCFailure(ctx, n.ID, "retire", err)
 			case errors.As(err, &pt):

@@ -300,7 +300,9 @@ func (s *Service) UpdateInstance(ctx context.Context, c Caller, idOrName string,
 				if err != nil {
 					return err
 				}
-				if node.PowerState != next.PowerState || inst.PowerState != next.PowerState {
+				// A node released by a deploy that failed on the image is
+				// no longer this instance's to power.
+				if node.InstanceID == next.ID && (node.PowerState != next.PowerState || inst.PowerState != next.PowerState) {
 					if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "power_requested",
 						Message: fmt.Sprintf("instance %s wants power %s", next.Name, next.PowerState)}); err != nil {
 						return err
@@ -350,6 +352,12 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 			}
 			if err != nil {
 				return err
+			}
+			if node.InstanceID != inst.ID && inst.State == baremetal.InstanceError {
+				// The node was released when the deploy failed on the
+				// instance's image, and cleaned (or is being cleaned) on
+				// its own; it may host another instance by now.
+				return nil
 			}
 			if node.InstanceID == inst.ID {
 				node.InstanceID = ""

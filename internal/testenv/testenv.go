@@ -28,6 +28,9 @@ type Options struct {
 	DatabaseURL string
 	// SimOptions override the fleet's options (Systems is taken from above).
 	SimOptions sim.Options
+	// ImageCheck turns on the controller's image URL check (off by
+	// default: tests use made-up image URLs, which the sim does not fetch).
+	ImageCheck bool
 	// Logs go to the test log when true (noisy), else are discarded
 	// unless the test fails... kept simple: discarded.
 	Verbose bool
@@ -71,6 +74,7 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.RetryBase = 100 * time.Millisecond
 	cfg.MaxBackoff = time.Second
 	cfg.FaultThreshold = 3
+	cfg.ImageCheck = opts.ImageCheck
 	w := io.Writer(io.Discard)
 	if opts.Verbose || os.Getenv("BAREMETAL_TEST_LOG") != "" {
 		w = os.Stderr

@@ -207,7 +207,8 @@ var bootTargets = map[bmc.BootDevice]string{
 }
 
 // SetBootDevice sets the boot override by PATCH: once, or continuous when
-// persistent; BootNone disables it.
+// persistent; BootNone clears it (see clearOverride: how differs between
+// BMCs).
 func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persistent bool) error {
 	const op = "set boot device"
 	target, known := bootTargets[dev]
@@ -219,41 +220,26 @@ func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persist
 		if err != nil {
 			return err
 		}
-		boot := map[string]string{}
 		if dev == bmc.BootNone {
-			if strings.EqualFold(s.BootEnabled, "Disabled") {
-				return nil
-			}
-			boot["BootSourceOverrideEnabled"] = "Disabled"
-			if containsFold(s.BootTargets, "None") {
-				boot["BootSourceOverrideTarget"] = "None"
-			}
-		} else {
-			enabled := "Once"
-			if persistent {
-				enabled = "Continuous"
-			}
-			if len(s.BootTargets) > 0 && !containsFold(s.BootTargets, target) {
-				return bmc.Errorf(bmc.KindUnsupported, op, "system %s cannot boot from %s (allows %s)", s.Path, target, strings.Join(s.BootTargets, ", "))
-			}
-			if len(s.BootEnables) > 0 && !containsFold(s.BootEnables, enabled) {
-				return bmc.Errorf(bmc.KindUnsupported, op, "system %s does not support a %s boot override", s.Path, enabled)
-			}
-			if strings.EqualFold(s.BootTarget, target) && strings.EqualFold(s.BootEnabled, enabled) {
-				return nil
-			}
-			boot["BootSourceOverrideTarget"] = target
-			boot["BootSourceOverrideEnabled"] = enabled
+			return clearOverride(api, s)
 		}
-		payload := map[string]any{"Boot": boot}
-		err = patch(api, s.Path, payload, s.ETag)
-		// Some BMCs take settings on a separate @Redfish.Settings resource.
-		if err != nil && s.SettingsTarget != "" && s.SettingsTarget != s.Path {
-			if st := statusOf(err); st == http.StatusBadRequest || st == http.StatusMethodNotAllowed {
-				err = patch(api, s.SettingsTarget, payload, "")
-			}
+		enabled := "Once"
+		if persistent {
+			enabled = "Continuous"
 		}
-		return err
+		if len(s.BootTargets) > 0 && !containsFold(s.BootTargets, target) {
+			return bmc.Errorf(bmc.KindUnsupported, op, "system %s cannot boot from %s (allows %s)", s.Path, target, strings.Join(s.BootTargets, ", "))
+		}
+		if len(s.BootEnables) > 0 && !containsFold(s.BootEnables, enabled) {
+			return bmc.Errorf(bmc.KindUnsupported, op, "system %s does not support a %s boot override", s.Path, enabled)
+		}
+		if strings.EqualFold(s.BootTarget, target) && strings.EqualFold(s.BootEnabled, enabled) {
+			return nil
+		}
+		return patchBoot(api, s, map[string]any{"Boot": map[string]string{
+			"BootSourceOverrideTarget":  target,
+			"BootSourceOverrideEnabled": enabled,
+		}})
 	})
 }
 

@@ -23,19 +23,28 @@ func checkImageURL(op, imageURL string) error {
 }
 
 // InsertMedia attaches imageURL to the system's virtual CD (ejecting another
-// image first); inserting the image already there sends nothing.
+// image first); inserting the image already there sends nothing. A BMC
+// that fetches the image at insert and cannot, or that will not take it,
+// fails it with KindImage: the image's fault, not the BMC's.
 func (cl *Client) InsertMedia(ctx context.Context, imageURL string) error {
 	const op = "insert media"
 	if err := checkImageURL(op, imageURL); err != nil {
 		return err
 	}
-	return cl.run(ctx, op, func(api *gofish.APIClient, sys string) error {
+	aboutImage := false
+	err := cl.run(ctx, op, func(api *gofish.APIClient, sys string) error {
 		cd, err := findCD(api, sys)
 		if err != nil {
 			return err
 		}
-		return insertInto(cd, imageURL)
+		err = insertInto(cd, imageURL)
+		aboutImage = err != nil && imageAnswer(err, imageURL)
+		return err
 	})
+	if aboutImage {
+		return asImageError(err)
+	}
+	return err
 }
 
 // InsertConfigDrive attaches a config drive image in a slot other than the

@@ -53,6 +53,12 @@
 // SetOS(id, false) and Close cancel it. OS and the control API report the
 // outcome (ready_calls, last_status).
 //
+// Dialects: Options.Dialect = DialectSushy imitates sushy-tools (OpenStack's
+// Redfish emulator) where it differs from the standard: the boot override
+// always reads back Continuous, clearing it needs a target, VirtualMedia
+// lives under the system, InsertMedia fetches every image and answers 500
+// when it cannot (see DialectSushy).
+//
 // Lookups are map based and per-system state has its own lock, so one process
 // serves 10,000 systems; only the Systems and Managers collections (and
 // GET /sim/systems) are O(N).

@@ -363,10 +363,17 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 		case http.MethodGet:
 			writeJSON(w, http.StatusOK, s.systemJSON())
 		case http.MethodPatch:
-			f.patchSystem(w, r, s)
+			if s.sushy {
+				f.patchSystemSushy(w, r, s)
+			} else {
+				f.patchSystem(w, r, s)
+			}
 		default:
 			methodNotAllowed(w, http.MethodGet, http.MethodPatch)
 		}
+	case s.sushy && len(rest) >= 1 && rest[0] == "VirtualMedia":
+		// sushy-tools keeps virtual media under the system.
+		f.serveMedia(w, r, s, s.path+"/VirtualMedia", rest[1:])
 	case len(rest) == 2 && rest[0] == "Actions" && rest[1] == "ComputerSystem.Reset":
 		if !allow(w, r, http.MethodPost) {
 			return
@@ -406,7 +413,11 @@ func (s *system) systemJSON() map[string]any {
 	s.mu.Lock()
 	power, bootTarget, bootEnabled, bootMode := s.power, s.bootTarget, s.bootEnabled, s.bootMode
 	s.mu.Unlock()
-	return map[string]any{
+	targets, resets := bootTargets, resetTypes
+	if s.sushy {
+		targets, resets = sushyBootTargets, sushyResetTypes
+	}
+	d := map[string]any{
 		"@odata.id":    s.path,
 		"@odata.type":  "#ComputerSystem.v1_20_0.ComputerSystem",
 		"Id":           s.id,
@@ -426,7 +437,7 @@ func (s *system) systemJSON() map[string]any {
 			"BootSourceOverrideTarget":                         bootTarget,
 			"BootSourceOverrideEnabled":                        bootEnabled,
 			"BootSourceOverrideMode":                           bootMode,
-			"BootSourceOverrideTarget@Redfish.AllowableValues": bootTargets,
+			"BootSourceOverrideTarget@Redfish.AllowableValues": targets,
 		},
 		"Processors": odataID(s.path + "/Processors"),
 		"Links": map[string]any{
@@ -435,10 +446,14 @@ func (s *system) systemJSON() map[string]any {
 		"Actions": map[string]any{
 			"#ComputerSystem.Reset": map[string]any{
 				"target":                            s.path + "/Actions/ComputerSystem.Reset",
-				"ResetType@Redfish.AllowableValues": resetTypes,
+				"ResetType@Redfish.AllowableValues": resets,
 			},
 		},
 	}
+	if s.sushy {
+		d["VirtualMedia"] = odataID(s.path + "/VirtualMedia")
+	}
+	return d
 }
 
 func (f *Fleet) patchSystem(w http.ResponseWriter, r *http.Request, s *system) {
@@ -512,13 +527,21 @@ func (f *Fleet) reset(w http.ResponseWriter, r *http.Request, s *system) {
 		return
 	}
 	rt := *body.ResetType
-	if !slices.Contains(resetTypes, rt) {
+	allowed := resetTypes
+	if s.sushy {
+		allowed = sushyResetTypes
+	}
+	if !slices.Contains(allowed, rt) {
 		writeError(w, http.StatusBadRequest, "ActionParameterNotSupported",
 			fmt.Sprintf("The parameter ResetType with the value %q is not supported by the action ComputerSystem.Reset.", rt))
 		return
 	}
+	if rt == "Nmi" {
+		w.WriteHeader(http.StatusNoContent) // a diagnostic interrupt: power stays
+		return
+	}
 	on := rt != "ForceOff" && rt != "GracefulShutdown"
-	restart := rt == "ForceRestart" || rt == "PowerCycle"
+	restart := rt == "ForceRestart" || rt == "PowerCycle" || rt == "GracefulRestart"
 	s.mu.Lock()
 	if !s.ignorePower {
 		s.cancelPendingLocked()
@@ -553,13 +576,8 @@ func (s *system) cancelPendingLocked() {
 
 func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, rest []string) {
 	vmPath := s.mgrPath + "/VirtualMedia"
-	if len(rest) >= 2 && rest[0] == "VirtualMedia" {
-		m := s.slot(rest[1])
-		if m == nil {
-			writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
-			return
-		}
-		f.serveSlot(w, r, s, m, vmPath+"/"+m.id, rest[2:])
+	if !s.sushy && len(rest) >= 1 && rest[0] == "VirtualMedia" {
+		f.serveMedia(w, r, s, vmPath, rest[1:])
 		return
 	}
 	switch {
@@ -567,7 +585,7 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 		if !allow(w, r, http.MethodGet) {
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{
+		mgr := map[string]any{
 			"@odata.id":       s.mgrPath,
 			"@odata.type":     "#Manager.v1_19_0.Manager",
 			"Id":              s.id,
@@ -577,23 +595,40 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 			"UUID":            nameUUID("manager/" + s.id),
 			"PowerState":      "On",
 			"Status":          map[string]any{"State": "Enabled", "Health": "OK"},
-			"VirtualMedia":    odataID(vmPath),
 			"Links": map[string]any{
 				"ManagerForServers": []any{odataID(s.path)},
 			},
-		})
-	case len(rest) == 1 && rest[0] == "VirtualMedia":
-		if !allow(w, r, http.MethodGet) {
-			return
 		}
-		members := make([]any, len(s.slots))
-		for i, m := range s.slots {
-			members[i] = odataID(vmPath + "/" + m.id)
+		if !s.sushy {
+			mgr["VirtualMedia"] = odataID(vmPath)
 		}
-		writeJSON(w, http.StatusOK, collection(vmPath, "#VirtualMediaCollection.VirtualMediaCollection", "Virtual Media Services", members))
+		writeJSON(w, http.StatusOK, mgr)
 	default:
 		writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
 	}
+}
+
+// serveMedia serves a VirtualMedia collection at vmPath (under the Manager,
+// or under the system for sushy-tools) and its slots; rest is the path
+// below the collection.
+func (f *Fleet) serveMedia(w http.ResponseWriter, r *http.Request, s *system, vmPath string, rest []string) {
+	if len(rest) >= 1 {
+		m := s.slot(rest[0])
+		if m == nil {
+			writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
+			return
+		}
+		f.serveSlot(w, r, s, m, vmPath+"/"+m.id, rest[1:])
+		return
+	}
+	if !allow(w, r, http.MethodGet) {
+		return
+	}
+	members := make([]any, len(s.slots))
+	for i, m := range s.slots {
+		members[i] = odataID(vmPath + "/" + m.id)
+	}
+	writeJSON(w, http.StatusOK, collection(vmPath, "#VirtualMediaCollection.VirtualMediaCollection", "Virtual Media Services", members))
 }
 
 // serveSlot serves one VirtualMedia resource: GET, PATCH (Image/Inserted,

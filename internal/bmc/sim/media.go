@@ -241,6 +241,19 @@ func (f *Fleet) insert(w http.ResponseWriter, r *http.Request, s *system, m *med
 	var drive *configdrive.Drive
 	if scheme := strings.ToLower(u.Scheme); m.fetch && (scheme == "http" || scheme == "https") {
 		data, status, err := f.fetch(r.Context(), image)
+		if (err != nil || status/100 != 2) && s.sushy {
+			// The words of Python's requests, which sushy-tools quotes.
+			side := "Client"
+			if status >= 500 {
+				side = "Server"
+			}
+			why := fmt.Sprintf("%d %s Error: %s for url: %s", status, side, http.StatusText(status), showURL(u))
+			if err != nil {
+				why = err.Error()
+			}
+			sushyError(w, http.StatusInternalServerError, fmt.Sprintf("Failed fetching image from URL %s: %s", showURL(u), why))
+			return
+		}
 		if err != nil || status/100 != 2 {
 			msgID, why := "CouldNotEstablishConnection", ""
 			switch {

@@ -62,10 +62,16 @@ type Options struct {
 	// (USBStick), "floppy"/"fd" (Floppy), "removable" (no MediaTypes and no
 	// Inserted property, like some real BMCs). {"CD"} is a single-slot BMC.
 	MediaSlots []string
-	// FetchCDMedia makes CD slots fetch their images at insert time too
-	// (by default only the other slots do: boot images in tests are fake
-	// URLs). Needed for the simulated OS to read a config drive from a CD.
+	// FetchCDMedia makes CD slots fetch their images at insert time too,
+	// as sushy-tools, iDRAC and iLO do (by default only the other slots
+	// do: boot images in tests are fake URLs). An image that cannot be
+	// fetched then fails InsertMedia. Needed for the simulated OS to read a
+	// config drive from a CD. DialectSushy implies it.
 	FetchCDMedia bool
+	// Dialect picks the Redfish implementation the fleet imitates: the
+	// default is standard Redfish; DialectSushy is sushy-tools (see there).
+	// Without MediaSlots, a sushy system has the slots Cd and Floppy.
+	Dialect Dialect
 	// OSBootDelay is how long after a power-on lands the simulated OS
 	// calls the config drive's ready URL (0: at once). Negative disables
 	// the simulated OS, as NoOS does.
@@ -120,6 +126,7 @@ type session struct {
 
 type system struct {
 	id, path, mgrPath string
+	sushy             bool // Options.Dialect is DialectSushy
 	index             int
 	uuid, serial      string
 	requests          atomic.Int64
@@ -171,6 +178,18 @@ func Start(opts Options) (*Fleet, error) {
 			ids[i] = fmt.Sprint(i + 1)
 		}
 	}
+	dialect, err := ParseDialect(string(opts.Dialect))
+	if err != nil {
+		return nil, err
+	}
+	opts.Dialect = dialect
+	sushy := dialect == DialectSushy
+	if sushy {
+		opts.FetchCDMedia = true
+		if len(opts.MediaSlots) == 0 {
+			opts.MediaSlots = sushyMediaSlots
+		}
+	}
 	if _, err := parseSlots(opts.MediaSlots, opts.FetchCDMedia); err != nil {
 		return nil, err
 	}
@@ -205,6 +224,11 @@ func Start(opts Options) (*Fleet, error) {
 			bootEnabled: "Disabled",
 			bootMode:    "UEFI",
 			osEnabled:   osEnabled,
+			sushy:       sushy,
+		}
+		if sushy {
+			// libvirt boots its disk, every time.
+			s.bootTarget, s.bootEnabled = "Hdd", "Continuous"
 		}
 		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia)
 		f.systems[id] = s
