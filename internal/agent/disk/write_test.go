@@ -502,9 +502,15 @@ func TestWriteGivesUpOnDeadServer(t *testing.T) {
 	defer srv.Close()
 	opts := fast
 	opts.Retries = 3
+	var logs []string
+	opts.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
 	_, err := Write(context.Background(), Source{URL: secretURL(srv.URL)}, Target{Path: newDisk(t, 2<<20)}, opts)
 	assertErr(t, err, ErrInput, CodeImageUnreachable)
 	assertNoSecret(t, err)
+	if len(logs) < 4 {
+		t.Fatalf("logs: %q", logs)
+	}
+	assertNoSecret(t, errors.New(strings.Join(logs, "\n")))
 	if got := n.Load(); got != 4 {
 		t.Fatalf("%d requests, want 1 + 3 retries", got)
 	}
@@ -565,5 +571,74 @@ func TestRedactURL(t *testing.T) {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestWriteRestartsWithoutValidator(t *testing.T) {
+	// No ETag, no Last-Modified: a resume could splice two versions of
+	// the file, so it starts over instead (and needs no Range support).
+	img := testImage(2 << 20)
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Range") != "" {
+			t.Errorf("a Range request without a validator: %q", r.Header.Get("Range"))
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(img)))
+		if n.Add(1) == 1 {
+			w.Write(img[:len(img)/3])
+			w.(http.Flusher).Flush()
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		w.Write(img)
+	}))
+	defer srv.Close()
+	disk := newDisk(t, 4<<20)
+	res, err := Write(context.Background(), Source{URL: srv.URL, Checksum: sha256hex(img)}, Target{Path: disk}, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Restarts != 1 || res.Resumes != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	assertWritten(t, disk, img)
+}
+
+func TestWriteRestartsWhenImageChanges(t *testing.T) {
+	// The file is replaced while the connection is down: If-Range makes
+	// the server send the new file whole, and Write starts over with it
+	// rather than splicing old and new.
+	oldImg, newImg := testImage(2<<20), bytes.Repeat([]byte("N"), 2<<20)
+	copy(newImg, "RAWIMAGE")
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("ETag", `"old"`)
+			w.Header().Set("Content-Length", strconv.Itoa(len(oldImg)))
+			w.Write(oldImg[:len(oldImg)/2])
+			w.(http.Flusher).Flush()
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		w.Header().Set("ETag", `"new"`)
+		http.ServeContent(w, r, "image", time.Time{}, bytes.NewReader(newImg))
+	}))
+	defer srv.Close()
+	disk := newDisk(t, 4<<20)
+	var logs []string
+	opts := fast
+	opts.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+	res, err := Write(context.Background(), Source{URL: srv.URL}, Target{Path: disk}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Restarts != 1 || res.Digest.Hex != sha256hex(newImg) {
+		t.Fatalf("result %+v", res)
+	}
+	assertWritten(t, disk, newImg)
+	if !strings.Contains(strings.Join(logs, "\n"), "changed on the server") {
+		t.Fatalf("logs: %q", logs)
 	}
 }
