@@ -47,13 +47,6 @@ func (o *outage) report(ctx context.Context, err error) {
 	go o.probe(o.since)
 }
 
-// down reports whether an outage is in progress.
-func (o *outage) down() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return !o.since.IsZero()
-}
-
 func (o *outage) probe(since time.Time) {
 	t := time.NewTicker(o.interval)
 	defer t.Stop()

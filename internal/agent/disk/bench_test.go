@@ -119,9 +119,15 @@ func BenchmarkWrite(b *testing.B) {
 		if _, err := io.Copy(z, newBenchImage(true)); err != nil {
 			b.Fatal(err)
 		}
-		z.Close()
-		bw.Flush()
-		f.Seek(0, io.SeekStart)
+		if err := z.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := bw.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			b.Fatal(err)
+		}
 		sum := sha256Of(b, f)
 		f.Close()
 		url := serveReadSeeker(b, func() io.ReadSeeker {
@@ -147,7 +153,9 @@ func benchWrite(b *testing.B, url, sum string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		f.Truncate(benchSize + 64*mib)
+		if err := f.Truncate(benchSize + 64*mib); err != nil {
+			b.Fatal(err)
+		}
 		f.Close()
 		b.Cleanup(func() { os.Remove(disk) })
 	}

@@ -98,9 +98,9 @@ func EraseFull(ctx context.Context, dev string, progress func(done, total int64)
 	}
 	if isBlockDevice(f) {
 		_ = discard(f, 0, size)
-		done, err := zeroOutAll(ctx, f, dev, size, progress)
-		if err != nil {
-			return err
+		done, zerr := zeroOutAll(ctx, f, dev, size, progress)
+		if zerr != nil {
+			return zerr
 		}
 		if !done {
 			// BLKZEROOUT is not supported here: write the zeros.

@@ -32,16 +32,27 @@ func usedDisk(t *testing.T) (path string, before []byte, p2 extent) {
 	if err := tbl.Write(f, size); err != nil {
 		t.Fatal(err)
 	}
-	f.WriteAt([]byte("FAT32   "), mib+82)
-	f.WriteAt([]byte{0x55, 0xaa}, mib+510)
-	f.WriteAt([]byte{0xfc, 0x4e, 0x2b, 0xa9}, p2.end-8192) // md 1.0: 8 KiB from the end
+	for _, w := range []struct {
+		b   []byte
+		off int64
+	}{
+		{[]byte("FAT32   "), mib + 82},
+		{[]byte{0x55, 0xaa}, mib + 510},
+		{[]byte{0xfc, 0x4e, 0x2b, 0xa9}, p2.end - 8192}, // md 1.0: 8 KiB from the end
+	} {
+		if _, err := f.WriteAt(w.b, w.off); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if mkfs, err := exec.LookPath("mkfs.ext4"); err == nil {
 		if out, err := exec.Command(mkfs, "-q", "-F", "-E", "offset="+strconv.FormatInt(p2.start, 10), p, "8M").CombinedOutput(); err != nil {
 			t.Fatalf("mkfs.ext4: %v: %s", err, out)
 		}
 		blkidReports(t, p, p2.start, `TYPE="ext4"`)
 	} else {
-		f.WriteAt([]byte{0x53, 0xef}, p2.start+1080)
+		if _, err := f.WriteAt([]byte{0x53, 0xef}, p2.start+1080); err != nil {
+			t.Fatal(err)
+		}
 	}
 	before, err = os.ReadFile(p)
 	if err != nil {

@@ -224,7 +224,7 @@ func (f *fetcher) try() error {
 		return f.requestError(err)
 	}
 	if err := f.accept(resp); err != nil {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // let the connection be reused
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // let the connection be reused
 		resp.Body.Close()
 		f.closeBody()
 		return err

@@ -57,7 +57,7 @@ func decompressor(c compression, r io.Reader) (out io.Reader, closeFn func(), er
 		if err != nil {
 			return nil, nop, err
 		}
-		return z, func() { z.Close() }, nil
+		return z, func() { _ = z.Close() }, nil
 	case compZstd:
 		// Two decoder goroutines: the node has cores to spare, and
 		// more would only add buffers (memory) for little speed.

@@ -33,7 +33,6 @@ type gptTable struct {
 func (g *gptTable) u64(off int) uint64   { return binary.LittleEndian.Uint64(g.header[off:]) }
 func (g *gptTable) u32(off int) uint32   { return binary.LittleEndian.Uint32(g.header[off:]) }
 func (g *gptTable) alternateLBA() uint64 { return g.u64(32) }
-func (g *gptTable) lastUsable() uint64   { return g.u64(48) }
 func (g *gptTable) entriesLBA() uint64   { return g.u64(72) }
 func (g *gptTable) numEntries() int      { return int(g.u32(80)) }
 func (g *gptTable) entrySize() int       { return int(g.u32(84)) }

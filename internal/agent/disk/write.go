@@ -127,7 +127,7 @@ func Write(ctx context.Context, src Source, dst Target, opts Options) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // synced before the result is decided
 
 	w := &writer{
 		ctx: ctx, opts: opts, file: f, path: dst.Path, capacity: capacity,

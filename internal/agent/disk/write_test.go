@@ -50,7 +50,7 @@ func testImage(size int) []byte {
 func gzipped(t testing.TB, b []byte) []byte {
 	var buf bytes.Buffer
 	z := gzip.NewWriter(&buf)
-	z.Write(b)
+	_, _ = z.Write(b) // an HTTP handler or an in-memory writer: nothing to do with an error
 	if err := z.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func xzed(t testing.TB, b []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z.Write(b)
+	_, _ = z.Write(b) // an HTTP handler or an in-memory writer: nothing to do with an error
 	if err := z.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func dropOnce(t testing.TB, body []byte, cut int, honourRange bool) (*httptest.S
 		if n.Add(1) == 1 {
 			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			w.WriteHeader(http.StatusOK)
-			w.Write(body[:cut])
+			_, _ = w.Write(body[:cut]) // an HTTP handler or an in-memory writer: nothing to do with an error
 			w.(http.Flusher).Flush()
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
@@ -494,7 +494,7 @@ func TestWriteGivesUpOnDeadServer(t *testing.T) {
 		}
 		w.Header().Set("ETag", `"v1"`)
 		w.Header().Set("Content-Length", strconv.Itoa(len(img)))
-		w.Write(img[:1000])
+		_, _ = w.Write(img[:1000]) // an HTTP handler or an in-memory writer: nothing to do with an error
 		w.(http.Flusher).Flush()
 		conn, _, _ := w.(http.Hijacker).Hijack()
 		conn.Close()
@@ -527,7 +527,7 @@ func TestWriteStall(t *testing.T) {
 		w.Header().Set("ETag", `"v1"`)
 		if n.Add(1) == 1 {
 			w.Header().Set("Content-Length", strconv.Itoa(len(img)))
-			w.Write(img[:len(img)/2])
+			_, _ = w.Write(img[:len(img)/2]) // an HTTP handler or an in-memory writer: nothing to do with an error
 			w.(http.Flusher).Flush()
 			select {
 			case <-release:
@@ -585,13 +585,13 @@ func TestWriteRestartsWithoutValidator(t *testing.T) {
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(img)))
 		if n.Add(1) == 1 {
-			w.Write(img[:len(img)/3])
+			_, _ = w.Write(img[:len(img)/3]) // an HTTP handler or an in-memory writer: nothing to do with an error
 			w.(http.Flusher).Flush()
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			conn.Close()
 			return
 		}
-		w.Write(img)
+		_, _ = w.Write(img) // an HTTP handler or an in-memory writer: nothing to do with an error
 	}))
 	defer srv.Close()
 	disk := newDisk(t, 4<<20)
@@ -616,7 +616,7 @@ func TestWriteRestartsWhenImageChanges(t *testing.T) {
 		if n.Add(1) == 1 {
 			w.Header().Set("ETag", `"old"`)
 			w.Header().Set("Content-Length", strconv.Itoa(len(oldImg)))
-			w.Write(oldImg[:len(oldImg)/2])
+			_, _ = w.Write(oldImg[:len(oldImg)/2]) // an HTTP handler: nothing to do with an error
 			w.(http.Flusher).Flush()
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			conn.Close()
