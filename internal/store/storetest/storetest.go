@@ -35,6 +35,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeListFilters", testNodeListFilters},
 		{"NodeListDefaultLimit", testNodeListDefaultLimit},
 		{"BadCursor", testBadCursor},
+		{"BadLookups", testBadLookups},
+		{"DomainLimits", testDomainLimits},
 		{"Events", testEvents},
 		{"EventsGoWithNode", testEventsGoWithNode},
 		{"Instances", testInstances},
