@@ -174,6 +174,9 @@ func (p *proc) call(method, path, body string, want int, out any) {
 	}
 	req, _ := http.NewRequest(method, p.url+path, rdr)
 	req.Header.Set("Authorization", "Bearer "+testToken)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		p.t.Fatalf("%s %s: %v", method, path, err)

@@ -20,7 +20,7 @@
 //	GET    /v1/instances/{id}/config-drive/{key}/config-2.iso  (no auth: key) → ISO 9660
 //	GET    /v1/tokens, POST /v1/tokens TokenCreate → 201 TokenCreated, DELETE /v1/tokens/{id}  (admin)
 //	GET    /v1/quotas/{project}, PUT /v1/quotas/{project} Quota     (admin)
-//	GET    /v1/jobs                   ?node_id=&state=                  (admin)
+//	GET    /v1/jobs                   ?node_id=&state=&limit=           (admin)
 //	GET    /healthz, /readyz, /metrics, /openapi.json
 package api
 

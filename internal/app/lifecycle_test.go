@@ -33,6 +33,9 @@ func (c client) call(method, path, body string, want int, out any) {
 	}
 	req, _ := http.NewRequest(method, c.url+path, rdr)
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	start := time.Now()
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -116,6 +119,7 @@ func TestFaultSelfHeals(t *testing.T) {
 	var p api.Problem
 	req, _ := http.NewRequest("POST", env.URL+"/v1/instances", strings.NewReader(`{"name":"x","resource_class":"gpu","image":{"url":"https://i/x"}}`))
 	req.Header.Set("Authorization", "Bearer "+member.token)
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,9 @@ const (
 	CodeInternal         Code = "internal"            // 500: details logged, never shown
 )
 
+// CodeBadMediaType is 415: a request body that is not JSON.
+const CodeBadMediaType Code = "unsupported_media_type"
+
 // Error is the one error type of the domain. Message is safe to show to the
 // caller (it never holds secrets); Field names the offending attribute using
 // the API's JSON path (e.g. "bmc.address") when there is one.

@@ -2,6 +2,8 @@ package baremetal
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -9,9 +11,55 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
+
+// Text checks. PostgreSQL's text type cannot hold NUL or invalid UTF-8
+// (SQLite stores both), so every string the API stores is checked here,
+// before either store sees it: both stores then give the same answer.
+
+// ValidateLine checks a single-line text field (a reason, a user name, a
+// label): valid UTF-8 without control characters, at most max bytes
+// (max <= 0: no limit). The message never echoes the value, which may be
+// a credential.
+func ValidateLine(field, s string, max int) error {
+	return checkText(field, s, max, false)
+}
+
+// ValidateText checks free text (user data, metadata values), where
+// newlines, tabs and other control characters are fine: valid UTF-8
+// without NUL, at most max bytes (max <= 0: no limit).
+func ValidateText(field, s string, max int) error {
+	return checkText(field, s, max, true)
+}
+
+func checkText(field, s string, max int, multiline bool) error {
+	if max > 0 && len(s) > max {
+		return FieldErrorf(field, "%s must be at most %d bytes, got %d", field, max, len(s))
+	}
+	if why := badText(s, multiline); why != "" {
+		return FieldErrorf(field, "%s %s", field, why)
+	}
+	return nil
+}
+
+// badText says what makes s unfit for storage as text, or "".
+func badText(s string, multiline bool) string {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"): // a real U+FFFD is three bytes
+			return fmt.Sprintf("is not valid UTF-8 (at byte %d)", i)
+		case r == 0:
+			return fmt.Sprintf("must not contain NUL characters (found one at byte %d)", i)
+		case !multiline && unicode.IsControl(r):
+			return fmt.Sprintf("must not contain control characters (found %U at byte %d)", r, i)
+		}
+	}
+	return ""
+}
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
@@ -30,6 +78,30 @@ func ValidateName(field, name string) error {
 	}
 	return nil
 }
+
+// ValidateProject checks a project name: the same DNS label as names, so
+// that a project is safe in a URL path (/v1/quotas/{project}) and in logs.
+// A UUID is fine here: projects are never looked up "by id or name".
+func ValidateProject(field, project string) error {
+	if project == "" {
+		return FieldErrorf(field, "%s is required", field)
+	}
+	if !nameRE.MatchString(project) {
+		return FieldErrorf(field, "%s %q must be a DNS label: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit", field, project)
+	}
+	return nil
+}
+
+// Integer ranges. They are what is physically sensible, and each fits the
+// PostgreSQL integer (int32) column it is stored in; SQLite would store
+// more, so without these bounds the two stores would answer differently.
+const (
+	MaxCPUs     = 65536
+	MaxMemoryMB = math.MaxInt32 // 2 PiB
+	MaxLocalGB  = math.MaxInt32 // 2 EiB
+	// MaxQuotaInstances bounds a project's instance quota (-1: unlimited).
+	MaxQuotaInstances = math.MaxInt32
+)
 
 var classRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
@@ -59,17 +131,8 @@ func (n *Node) Validate() error {
 	if err := ValidateResourceClass("resource_class", n.ResourceClass); err != nil {
 		return err
 	}
-	p := n.Properties
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"properties.cpus", p.CPUs}, {"properties.memory_mb", p.MemoryMB}, {"properties.local_gb", p.LocalGB}} {
-		if f.v < 0 {
-			return FieldErrorf(f.name, "%s must not be negative (got %d)", f.name, f.v)
-		}
-	}
-	if len(p.CPUArch) > 32 {
-		return FieldErrorf("properties.cpu_arch", "properties.cpu_arch must be at most 32 characters")
+	if err := n.Properties.Validate(); err != nil {
+		return err
 	}
 	if n.Maintenance && strings.TrimSpace(n.MaintenanceReason) == "" {
 		return FieldErrorf("maintenance_reason", "maintenance_reason is required when maintenance is true")
@@ -77,15 +140,28 @@ func (n *Node) Validate() error {
 	if !n.Maintenance && n.MaintenanceReason != "" {
 		return FieldErrorf("maintenance_reason", "maintenance_reason may only be set when maintenance is true")
 	}
-	if len(n.MaintenanceReason) > 1024 {
-		return FieldErrorf("maintenance_reason", "maintenance_reason must be at most 1024 characters")
+	return ValidateLine("maintenance_reason", n.MaintenanceReason, 1024)
+}
+
+// Validate checks a node's hardware properties (0 means unknown).
+func (p Properties) Validate() error {
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{{"properties.cpus", p.CPUs, MaxCPUs}, {"properties.memory_mb", p.MemoryMB, MaxMemoryMB}, {"properties.local_gb", p.LocalGB, MaxLocalGB}} {
+		if f.v < 0 || f.v > f.max {
+			return FieldErrorf(f.name, "%s must be between 0 and %d, got %d", f.name, f.max, f.v)
+		}
 	}
-	return nil
+	return ValidateLine("properties.cpu_arch", p.CPUArch, 32)
 }
 
 func (b *BMC) validate(driver Driver) error {
 	if b.Address == "" {
 		return FieldErrorf("bmc.address", "bmc.address is required")
+	}
+	if err := ValidateLine("bmc.address", b.Address, 2048); err != nil {
+		return err
 	}
 	u, err := url.Parse(b.Address)
 	if err != nil || u.Host == "" {
@@ -98,6 +174,9 @@ func (b *BMC) validate(driver Driver) error {
 	case DriverRedfish:
 		if u.Scheme != "https" && u.Scheme != "http" {
 			return FieldErrorf("bmc.address", "bmc.address scheme %q does not fit driver redfish; use https:// (or http://)", u.Scheme)
+		}
+		if err := ValidateLine("bmc.system_id", b.SystemID, 256); err != nil {
+			return err
 		}
 		if b.SystemID != "" && !strings.HasPrefix(b.SystemID, "/redfish/v1/Systems/") {
 			return FieldErrorf("bmc.system_id", "bmc.system_id %q must be a Redfish system path such as /redfish/v1/Systems/1", b.SystemID)
@@ -134,16 +213,13 @@ func (b *BMC) validate(driver Driver) error {
 	if b.Username == "" {
 		return FieldErrorf("bmc.username", "bmc.username is required")
 	}
-	if len(b.Username) > 64 {
-		return FieldErrorf("bmc.username", "bmc.username must be at most 64 characters")
+	if err := ValidateLine("bmc.username", b.Username, 64); err != nil {
+		return err
 	}
 	if b.Password == "" {
 		return FieldErrorf("bmc.password", "bmc.password is required")
 	}
-	if len(b.Password) > 256 {
-		return FieldErrorf("bmc.password", "bmc.password must be at most 256 characters")
-	}
-	return nil
+	return ValidateText("bmc.password", b.Password, 256)
 }
 
 // RedactURL returns a URL fit for logs and events: no userinfo, no query
@@ -194,8 +270,15 @@ func (i *Instance) Validate() error {
 			return err
 		}
 	}
+	// node_id is an id or a name, looked up as given.
+	if err := ValidateLine("node_id", i.NodeID, 63); err != nil {
+		return err
+	}
 	if i.Image.URL == "" {
 		return FieldErrorf("image.url", "image.url is required")
+	}
+	if err := ValidateLine("image.url", i.Image.URL, 0); err != nil {
+		return err
 	}
 	u, err := url.Parse(i.Image.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -207,15 +290,15 @@ func (i *Instance) Validate() error {
 	if len(i.UserData) > MaxUserData {
 		return FieldErrorf("user_data", "user_data is %d bytes; at most %d are allowed", len(i.UserData), MaxUserData)
 	}
+	if err := ValidateText("user_data", i.UserData, 0); err != nil {
+		return err
+	}
 	if i.DeployTimeout != 0 && (i.DeployTimeout < MinDeployTimeout || i.DeployTimeout > MaxDeployTimeout) {
 		return FieldErrorf("deploy_timeout", "deploy_timeout %s must be between %s and %s (or unset: do not wait for the readiness callback)",
 			i.DeployTimeout, MinDeployTimeout, MaxDeployTimeout)
 	}
-	if i.Project == "" {
-		return FieldErrorf("project", "project is required")
-	}
-	if len(i.Project) > 63 {
-		return FieldErrorf("project", "project must be at most 63 characters")
+	if err := ValidateProject("project", i.Project); err != nil {
+		return err
 	}
 	return i.ValidateMutable()
 }
@@ -225,12 +308,18 @@ func (i *Instance) ValidateMutable() error {
 	if len(i.Metadata) > 64 {
 		return FieldErrorf("metadata", "metadata has %d keys; at most 64 are allowed", len(i.Metadata))
 	}
-	for k, v := range i.Metadata {
+	for _, k := range slices.Sorted(maps.Keys(i.Metadata)) { // the same error every time
 		if k == "" || len(k) > 255 {
 			return FieldErrorf("metadata", "metadata keys must be 1-255 characters")
 		}
-		if len(v) > 4096 {
+		if why := badText(k, false); why != "" {
+			return FieldErrorf("metadata", "metadata key %q %s", k, why)
+		}
+		if len(i.Metadata[k]) > 4096 {
 			return FieldErrorf("metadata."+k, "metadata value of %q is longer than 4096 characters", k)
+		}
+		if err := ValidateText("metadata."+k, i.Metadata[k], 0); err != nil {
+			return err
 		}
 	}
 	switch i.PowerState {
@@ -243,3 +332,14 @@ func (i *Instance) ValidateMutable() error {
 
 // Describe is a short human description of a node for messages.
 func (n *Node) Describe() string { return fmt.Sprintf("node %s (%s)", n.Name, n.ID) }
+
+// Validate checks a quota as an admin sets it.
+func (q *Quota) Validate() error {
+	if err := ValidateProject("project", q.Project); err != nil {
+		return err
+	}
+	if q.Instances < -1 || q.Instances > MaxQuotaInstances {
+		return FieldErrorf("instances", "instances must be -1 (unlimited) or a count from 0 to %d, got %d", MaxQuotaInstances, q.Instances)
+	}
+	return nil
+}

@@ -34,6 +34,17 @@ func TestNodeValidate(t *testing.T) {
 		{"bmc.cipher_suite", func(n *Node) { n.BMC.CipherSuite = 3 }},
 		{"resource_class", func(n *Node) { n.ResourceClass = "" }},
 		{"properties.cpus", func(n *Node) { n.Properties.CPUs = -1 }},
+		{"properties.cpus", func(n *Node) { n.Properties.CPUs = MaxCPUs + 1 }},
+		{"properties.memory_mb", func(n *Node) { n.Properties.MemoryMB = MaxMemoryMB + 1 }},
+		{"properties.local_gb", func(n *Node) { n.Properties.LocalGB = 1 << 40 }},
+		{"properties.cpu_arch", func(n *Node) { n.Properties.CPUArch = "x86\x0064" }},
+		{"bmc.username", func(n *Node) { n.BMC.Username = "ad\x00min" }},
+		{"bmc.username", func(n *Node) { n.BMC.Username = "admin\n" }},
+		{"bmc.password", func(n *Node) { n.BMC.Password = "s3cret-pw\x00" }},
+		{"bmc.address", func(n *Node) { n.BMC.Address = "https://10.0.0.5/\u0085" }},
+		{"bmc.system_id", func(n *Node) { n.BMC.SystemID = "/redfish/v1/Systems/1\x00" }},
+		{"maintenance_reason", func(n *Node) { n.Maintenance, n.MaintenanceReason = true, "fan\x00" }},
+		{"maintenance_reason", func(n *Node) { n.Maintenance, n.MaintenanceReason = true, "fan\xff" }},
 		{"maintenance_reason", func(n *Node) { n.Maintenance = true }},
 		{"maintenance_reason", func(n *Node) { n.MaintenanceReason = "why" }},
 	}
@@ -75,12 +86,66 @@ func TestInstanceValidate(t *testing.T) {
 		{"image.checksum", func(i *Instance) { i.Image.Checksum = "zz" }},
 		{"power_state", func(i *Instance) { i.PowerState = "reboot" }},
 		{"user_data", func(i *Instance) { i.UserData = strings.Repeat("x", MaxUserData+1) }},
+		{"user_data", func(i *Instance) { i.UserData = "#!/bin/sh\n\x00" }},
+		{"project", func(i *Instance) { i.Project = "../x" }},
+		{"project", func(i *Instance) { i.Project = "P1" }},
+		{"project", func(i *Instance) { i.Project = "p\x00" }},
+		{"node_id", func(i *Instance) { i.ResourceClass, i.NodeID = "", "n\x00" }},
+		{"image.url", func(i *Instance) { i.Image.URL = "https://images.example/\u009b" }},
+		{"metadata", func(i *Instance) { i.Metadata = map[string]string{"a\x00": "v"} }},
+		{"metadata.a", func(i *Instance) { i.Metadata = map[string]string{"a": "v\x00"} }},
 	}
 	for _, c := range cases {
 		i := valid()
 		c.mut(&i)
 		if err := i.Validate(); ErrorField(err) != c.field {
 			t.Errorf("%s: got %v", c.field, err)
+		}
+	}
+}
+
+func TestTextChecks(t *testing.T) {
+	for _, s := range []string{"", "plain", "café ✓ 🚀", "\uFFFD is a real character"} {
+		if err := ValidateLine("f", s, 0); err != nil {
+			t.Errorf("ValidateLine(%q): %v", s, err)
+		}
+	}
+	for _, s := range []string{"a\nb", "\t", "\r\n", "\x1b[1m", "\u0085"} {
+		if err := ValidateText("f", s, 0); err != nil {
+			t.Errorf("ValidateText(%q): %v", s, err)
+		}
+		if err := ValidateLine("f", s, 0); ErrorField(err) != "f" || !strings.Contains(err.Error(), "control characters") {
+			t.Errorf("ValidateLine(%q) = %v, want a control-character error on f", s, err)
+		}
+	}
+	for s, want := range map[string]string{"a\x00": "NUL", "\xff": "UTF-8", "ok\xc3": "UTF-8", "\xed\xa0\x80": "UTF-8"} {
+		for _, check := range []func(string, string, int) error{ValidateLine, ValidateText} {
+			if err := check("f", s, 0); ErrorField(err) != "f" || !strings.Contains(err.Error(), want) {
+				t.Errorf("check(%q) = %v, want an error naming f and %s", s, err, want)
+			}
+		}
+	}
+	if err := ValidateLine("f", "abcd", 3); ErrorField(err) != "f" {
+		t.Errorf("too long: %v", err)
+	}
+	// Values are never echoed: they may be credentials.
+	if err := ValidateText("bmc.password", "hunter2\x00", 0); strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error echoes the value: %v", err)
+	}
+}
+
+func TestQuotaValidate(t *testing.T) {
+	for _, q := range []Quota{{"p1", -1}, {"p1", 0}, {"team-a", MaxQuotaInstances}} {
+		if err := q.Validate(); err != nil {
+			t.Errorf("%+v: %v", q, err)
+		}
+	}
+	for q, field := range map[Quota]string{
+		{"p1", -2}: "instances", {"p1", MaxQuotaInstances + 1}: "instances",
+		{"", 1}: "project", {"../x", 1}: "project", {"a\x00", 1}: "project", {"Team_A", 1}: "project",
+	} {
+		if err := q.Validate(); ErrorField(err) != field {
+			t.Errorf("%+v: %v, want an error on %s", q, err, field)
 		}
 	}
 }

@@ -79,13 +79,9 @@ func tokenOut(t *baremetal.Token) api.Token {
 func page(r *http.Request) (store.Page, error) {
 	q := r.URL.Query()
 	p := store.Page{Limit: 100, After: q.Get("cursor")}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > store.MaxPageLimit {
-			return p, &baremetal.Error{Code: baremetal.CodeInvalid, Field: "limit",
-				Message: "limit must be an integer between 1 and " + strconv.Itoa(store.MaxPageLimit)}
-		}
+	if n, ok, err := limitParam(r); err != nil || ok {
 		p.Limit = n
+		return p, err
 	}
 	return p, nil
 }
@@ -109,6 +105,11 @@ func nodeFilter(r *http.Request) (store.NodeFilter, error) {
 	}
 	q := r.URL.Query()
 	f := store.NodeFilter{Page: p, ResourceClass: q.Get("resource_class")}
+	if f.ResourceClass != "" {
+		if err := baremetal.ValidateResourceClass("resource_class", f.ResourceClass); err != nil {
+			return f, err
+		}
+	}
 	if ps := q.Get("provision_state"); ps != "" {
 		if !slices.Contains(baremetal.ProvisionStates, baremetal.ProvisionState(ps)) {
 			return f, &baremetal.Error{Code: baremetal.CodeInvalid, Field: "provision_state", Message: "unknown provision_state " + strconv.Quote(ps)}

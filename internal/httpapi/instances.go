@@ -27,6 +27,12 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, c service
 		return
 	}
 	q := r.URL.Query()
+	if project := q.Get("project"); project != "" {
+		if err := baremetal.ValidateProject("project", project); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	insts, next, err := s.svc.ListInstances(r.Context(), c, store.InstanceFilter{Page: p, Project: q.Get("project"), NodeID: q.Get("node_id")})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -77,13 +83,15 @@ func (s *Server) getInstance(w http.ResponseWriter, r *http.Request, c service.C
 }
 
 func (s *Server) patchInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
-	match, err := ifMatch(r)
+	match, err := ifMatch(r, s.instanceVersion(r, c))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	// Both fields are pointers (absent: unchanged), so null would be
+	// silently ignored: refuse it. "" clears power_state, {} metadata.
 	var in api.InstanceUpdate
-	if !s.decode(w, r, &in) {
+	if !s.decodeWith(w, r, &in, true) {
 		return
 	}
 	inst, err := s.svc.UpdateInstance(r.Context(), c, r.PathValue("id"), match, in.PowerState, in.Metadata)
@@ -96,7 +104,7 @@ func (s *Server) patchInstance(w http.ResponseWriter, r *http.Request, c service
 }
 
 func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
-	match, err := ifMatch(r)
+	match, err := ifMatch(r, s.instanceVersion(r, c))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

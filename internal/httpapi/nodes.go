@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -75,7 +77,7 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may change nodes (including maintenance)"))
 		return
 	}
-	match, err := ifMatch(r)
+	match, err := ifMatch(r, s.nodeVersion(r, c))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -84,8 +86,13 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 	if !s.decode(w, r, &patch) {
 		return
 	}
-	if _, ok := patch.(map[string]any); !ok {
+	obj, ok := patch.(map[string]any)
+	if !ok {
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeInvalid, "a merge patch must be a JSON object"))
+		return
+	}
+	if err := checkRemovals(obj); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	n, err := s.svc.UpdateNode(r.Context(), c, r.PathValue("id"), match, func(cur *baremetal.Node) (service.NodeSpec, error) {
@@ -118,13 +125,38 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 	writeJSON(w, http.StatusOK, nodeOut(n, c))
 }
 
+// toMap turns v into the generic document a merge patch applies to;
+// numbers stay exact (json.Number), as in the parsed patch.
 func toMap(v any) (map[string]any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var m map[string]any
-	return m, json.Unmarshal(b, &m)
+	return m, dec.Decode(&m)
+}
+
+// requiredMembers are the node fields a merge patch may not remove: null
+// removes a member (RFC 7396), and without these the node is unusable.
+// (Removing bmc.password would read as "keep the current one", so
+// without this check it would be silently ignored.)
+var requiredMembers = []string{"name", "driver", "bmc", "bmc.address", "bmc.username", "bmc.password"}
+
+// checkRemovals refuses a patch that sets a required member to null.
+func checkRemovals(patch map[string]any) error {
+	for _, p := range requiredMembers {
+		parent, key := patch, p
+		if obj, member, nested := strings.Cut(p, "."); nested {
+			parent, _ = patch[obj].(map[string]any)
+			key = member
+		}
+		if val, present := parent[key]; present && val == nil {
+			return baremetal.FieldErrorf(p, "%s is required; null would remove it (to rotate bmc.password, send the new one)", p)
+		}
+	}
+	return nil
 }
 
 // deepCopy keeps the parsed patch reusable when the update is retried.
@@ -148,7 +180,7 @@ func deepCopy(v any) any {
 }
 
 func (s *Server) deleteNode(w http.ResponseWriter, r *http.Request, c service.Caller) {
-	match, err := ifMatch(r)
+	match, err := ifMatch(r, s.nodeVersion(r, c))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

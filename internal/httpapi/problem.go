@@ -26,6 +26,8 @@ var statusOf = map[baremetal.Code]int{
 	baremetal.CodeNoCapacity:       http.StatusConflict,
 	baremetal.CodeUnavailable:      http.StatusServiceUnavailable,
 	baremetal.CodeInternal:         http.StatusInternalServerError,
+
+	baremetal.CodeBadMediaType: http.StatusUnsupportedMediaType,
 }
 
 var titleOf = map[baremetal.Code]string{
@@ -42,6 +44,8 @@ var titleOf = map[baremetal.Code]string{
 	baremetal.CodeNoCapacity:       "No capacity",
 	baremetal.CodeUnavailable:      "Service unavailable",
 	baremetal.CodeInternal:         "Internal error",
+
+	baremetal.CodeBadMediaType: "Unsupported media type",
 }
 
 // writeError answers with an RFC 9457 problem document. Internal errors are

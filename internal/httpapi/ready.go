@@ -20,13 +20,13 @@ import (
 // wget send different empty ones).
 func (s *Server) instanceReady(w http.ResponseWriter, r *http.Request, _ service.Caller) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || strings.TrimSpace(token) == "" {
+	token, ok := bearerToken(r)
+	if !ok {
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeUnauthorized,
 			"an Authorization: Bearer <ready token> header is required (the token is in the instance's config drive)"))
 		return
 	}
-	if err := s.svc.InstanceReady(r.Context(), r.PathValue("id"), strings.TrimSpace(token), remoteHost(r)); err != nil {
+	if err := s.svc.InstanceReady(r.Context(), r.PathValue("id"), token, remoteHost(r)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -145,12 +145,11 @@ func (s *Server) allowed(r *http.Request) []string {
 }
 
 func (s *Server) authenticate(r *http.Request) (service.Caller, error) {
-	h := r.Header.Get("Authorization")
-	secret, ok := strings.CutPrefix(h, "Bearer ")
+	secret, ok := bearerToken(r)
 	if !ok {
 		return service.Caller{}, baremetal.Errorf(baremetal.CodeUnauthorized, "an Authorization: Bearer <token> header is required")
 	}
-	return s.svc.Authenticate(r.Context(), strings.TrimSpace(secret))
+	return s.svc.Authenticate(r.Context(), secret)
 }
 
 // ServeHTTP logs and measures every request, and recovers from panics so
@@ -171,6 +170,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", append(logAttrs(r, sw.status), slog.Duration("took", time.Since(start)))...)
 		}
 	}()
+	if !canonicalPath(r.URL.Path) {
+		s.writeError(sw, r, baremetal.Errorf(baremetal.CodeNotFound, "no route for %s %s: a path may not have empty, \".\" or \"..\" segments", r.Method, r.URL.Path))
+		return
+	}
 	s.mux.ServeHTTP(sw, r)
 }
 

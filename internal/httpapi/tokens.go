@@ -91,6 +91,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c service.Call
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may list jobs"))
 		return
 	}
+	limit, _, err := limitParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	q := r.URL.Query()
 	state := q.Get("state")
 	if state != "" && !slices.Contains(jobStates, state) {
@@ -110,6 +115,9 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c service.Call
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if limit > 0 && len(jobs) > limit {
+		jobs = jobs[:limit] // newest first: the most recent ones
 	}
 	if jobs == nil {
 		jobs = []api.Job{}

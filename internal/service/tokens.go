@@ -133,14 +133,14 @@ func (s *Service) CreateToken(ctx context.Context, c Caller, in TokenInput) (*ba
 		if in.Project == "" {
 			return nil, "", baremetal.FieldErrorf("project", "project is required for role member")
 		}
-		if len(in.Project) > 63 {
-			return nil, "", baremetal.FieldErrorf("project", "project must be at most 63 characters")
+		if err := baremetal.ValidateProject("project", in.Project); err != nil {
+			return nil, "", err
 		}
 	default:
 		return nil, "", baremetal.FieldErrorf("role", "role %q must be \"admin\" or \"member\"", in.Role)
 	}
-	if len(in.Name) > 128 {
-		return nil, "", baremetal.FieldErrorf("name", "name must be at most 128 characters")
+	if err := baremetal.ValidateLine("name", in.Name, 128); err != nil {
+		return nil, "", err
 	}
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.now()) {
 		return nil, "", baremetal.FieldErrorf("expires_at", "expires_at must be in the future")
@@ -243,6 +243,9 @@ func (s *Service) GetQuota(ctx context.Context, c Caller, project string) (*bare
 	if !c.Admin() && c.Project != project {
 		return nil, 0, forbidden("a member may only read its own project's quota")
 	}
+	if err := baremetal.ValidateProject("project", project); err != nil {
+		return nil, 0, err
+	}
 	q, err := s.store.GetQuota(ctx, project)
 	if err != nil {
 		return nil, 0, err
@@ -256,11 +259,8 @@ func (s *Service) SetQuota(ctx context.Context, c Caller, q baremetal.Quota) err
 	if err := requireAdmin(c, "set quotas"); err != nil {
 		return err
 	}
-	if q.Project == "" || len(q.Project) > 63 {
-		return baremetal.FieldErrorf("project", "project must be 1-63 characters")
-	}
-	if q.Instances < -1 {
-		return baremetal.FieldErrorf("instances", "instances must be -1 (unlimited) or a count ≥ 0, got %d", q.Instances)
+	if err := q.Validate(); err != nil {
+		return err
 	}
 	return s.store.SetQuota(ctx, &q)
 }

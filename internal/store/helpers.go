@@ -7,7 +7,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 )
@@ -35,16 +39,48 @@ func EncodeCursor(key string) string {
 
 // DecodeCursor returns the sort key in a cursor made by EncodeCursor; ""
 // decodes to "" (the first page). A malformed cursor is CodeInvalid on
-// field "cursor".
+// field "cursor", and so is one whose key no store could hold (see
+// Storable): it was not made by EncodeCursor from a stored key.
 func DecodeCursor(cursor string) (string, error) {
 	if cursor == "" {
 		return "", nil
 	}
 	key, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(key) == 0 {
-		return "", &baremetal.Error{Code: baremetal.CodeInvalid, Field: "cursor", Message: "malformed cursor"}
+	if err != nil || len(key) == 0 || !Storable(string(key)) {
+		return "", errBadCursor
 	}
 	return string(key), nil
+}
+
+var errBadCursor = &baremetal.Error{Code: baremetal.CodeInvalid, Field: "cursor",
+	Message: "malformed cursor; pass back the next_cursor of a previous page unchanged"}
+
+// DecodeIDCursor is DecodeCursor for lists ordered by id: the key must be
+// an id as the stores make them (a lowercase UUID). Without this check a
+// made-up cursor would silently give an arbitrary, often empty, page.
+func DecodeIDCursor(cursor string) (string, error) {
+	key, err := DecodeCursor(cursor)
+	if err != nil || key == "" {
+		return key, err
+	}
+	if id, err := uuid.Parse(key); err != nil || id.String() != key {
+		return "", errBadCursor
+	}
+	return key, nil
+}
+
+// Storable reports whether every s can be stored as text by both stores:
+// valid UTF-8 without NUL. PostgreSQL refuses anything else with an
+// error, where SQLite stores it. Lookups by such a key find nothing (no
+// row can hold it), so the stores answer "not found" or an empty list
+// without asking the database, and both stores give the same answer.
+func Storable(s ...string) bool {
+	for _, v := range s {
+		if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // TimePrecision is the resolution of every stored timestamp. PostgreSQL

@@ -192,6 +192,9 @@ func (q queries) GetNode(ctx context.Context, idOrName string) (*baremetal.Node,
 }
 
 func (q queries) getNode(ctx context.Context, query, idOrName string) (*baremetal.Node, error) {
+	if !store.Storable(idOrName) { // PostgreSQL would refuse the query (see store.Storable)
+		return nil, store.NotFound("node", idOrName)
+	}
 	n, err := q.scanNode(q.db.QueryRow(ctx, query, idOrName))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.NotFound("node", idOrName)
@@ -203,9 +206,12 @@ func (q queries) getNode(ctx context.Context, query, idOrName string) (*baremeta
 }
 
 func (q queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremetal.Node, string, error) {
-	after, err := store.DecodeCursor(f.After)
+	after, err := store.DecodeIDCursor(f.After)
 	if err != nil {
 		return nil, "", err
+	}
+	if !store.Storable(string(f.ProvisionState), f.Fault, f.ResourceClass) {
+		return nil, "", nil // no node matches
 	}
 	limit := store.PageLimit(f.Limit)
 	var (
@@ -392,6 +398,9 @@ func bmcHolder(ctx context.Context, db dbtx, key string) (*store.BMCHolder, erro
 }
 
 func (q queries) DeleteNode(ctx context.Context, id string, version int64) error {
+	if !store.Storable(id) {
+		return store.NotFound("node", id)
+	}
 	// Events go by ON DELETE CASCADE.
 	tag, err := q.db.Exec(ctx, `DELETE FROM nodes WHERE id = $1 AND version = $2`, id, version)
 	if err != nil {
@@ -444,7 +453,7 @@ func (q queries) InsertEvent(ctx context.Context, e *baremetal.Event) error {
 
 func (q queries) ListEvents(ctx context.Context, nodeID string, p store.Page) ([]*baremetal.Event, string, error) {
 	after, err := decodeIntCursor(p.After)
-	if err != nil {
+	if err != nil || !store.Storable(nodeID) {
 		return nil, "", err
 	}
 	limit := store.PageLimit(p.Limit)
@@ -554,6 +563,9 @@ func (q queries) scanInstance(row pgx.Row) (*baremetal.Instance, error) {
 }
 
 func (q queries) GetInstance(ctx context.Context, idOrName string) (*baremetal.Instance, error) {
+	if !store.Storable(idOrName) {
+		return nil, store.NotFound("instance", idOrName)
+	}
 	// Names are unique per project only: two rows by name is ambiguous.
 	rows, err := q.db.Query(ctx, `SELECT `+instanceColumns+` FROM instances
 		WHERE id = $1 OR name = $1 ORDER BY id = $1 DESC, id LIMIT 2`, idOrName)
@@ -583,8 +595,8 @@ func (q queries) GetInstance(ctx context.Context, idOrName string) (*baremetal.I
 }
 
 func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*baremetal.Instance, string, error) {
-	after, err := store.DecodeCursor(f.After)
-	if err != nil {
+	after, err := store.DecodeIDCursor(f.After)
+	if err != nil || !store.Storable(f.Project, f.Name, f.NodeID) {
 		return nil, "", err
 	}
 	limit := store.PageLimit(f.Limit)
@@ -675,6 +687,9 @@ func (q queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) erro
 }
 
 func (q queries) DeleteInstance(ctx context.Context, id string, version int64) error {
+	if !store.Storable(id) {
+		return store.NotFound("instance", id)
+	}
 	tag, err := q.db.Exec(ctx, `DELETE FROM instances WHERE id = $1 AND version = $2`, id, version)
 	if err != nil {
 		return wrap("delete instance", err)
@@ -684,6 +699,9 @@ func (q queries) DeleteInstance(ctx context.Context, id string, version int64) e
 
 // CountInstances counts a project's instances; "" counts every project's.
 func (q queries) CountInstances(ctx context.Context, project string) (int, error) {
+	if !store.Storable(project) {
+		return 0, nil
+	}
 	var n int
 	err := q.db.QueryRow(ctx, `SELECT count(*) FROM instances WHERE $1::text = '' OR project = $1`, project).Scan(&n)
 	if err != nil {
@@ -731,9 +749,13 @@ func (q queries) InsertToken(ctx context.Context, t *baremetal.Token) error {
 }
 
 func (q queries) GetTokenByHash(ctx context.Context, hash string) (*baremetal.Token, error) {
+	notFound := &baremetal.Error{Code: baremetal.CodeNotFound, Message: "token not found"}
+	if !store.Storable(hash) {
+		return nil, notFound
+	}
 	t, err := scanToken(q.db.QueryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = $1`, hash))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &baremetal.Error{Code: baremetal.CodeNotFound, Message: "token not found"}
+		return nil, notFound
 	}
 	if err != nil {
 		return nil, wrap("get token", err)
@@ -742,6 +764,9 @@ func (q queries) GetTokenByHash(ctx context.Context, hash string) (*baremetal.To
 }
 
 func (q queries) GetToken(ctx context.Context, id string) (*baremetal.Token, error) {
+	if !store.Storable(id) {
+		return nil, store.NotFound("token", id)
+	}
 	t, err := scanToken(q.db.QueryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.NotFound("token", id)
@@ -753,7 +778,7 @@ func (q queries) GetToken(ctx context.Context, id string) (*baremetal.Token, err
 }
 
 func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Token, string, error) {
-	after, err := store.DecodeCursor(p.After)
+	after, err := store.DecodeIDCursor(p.After)
 	if err != nil {
 		return nil, "", err
 	}
@@ -779,6 +804,9 @@ func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Tok
 }
 
 func (q queries) DeleteToken(ctx context.Context, id string) error {
+	if !store.Storable(id) {
+		return store.NotFound("token", id)
+	}
 	tag, err := q.db.Exec(ctx, `DELETE FROM tokens WHERE id = $1`, id)
 	if err != nil {
 		return wrap("delete token", err)
@@ -801,6 +829,9 @@ func (q queries) CountTokens(ctx context.Context) (int, error) {
 
 func (q queries) GetQuota(ctx context.Context, project string) (*baremetal.Quota, error) {
 	quota := &baremetal.Quota{Project: project, Instances: -1}
+	if !store.Storable(project) {
+		return quota, nil // not set
+	}
 	err := q.db.QueryRow(ctx, `SELECT instances FROM quotas WHERE project = $1`, project).Scan(&quota.Instances)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, wrap("get quota", err)

@@ -197,7 +197,7 @@ func (q queries) GetNode(ctx context.Context, idOrName string) (*baremetal.Node,
 }
 
 func (q queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremetal.Node, string, error) {
-	after, err := store.DecodeCursor(f.After)
+	after, err := store.DecodeIDCursor(f.After)
 	if err != nil {
 		return nil, "", err
 	}
@@ -603,7 +603,7 @@ func pickInstance(found []*baremetal.Instance, idOrName string) (*baremetal.Inst
 }
 
 func (q queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*baremetal.Instance, string, error) {
-	after, err := store.DecodeCursor(f.After)
+	after, err := store.DecodeIDCursor(f.After)
 	if err != nil {
 		return nil, "", err
 	}
@@ -781,7 +781,7 @@ func (q queries) GetToken(ctx context.Context, id string) (*baremetal.Token, err
 }
 
 func (q queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Token, string, error) {
-	after, err := store.DecodeCursor(p.After)
+	after, err := store.DecodeIDCursor(p.After)
 	if err != nil {
 		return nil, "", err
 	}

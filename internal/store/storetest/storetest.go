@@ -41,6 +41,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"GetNodes", testGetNodes},
 		{"CountNodes", testCountNodes},
 		{"BadCursor", testBadCursor},
+		{"BadLookups", testBadLookups},
+		{"DomainLimits", testDomainLimits},
 		{"Events", testEvents},
 		{"EventsGoWithNode", testEventsGoWithNode},
 		{"Instances", testInstances},
