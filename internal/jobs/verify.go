@@ -110,13 +110,19 @@ func fillProperties(p *baremetal.Properties, inv *bmc.Inventory) {
 	if inv == nil {
 		return
 	}
-	if p.CPUs == 0 {
+	// A BMC's inventory is not input we can refuse, and a quirky one may
+	// report -1 CPUs, petabytes of memory or an architecture string with
+	// control characters. Take each value only when the domain accepts it:
+	// a value it refuses would make every later write of the node fail
+	// validation (and PostgreSQL refuse the row).
+	ok := func(q baremetal.Properties) bool { return q.Validate() == nil }
+	if p.CPUs == 0 && ok(baremetal.Properties{CPUs: inv.CPUs}) {
 		p.CPUs = inv.CPUs
 	}
-	if p.MemoryMB == 0 {
+	if p.MemoryMB == 0 && ok(baremetal.Properties{MemoryMB: inv.MemoryMB}) {
 		p.MemoryMB = inv.MemoryMB
 	}
-	if p.CPUArch == "" {
+	if p.CPUArch == "" && ok(baremetal.Properties{CPUArch: inv.CPUArch}) {
 		p.CPUArch = inv.CPUArch
 	}
 }
