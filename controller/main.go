@@ -6,6 +6,8 @@
 //	controller migrate   apply database migrations and exit
 //	controller sim       run only a simulated Redfish BMC fleet
 //	controller node      operator CLI over the API (list, maintenance, power, events)
+//	controller agent     the deploy agent (runs as /init, PID 1, of the agent image)
+//	controller agent-image  build the agent's bootable ISO and initramfs
 //	controller version
 package main
 
@@ -29,7 +31,13 @@ import (
 var version = "dev"
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	args := os.Args[1:]
+	// The kernel starts /init of the agent image with no arguments. PID 1
+	// alone is not enough: in a container the controller is PID 1 too.
+	if os.Getpid() == 1 && os.Args[0] == "/init" {
+		args = []string{"agent"}
+	}
+	if err := run(args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "controller:", err)
 		}
@@ -44,6 +52,8 @@ commands:
   migrate   apply database migrations (ours and River's) and exit
   sim       run a simulated Redfish BMC fleet
   node      operator commands through the API: list, show, maintenance, power, events
+  agent-image  build the deploy agent's bootable ISO (and initramfs) from a Linux kernel
+  agent     the deploy agent itself (PID 1 of the agent image)
   version   print the version
 
 Run 'controller <command> -h' for a command's flags. Every flag can also
@@ -67,6 +77,10 @@ func run(args []string) error {
 		return runNode(ctx, args[1:])
 	case "sim":
 		return runSim(ctx, args[1:])
+	case "agent":
+		return runAgent(args[1:])
+	case "agent-image":
+		return runAgentImage(args[1:])
 	case "version":
 		fmt.Println(version)
 		return nil

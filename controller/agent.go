@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
+)
+
+// runAgent is the deploy agent. It only makes sense as PID 1 of the agent
+// image (the kernel starts /init with no arguments; main routes PID 1
+// here), so started by hand it refuses rather than remount a host's /proc.
+func runAgent(args []string) error {
+	if os.Getpid() != 1 {
+		return errors.New("the agent runs as /init (PID 1) of the agent image; build one with 'controller agent-image'")
+	}
+	agent.Init(version) // never returns
+	return nil
+}
+
+func runAgentImage(args []string) error {
+	f := newFlags("agent-image")
+	kernel := f.String("kernel", "", "Linux kernel (bzImage), e.g. Debian's /boot/vmlinuz-<version> from linux-image-amd64 (required)")
+	modulesDir := f.String("modules-dir", "", "the kernel's modules (default /lib/modules/<the kernel's version>)")
+	modules := f.String("modules", strings.Join(image.DefaultModules, ","), "kernel modules to include, comma-separated (their dependencies come along)")
+	out := f.String("out", "", "write the bootable ISO here (BIOS, isolinux)")
+	initrdOut := f.String("initrd-out", "", "also keep the base initramfs here (without --agent-config), for PXE or qemu -kernel/-initrd")
+	cmdline := f.String("cmdline", image.DefaultCmdline, "kernel command line baked into the ISO")
+	agentConfig := f.String("agent-config", "", "JSON file baked into the ISO's initramfs as "+agent.ConfigPath+" ({\"api\":...,\"token\":...}); the controller does this per boot")
+	agentBin := f.String("agent-binary", "", "static controller binary to use as /init (default: this binary)")
+	isolinux := f.String("isolinux-bin", image.DefaultIsolinuxBin, "syslinux's isolinux.bin (Debian: isolinux)")
+	ldlinux := f.String("ldlinux", image.DefaultLdlinux, "syslinux's BIOS ldlinux.c32 (Debian: syslinux-common)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *kernel == "" || (*out == "" && *initrdOut == "") {
+		return errors.New("--kernel and --out (or --initrd-out) are required")
+	}
+	bin := *agentBin
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find this binary: %w", err)
+		}
+		bin = exe
+	}
+	var names []string
+	for _, m := range strings.Split(*modules, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			names = append(names, m)
+		}
+	}
+	var initrd bytes.Buffer
+	mods, err := image.BuildInitrd(&initrd, image.InitrdOptions{Agent: bin, Kernel: *kernel, ModulesDir: *modulesDir, Modules: names})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "initramfs: %d modules, %.1f MiB\n", len(mods), float64(initrd.Len())/(1<<20))
+
+	initrdPath := *initrdOut
+	if initrdPath == "" {
+		dir, err := os.MkdirTemp("", "agent-initrd-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		initrdPath = filepath.Join(dir, "initrd")
+	}
+	if err := os.WriteFile(initrdPath, initrd.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write initramfs: %w", err)
+	}
+	if *out == "" {
+		return nil
+	}
+	var appendix []byte
+	if *agentConfig != "" {
+		cfg, err := os.ReadFile(*agentConfig)
+		if err != nil {
+			return fmt.Errorf("--agent-config: %w", err)
+		}
+		if appendix, err = image.ConfigArchive(map[string][]byte{agent.ConfigPath: cfg}); err != nil {
+			return err
+		}
+	}
+	if err := image.BuildISO(*out, image.ISOOptions{Kernel: *kernel, Initrd: initrdPath, InitrdAppend: appendix, Cmdline: *cmdline,
+		IsolinuxBin: *isolinux, Ldlinux: *ldlinux}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
+	return nil
+}

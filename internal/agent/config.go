@@ -1,0 +1,108 @@
+// Package agent is the deploy agent: the controller binary running as PID 1
+// (/init) of a small in-memory image on a node being deployed. It mounts
+// the kernel filesystems, loads the drivers the image carries, brings up
+// the network with DHCP and then reports to the controller over the REST
+// API with a per-boot token (pull model: the agent calls the controller,
+// the controller never needs a route to the node).
+//
+// Configuration comes from two places, later overriding earlier:
+//
+//  1. ConfigPath (/etc/baremetal/agent.json) inside the initramfs. The
+//     controller writes it per boot as a second cpio archive appended to
+//     the image's initrd (Linux unpacks concatenated archives into one
+//     root), so the token never appears on the kernel command line, in the
+//     kernel log or on the console. This is how virtual media boots get
+//     their settings: a CD cannot take per-boot kernel arguments.
+//  2. The kernel command line (/proc/cmdline): baremetal.api=URL,
+//     baremetal.token=TOKEN, baremetal.agent.poweroff_after_heartbeat=1.
+//     Handy with PXE or qemu -append; note the kernel prints its command
+//     line at log level notice, so pass "loglevel=4" (or "quiet") with a
+//     token there.
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// ConfigPath is where the per-boot config file sits in the agent's root.
+const ConfigPath = "/etc/baremetal/agent.json"
+
+// Config is what the agent needs to reach the controller.
+type Config struct {
+	// API is the controller's base URL as the node reaches it.
+	API string `json:"api"`
+	// Token authenticates this boot of the agent. It lives in memory only
+	// and is never logged.
+	Token string `json:"token"`
+	// PowerOffAfterHeartbeat powers the node off after the first
+	// heartbeat the controller accepts (a test switch: the VM test ends
+	// on its own).
+	PowerOffAfterHeartbeat bool `json:"poweroff_after_heartbeat,omitempty"`
+}
+
+// String never shows the token.
+func (c Config) String() string {
+	tok := "(none)"
+	if c.Token != "" {
+		tok = "(set)"
+	}
+	return fmt.Sprintf("api=%s token=%s poweroff_after_heartbeat=%t", c.API, tok, c.PowerOffAfterHeartbeat)
+}
+
+// Validate reports what is missing or malformed.
+func (c Config) Validate() error {
+	var errs []error
+	if c.API == "" {
+		errs = append(errs, errors.New("no controller URL (baremetal.api)"))
+	} else if u, err := url.Parse(c.API); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("controller URL %q (baremetal.api) is not an http(s) URL", c.API))
+	}
+	if c.Token == "" {
+		errs = append(errs, errors.New("no token (baremetal.token)"))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseConfigFile reads the JSON config file. A missing file is no error:
+// the command line may carry everything.
+func ParseConfigFile(path string, into *Config) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		// The error text of encoding/json quotes no values, so the token
+		// cannot leak through it.
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	return nil
+}
+
+// ApplyCmdline sets the fields the kernel command line names.
+func ApplyCmdline(cmdline string, into *Config) {
+	for _, f := range strings.Fields(cmdline) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "baremetal.api":
+			into.API = v
+		case "baremetal.token":
+			into.Token = v
+		case "baremetal.agent.poweroff_after_heartbeat":
+			into.PowerOffAfterHeartbeat = v == "1" || v == "true"
+		}
+	}
+}
+
+// MarshalConfigFile renders c as the per-boot config file the image
+// builder appends to the initrd.
+func MarshalConfigFile(c Config) ([]byte, error) {
+	return json.MarshalIndent(c, "", "  ")
+}

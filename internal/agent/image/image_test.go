@@ -1,0 +1,234 @@
+package image
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cavaliergopher/cpio"
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+)
+
+// fakeKernel writes the part of a bzImage setup header KernelVersion reads.
+func fakeKernel(t *testing.T, version string) string {
+	b := make([]byte, 0x400)
+	copy(b[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(b[0x20e:], 0x100) // string at 0x300
+	copy(b[0x300:], version+" (builder@host) #1 SMP\x00")
+	p := filepath.Join(t.TempDir(), "vmlinuz")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// staticBinary builds a tiny static program (the agent binary stand-in).
+func staticBinary(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module tiny\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-o", "tiny", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build static binary: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "tiny")
+}
+
+func fakeModules(t *testing.T, version string) string {
+	dir := filepath.Join(t.TempDir(), version)
+	files := map[string]string{
+		"modules.dep": "kernel/drivers/virtio/virtio.ko:\n" +
+			"kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio.ko\n" +
+			"kernel/drivers/usb/storage/usb-storage.ko.xz:\n" +
+			"kernel/fs/btrfs/btrfs.ko:\n",
+		"kernel/drivers/virtio/virtio.ko":              "virtio",
+		"kernel/drivers/block/virtio_blk.ko":           "virtio_blk",
+		"kernel/drivers/usb/storage/usb-storage.ko.xz": "usb-storage",
+		"kernel/fs/btrfs/btrfs.ko":                     "btrfs",
+	}
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// readInitrd unpacks concatenated gzip'd newc archives as the kernel does:
+// later entries replace earlier ones.
+func readInitrd(t *testing.T, b []byte) (files map[string]string, order []string) {
+	files = map[string]string{}
+	src := bytes.NewReader(b)
+	zr, err := gzip.NewReader(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		zr.Multistream(false)
+		r := cpio.NewReader(zr)
+		for {
+			h, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(r)
+			if h.Mode.IsRegular() {
+				files[h.Name] = string(data)
+				order = append(order, h.Name)
+			}
+		}
+		_, _ = io.Copy(io.Discard, zr)
+		if err := zr.Reset(src); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files, order
+}
+
+func TestInitrdHoldsAgentModulesAndAppendedConfig(t *testing.T) {
+	const ver = "6.1.0-99-amd64"
+	kernel, modDir, agentBin := fakeKernel(t, ver), fakeModules(t, ver), staticBinary(t)
+	var buf bytes.Buffer
+	mods, err := BuildInitrd(&buf, InitrdOptions{Agent: agentBin, Kernel: kernel, ModulesDir: modDir,
+		Modules: []string{"usb_storage", "virtio_blk", "not_a_module"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"kernel/drivers/usb/storage/usb-storage.ko.xz", "kernel/drivers/virtio/virtio.ko", "kernel/drivers/block/virtio_blk.ko"}
+	if strings.Join(mods, " ") != strings.Join(want, " ") {
+		t.Fatalf("modules %v, want %v", mods, want)
+	}
+	cfg, err := ConfigArchive(map[string][]byte{"/etc/baremetal/agent.json": []byte(`{"token":"t"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := readInitrd(t, append(buf.Bytes(), cfg...))
+	bin, _ := os.ReadFile(agentBin)
+	if files["init"] != string(bin) {
+		t.Error("init is not the agent binary")
+	}
+	base := "lib/modules/" + ver + "/"
+	if files[base+"kernel/drivers/block/virtio_blk.ko"] != "virtio_blk" || files[base+"kernel/drivers/usb/storage/usb-storage.ko.xz"] != "usb-storage" {
+		t.Errorf("modules missing: %v", keys(files))
+	}
+	if _, ok := files[base+"kernel/fs/btrfs/btrfs.ko"]; ok {
+		t.Error("a module nobody asked for is in the image")
+	}
+	if dep := files[base+"modules.dep"]; !strings.HasPrefix(dep, "kernel/drivers/usb/storage/usb-storage.ko.xz:\n") || strings.Contains(dep, "btrfs") {
+		t.Errorf("modules.dep subset:\n%s", dep)
+	}
+	if files["etc/baremetal/agent.json"] != `{"token":"t"}` {
+		t.Errorf("appended config not in the unpacked root: %v", keys(files))
+	}
+}
+
+func TestInitrdRefusesMismatchedModulesAndDynamicAgent(t *testing.T) {
+	kernel, agentBin := fakeKernel(t, "6.1.0-99-amd64"), staticBinary(t)
+	_, err := BuildInitrd(io.Discard, InitrdOptions{Agent: agentBin, Kernel: kernel, ModulesDir: fakeModules(t, "6.1.0-1-amd64")})
+	if err == nil || !strings.Contains(err.Error(), "not for kernel 6.1.0-99-amd64") {
+		t.Fatalf("mismatched modules: err = %v", err)
+	}
+	dyn, err := exec.LookPath("ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckStatic(dyn); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("CheckStatic(%s) = %v, want a refusal naming CGO_ENABLED=0", dyn, err)
+	}
+	if err := CheckStatic(agentBin); err != nil {
+		t.Fatalf("CheckStatic(static) = %v", err)
+	}
+}
+
+func TestISOHasBootCatalogKernelAndInitrd(t *testing.T) {
+	dir := t.TempDir()
+	loader := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		// isolinux.bin needs room for the boot info table at 8..64.
+		if err := os.WriteFile(p, []byte(content+strings.Repeat("\x00", 2048)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	kernel := fakeKernel(t, "6.1.0-99-amd64")
+	initrd := filepath.Join(dir, "initrd")
+	if err := os.WriteFile(initrd, []byte("BASE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "agent.iso")
+	err := BuildISO(out, ISOOptions{Kernel: kernel, Initrd: initrd, InitrdAppend: []byte("+CFG"), Cmdline: "console=ttyS0 x=1",
+		IsolinuxBin: loader("isolinux.bin", "ISOLINUX"), Ldlinux: loader("ldlinux.c32", "LDLINUX"),
+		Files: map[string][]byte{"baremetal/info.txt": []byte("hello")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sector 17 is the El Torito boot record volume descriptor.
+	if br := raw[17*2048 : 17*2048+39]; !bytes.Contains(br, []byte("EL TORITO SPECIFICATION")) {
+		t.Fatalf("no El Torito boot record at sector 17: %q", br)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// go-diskfs reads the Rock Ridge names, as Linux mounts them.
+	fs, err := iso9660.Read(file.New(f, true), int64(len(raw)), 0, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label := strings.TrimRight(fs.Label(), "\x00 "); label != VolumeLabel {
+		t.Errorf("label %q", label)
+	}
+	got := map[string]string{}
+	for _, p := range []string{"boot/initrd", "boot/vmlinuz", "isolinux/isolinux.cfg", "isolinux/isolinux.bin", "isolinux/ldlinux.c32", "baremetal/info.txt"} {
+		b, err := fs.ReadFile(p)
+		if err != nil {
+			t.Errorf("read %s from the ISO: %v", p, err)
+		}
+		got[p] = string(b)
+	}
+	if got["boot/initrd"] != "BASE+CFG" {
+		t.Errorf("boot/initrd = %q, want the base with the appendix", got["boot/initrd"])
+	}
+	if cfg := got["isolinux/isolinux.cfg"]; !strings.Contains(cfg, "APPEND console=ttyS0 x=1\n") || !strings.Contains(cfg, "KERNEL /boot/vmlinuz") {
+		t.Errorf("isolinux.cfg:\n%s", cfg)
+	}
+	if got["baremetal/info.txt"] != "hello" {
+		t.Errorf("extra file missing: %v", keys(got))
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+package image
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/iso9660"
+)
+
+// DefaultCmdline is the kernel command line baked into the ISO. Serial
+// first and the VGA console last makes /dev/console (where the agent
+// logs) the screen a BMC's KVM shows, while ttyS0 still gets the kernel's
+// messages for serial-over-LAN. loglevel=4 keeps the kernel from printing
+// its command line.
+const DefaultCmdline = "console=ttyS0,115200 console=tty0 loglevel=4 panic=10"
+
+// Where isolinux lives on a Debian host (packages isolinux and
+// syslinux-common).
+const (
+	DefaultIsolinuxBin = "/usr/lib/ISOLINUX/isolinux.bin"
+	DefaultLdlinux     = "/usr/lib/syslinux/modules/bios/ldlinux.c32"
+)
+
+// VolumeLabel names the agent's CD.
+const VolumeLabel = "BAREMETAL_AGENT"
+
+// ISOOptions say what goes onto the agent's ISO.
+type ISOOptions struct {
+	Kernel string
+	// Initrd is the base initramfs; InitrdAppend (e.g. a ConfigArchive) is
+	// concatenated after it.
+	Initrd       string
+	InitrdAppend []byte
+	// Cmdline is the kernel command line (default DefaultCmdline).
+	Cmdline string
+	// IsolinuxBin and Ldlinux are syslinux's BIOS CD loader files
+	// (defaults: Debian's paths).
+	IsolinuxBin, Ldlinux string
+	// Files are extra files on the CD, path to content.
+	Files map[string][]byte
+}
+
+// BuildISO writes a BIOS-bootable ISO 9660 image (El Torito, no
+// emulation, isolinux) to out. UEFI boot is not there yet: it needs an EFI
+// system partition image with a loader in the El Torito catalog.
+func BuildISO(out string, o ISOOptions) error {
+	isolinux := orString(o.IsolinuxBin, DefaultIsolinuxBin)
+	ldlinux := orString(o.Ldlinux, DefaultLdlinux)
+	for _, p := range []string{isolinux, ldlinux} {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("BIOS boot loader: %w (Debian: apt-get install isolinux syslinux-common)", err)
+		}
+	}
+	cmdline := orString(o.Cmdline, DefaultCmdline)
+	if strings.ContainsAny(cmdline, "\n\r") {
+		return errors.New("kernel command line must be one line")
+	}
+
+	ws, err := os.MkdirTemp("", "agent-iso-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	put := func(name string, data []byte) error {
+		p := filepath.Join(ws, filepath.FromSlash(strings.TrimPrefix(name, "/")))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, data, 0o644)
+	}
+	copyIn := func(name, src string, appendix []byte) error {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		return put(name, append(b, appendix...))
+	}
+	// isolinux looks for its config in /isolinux/ next to isolinux.bin.
+	cfg := "DEFAULT agent\nPROMPT 0\nTIMEOUT 0\nLABEL agent\n  KERNEL /boot/vmlinuz\n  INITRD /boot/initrd\n  APPEND " + cmdline + "\n"
+	steps := []func() error{
+		func() error { return copyIn("isolinux/isolinux.bin", isolinux, nil) },
+		func() error { return copyIn("isolinux/ldlinux.c32", ldlinux, nil) },
+		func() error { return put("isolinux/isolinux.cfg", []byte(cfg)) },
+		func() error { return copyIn("boot/vmlinuz", o.Kernel, nil) },
+		func() error { return copyIn("boot/initrd", o.Initrd, o.InitrdAppend) },
+	}
+	for name, data := range o.Files {
+		steps = append(steps, func() error { return put(name, data) })
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return fmt.Errorf("assemble ISO: %w", err)
+		}
+	}
+
+	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fs, err := iso9660.Create(file.New(f, false), 0, 0, 2048, ws)
+	if err != nil {
+		return fmt.Errorf("create ISO: %w", err)
+	}
+	boot := &iso9660.ElToritoEntry{
+		Platform:  iso9660.BIOS,
+		Emulation: iso9660.NoEmulation,
+		BootFile:  "/isolinux/isolinux.bin",
+		// isolinux needs the boot info table (genisoimage's
+		// -boot-info-table) to find itself on the CD, and loads in 4
+		// sectors of 512 bytes (-boot-load-size 4).
+		BootTable: true,
+	}
+	boot.SetLoadSize(4)
+	err = fs.Finalize(iso9660.FinalizeOptions{
+		RockRidge:        true,
+		VolumeIdentifier: VolumeLabel,
+		ElTorito: &iso9660.ElTorito{
+			BootCatalog: "/isolinux/boot.cat",
+			Entries:     []*iso9660.ElToritoEntry{boot},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("write ISO: %w", err)
+	}
+	return f.Close()
+}
+
+func orString(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

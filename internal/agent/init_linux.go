@@ -1,0 +1,186 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/kmod"
+)
+
+// Init is the agent as PID 1: it brings the node up and reports to the
+// controller forever. It never returns; any failure is logged to the
+// console and retried, because an exiting init panics the kernel and
+// leaves the operator a frozen node with nothing to read.
+func Init(version string) {
+	for attempt := 1; ; attempt++ {
+		err := protect(func() error { return boot(version) })
+		fmt.Fprintf(os.Stderr, "agent: start-up attempt %d failed: %v; retrying in 10s\n", attempt, err)
+		time.Sleep(10 * time.Second)
+	}
+}
+
+func protect(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f()
+}
+
+// boot runs the start-up steps; each is safe to repeat after a failure.
+func boot(version string) error {
+	if err := mountAll(); err != nil {
+		return err
+	}
+	attachConsole()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "agent")
+	// u-root's DHCP client logs through the standard logger.
+	log.SetOutput(os.Stderr)
+	logger.Info("agent starting", "version", version)
+
+	loadModules(logger)
+
+	cfg := Config{}
+	if err := ParseConfigFile(ConfigPath, &cfg); err != nil {
+		logger.Error("config file unusable", "error", err)
+	}
+	cmdline, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		return fmt.Errorf("read /proc/cmdline: %w", err)
+	}
+	ApplyCmdline(string(cmdline), &cfg)
+	if err := cfg.Validate(); err != nil {
+		// Nothing at runtime can fix the boot configuration: say so on
+		// the console once a minute rather than spin.
+		for {
+			logger.Error("cannot reach the controller: bad boot configuration", "error", err, "config", cfg.String())
+			time.Sleep(time.Minute)
+		}
+	}
+	logger.Info("configuration", "config", cfg.String())
+
+	ctx := context.Background()
+	BringUpNetwork(ctx, logger)
+
+	loop := &Loop{
+		Controller: NewHTTPController(cfg.API, cfg.Token),
+		Collect:    DefaultCollector().Collect,
+		Version:    version,
+		Log:        logger,
+	}
+	if cfg.PowerOffAfterHeartbeat {
+		loop.Accepted = func(int) {
+			logger.Info("poweroff_after_heartbeat is set: powering off")
+			PowerOff()
+		}
+	}
+	loop.Run(ctx)
+	return errors.New("heartbeat loop ended")
+}
+
+type mount struct{ source, target, fstype string }
+
+var mounts = []mount{
+	{"proc", "/proc", "proc"},
+	{"sysfs", "/sys", "sysfs"},
+	{"devtmpfs", "/dev", "devtmpfs"},
+	{"tmpfs", "/run", "tmpfs"},
+	{"tmpfs", "/tmp", "tmpfs"},
+}
+
+func mountAll() error {
+	for _, m := range mounts {
+		if err := os.MkdirAll(m.target, 0o755); err != nil {
+			return fmt.Errorf("mkdir %s: %w", m.target, err)
+		}
+		err := unix.Mount(m.source, m.target, m.fstype, unix.MS_NOSUID, "")
+		// EBUSY: mounted already (a retried start-up).
+		if err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount %s on %s: %w", m.fstype, m.target, err)
+		}
+	}
+	return nil
+}
+
+// attachConsole points stdin/out/err at /dev/console. The kernel does so
+// itself only when the initramfs has a /dev/console node; devtmpfs has one
+// in any case, so this also covers an image built without it.
+func attachConsole() {
+	fd, err := unix.Open("/dev/console", unix.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return
+	}
+	for i := 0; i < 3; i++ {
+		_ = unix.Dup2(fd, i)
+	}
+	if fd > 2 {
+		_ = unix.Close(fd)
+	}
+}
+
+// ModulesDir is where the image keeps the modules of its kernel.
+func ModulesDir() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err == nil {
+		dir := filepath.Join("/lib/modules", unix.ByteSliceToString(u.Release[:]))
+		if _, err := os.Stat(dir); err == nil {
+			return dir
+		}
+	}
+	return ""
+}
+
+// loadModules loads every module of the image in dependency order. A
+// module that fails (no such hardware is not a failure for PCI drivers,
+// but a missing firmware is) is logged and skipped: the node may still
+// have a disk and a NIC that work.
+func loadModules(logger *slog.Logger) {
+	dir := ModulesDir()
+	if dir == "" {
+		logger.Warn("no modules for this kernel in the image; relying on built-in drivers")
+		return
+	}
+	f, err := os.Open(filepath.Join(dir, "modules.dep"))
+	if err != nil {
+		logger.Error("read modules.dep", "error", err)
+		return
+	}
+	deps, err := kmod.ParseDeps(f)
+	f.Close()
+	if err != nil {
+		logger.Error("parse modules.dep", "error", err)
+		return
+	}
+	order, err := deps.Order(deps.Files())
+	if err != nil {
+		logger.Error("order modules", "error", err)
+		return
+	}
+	start, loaded := time.Now(), 0
+	for _, m := range order {
+		if err := kmod.Load(filepath.Join(dir, m)); err != nil {
+			logger.Warn("module not loaded", "error", err)
+			continue
+		}
+		loaded++
+	}
+	logger.Info("modules loaded", "loaded", loaded, "of", len(order), "took", time.Since(start).Round(time.Millisecond))
+}
+
+// PowerOff flushes and powers the machine off. It returns only if the
+// kernel refused.
+func PowerOff() {
+	unix.Sync()
+	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
+		fmt.Fprintf(os.Stderr, "agent: power off: %v\n", err)
+	}
+}

@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Inventory is the summary of the hardware the agent sees.
+type Inventory struct {
+	System      System `json:"system"`
+	CPUs        int    `json:"cpus"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	Disks       []Disk `json:"disks"`
+	NICs        []NIC  `json:"nics"`
+}
+
+// System is the machine's DMI identity (empty fields where the firmware
+// gives none).
+type System struct {
+	Vendor  string `json:"vendor,omitempty"`
+	Product string `json:"product,omitempty"`
+	Serial  string `json:"serial,omitempty"`
+	UUID    string `json:"uuid,omitempty"`
+}
+
+// Disk is a block device backed by hardware.
+type Disk struct {
+	Name       string `json:"name"` // kernel name: sda, vda, nvme0n1
+	Path       string `json:"path"` // /dev/<name>
+	SizeBytes  int64  `json:"size_bytes"`
+	Model      string `json:"model,omitempty"`
+	Serial     string `json:"serial,omitempty"`
+	WWN        string `json:"wwn,omitempty"`
+	Rotational bool   `json:"rotational"`
+	Removable  bool   `json:"removable"`
+}
+
+// NIC is an ethernet interface backed by hardware.
+type NIC struct {
+	Name   string   `json:"name"`
+	MAC    string   `json:"mac"`
+	LinkUp bool     `json:"link_up"`
+	IPv4   []string `json:"ipv4,omitempty"` // CIDR notation
+}
+
+// Collector reads the inventory from a sysfs and procfs; the roots are
+// fields so tests can point them at a fake tree.
+type Collector struct {
+	Sys, Proc string
+	// Addrs returns an interface's addresses (net.InterfaceByName in the
+	// agent; tests stub it).
+	Addrs func(name string) []string
+}
+
+// DefaultCollector reads the running system.
+func DefaultCollector() *Collector {
+	return &Collector{Sys: "/sys", Proc: "/proc", Addrs: interfaceIPv4}
+}
+
+// Collect never fails: a field it cannot read stays empty, because a
+// partial inventory still tells the operator more than none.
+func (c *Collector) Collect() Inventory {
+	inv := Inventory{CPUs: runtime.NumCPU()}
+	dmi := filepath.Join(c.Sys, "class/dmi/id")
+	inv.System = System{
+		Vendor:  c.read(dmi, "sys_vendor"),
+		Product: c.read(dmi, "product_name"),
+		Serial:  c.read(dmi, "product_serial"),
+		UUID:    c.read(dmi, "product_uuid"),
+	}
+	inv.MemoryBytes = memTotal(filepath.Join(c.Proc, "meminfo"))
+	inv.Disks = c.disks()
+	inv.NICs = c.nics()
+	return inv
+}
+
+func (c *Collector) read(parts ...string) string {
+	b, err := os.ReadFile(filepath.Join(parts...))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (c *Collector) disks() []Disk {
+	root := filepath.Join(c.Sys, "block")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	out := []Disk{}
+	for _, e := range ents {
+		name := e.Name()
+		dir := filepath.Join(root, name)
+		// Only devices with hardware behind them: loop, ram, zram, dm
+		// have no "device" link. CD drives are not deploy targets.
+		if _, err := os.Stat(filepath.Join(dir, "device")); err != nil || strings.HasPrefix(name, "sr") {
+			continue
+		}
+		sectors, _ := strconv.ParseInt(c.read(dir, "size"), 10, 64)
+		d := Disk{
+			Name: name,
+			Path: "/dev/" + name,
+			// sysfs counts 512-byte sectors whatever the logical block size.
+			SizeBytes:  sectors * 512,
+			Model:      c.read(dir, "device/model"),
+			Serial:     firstNonEmpty(c.read(dir, "device/serial"), c.read(dir, "serial")),
+			WWN:        firstNonEmpty(c.read(dir, "wwid"), c.read(dir, "device/wwid")),
+			Rotational: c.read(dir, "queue/rotational") == "1",
+			Removable:  c.read(dir, "removable") == "1",
+		}
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (c *Collector) nics() []NIC {
+	root := filepath.Join(c.Sys, "class/net")
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	out := []NIC{}
+	for _, e := range ents {
+		name := e.Name()
+		dir := filepath.Join(root, name)
+		// type 1 is ARPHRD_ETHER; "device" exists only for hardware
+		// (not lo, bridges, tunnels).
+		if c.read(dir, "type") != "1" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "device")); err != nil {
+			continue
+		}
+		n := NIC{Name: name, MAC: c.read(dir, "address"), LinkUp: c.read(dir, "operstate") == "up"}
+		if c.Addrs != nil {
+			n.IPv4 = c.Addrs(name)
+		}
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func interfaceIPv4(name string) []string {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+			out = append(out, ipn.String())
+		}
+	}
+	return out
+}
+
+func memTotal(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
