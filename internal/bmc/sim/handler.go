@@ -43,6 +43,10 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.inflight.Done()
 
 	p := r.URL.Path
+	if p == DemoImagePath {
+		serveDemoImage(w, r)
+		return
+	}
 	if p == "/sim" || strings.HasPrefix(p, "/sim/") {
 		f.control(w, r)
 		return

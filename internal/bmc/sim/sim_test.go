@@ -1,8 +1,11 @@
 package sim_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -375,5 +378,45 @@ func TestScaleAndControl(t *testing.T) {
 	}
 	if p, _ := f.Power("7"); p != "On" {
 		t.Fatal(p)
+	}
+}
+
+// The demo image answers HEAD and ranges like an image server, with the
+// checksum the sim advertises.
+func TestDemoImage(t *testing.T) {
+	f, err := sim.Start(sim.Options{Systems: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	url := f.URL() + sim.DemoImagePath
+	res, err := http.Head(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.ContentLength != 1<<20 || res.Header.Get("Last-Modified") == "" {
+		t.Fatalf("HEAD: %d, length %d, last-modified %q", res.StatusCode, res.ContentLength, res.Header.Get("Last-Modified"))
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Range", "bytes=510-511")
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusPartialContent || !bytes.Equal(b, []byte{0x55, 0xaa}) {
+		t.Fatalf("range: %d %x", res.StatusCode, b)
+	}
+	res, err = http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	sum := sha256.Sum256(all)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != sim.DemoImageChecksum() {
+		t.Fatalf("served image sha256 %s, advertised %s", got, sim.DemoImageChecksum())
 	}
 }
