@@ -1,10 +1,13 @@
 # Quick start against a local controller with a simulated BMC fleet:
 #
 #   make run                                   # controller on :8080, 8 simulated BMCs on :8000
+#   export BAREMETAL_ENDPOINT=http://127.0.0.1:8080
 #   export BAREMETAL_TOKEN=$(cat data/admin-token)
+#   export TF_VAR_sim_address=http://127.0.0.1:8000
 #
 # then see README.md in this directory to point Terraform at a locally built
-# provider, and `terraform apply`.
+# provider, and `terraform apply`. The provider reads its endpoint and token
+# from the environment: nothing here points it anywhere else.
 
 terraform {
   required_version = ">= 1.5.0"
@@ -15,23 +18,9 @@ terraform {
   }
 }
 
-variable "endpoint" {
-  description = "URL of the controller's API."
-  type        = string
-  default     = "http://127.0.0.1:8080"
-}
-
-variable "token" {
-  description = "Admin token of the controller; null uses the BAREMETAL_TOKEN environment variable."
-  type        = string
-  default     = null
-  sensitive   = true
-}
-
 variable "sim_address" {
-  description = "Address of the simulated Redfish BMC fleet (every node's BMC)."
+  description = "Address of the simulated Redfish BMC fleet, every node's BMC (TF_VAR_sim_address; make run prints it)."
   type        = string
-  default     = "http://127.0.0.1:8000"
 }
 
 variable "node_count" {
@@ -40,10 +29,8 @@ variable "node_count" {
   default     = 4
 }
 
-provider "baremetal" {
-  endpoint = var.endpoint
-  token    = var.token
-}
+# endpoint and token come from BAREMETAL_ENDPOINT and BAREMETAL_TOKEN.
+provider "baremetal" {}
 
 resource "baremetal_node" "sim" {
   count = var.node_count
@@ -65,8 +52,11 @@ resource "baremetal_instance" "web" {
   project        = "demo" # an admin token must name the project
   resource_class = "baremetal"
 
+  # The simulator's demo disk image: the controller checks an image URL
+  # before a BMC gets it, so it must answer. With real BMCs, name your
+  # image server's URL and its checksum.
   image = {
-    url = "https://images.example.com/ubuntu-24.04.img"
+    url = "${var.sim_address}/sim/images/demo.img"
   }
 
   metadata = {
@@ -86,7 +76,7 @@ resource "baremetal_instance" "web" {
 }
 
 # Warn when a BMC misbehaves, e.g. after
-#   curl -X POST http://127.0.0.1:8000/sim/systems/2/fault -d '{"fault":"down"}'
+#   curl -X POST $TF_VAR_sim_address/sim/systems/2/fault -d '{"fault":"down"}'
 # The data source is declared outside the check block on purpose: a data
 # source scoped inside a check block is re-read at every apply, so plan
 # -detailed-exitcode would always report changes and hide real drift.
