@@ -25,10 +25,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/kdomanski/iso9660"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
 
 // Label is the volume label cloud-init looks for.
@@ -80,14 +81,13 @@ func Key(readyToken string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-var keyInURL = regexp.MustCompile(`/config-drive/[0-9a-fA-F]{16,}`)
-
 // MaskKeys hides config drive keys in s. BMCs quote the media URL in
-// their errors, and those errors reach logs, events, last_error and the
-// jobs API, where a key (which fetches the drive, and so the ready token
-// and user data) must not.
+// their errors, as is, URL-encoded or JSON-escaped, and those errors reach
+// logs, events, last_error and the jobs API, where a key (which fetches
+// the drive, and so the ready token and user data) must not. Every BMC
+// error is masked so on its way out of the driver call (bmc.Redact).
 func MaskKeys(s string) string {
-	return keyInURL.ReplaceAllString(s, "/config-drive/REDACTED")
+	return redact.ConfigDriveKeys(s)
 }
 
 // MaxUserData bounds user data as OpenStack does (64 KiB): a config drive

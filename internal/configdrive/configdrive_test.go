@@ -3,6 +3,7 @@ package configdrive_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,4 +142,28 @@ func keys(m map[string][]byte) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestMaskKeysEveryForm: BMCs quote the media URL as they got it, inside
+// a URL-encoded form or a JSON document with escaped slashes.
+func TestMaskKeysEveryForm(t *testing.T) {
+	key := configdrive.Key("rdy_0123456789")
+	u := "http://ctl:8080/v1/instances/6f1c/config-drive/" + key + "/config-2.iso"
+	for name, form := range map[string]string{
+		"plain":          u,
+		"query":          url.QueryEscape(u),
+		"query, twice":   url.QueryEscape(url.QueryEscape(u)),
+		"json, \\/":      strings.ReplaceAll(u, "/", `\/`),
+		"json, \\u002f":  strings.ReplaceAll(u, "/", `\u002f`),
+		"json in json":   strings.ReplaceAll(u, "/", `\\\/`),
+		"lower-case hex": strings.ToLower(url.QueryEscape(u)),
+	} {
+		got := configdrive.MaskKeys("Failed fetching image from URL " + form + ": 404")
+		if strings.Contains(got, key) {
+			t.Errorf("%s: key shown: %s", name, got)
+		}
+		if !strings.Contains(got, "REDACTED") || !strings.HasPrefix(got, "Failed fetching image from URL ") {
+			t.Errorf("%s: message mangled: %s", name, got)
+		}
+	}
 }

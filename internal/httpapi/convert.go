@@ -13,8 +13,9 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
-// nodeOut renders a node. Members never see BMC details; nobody ever sees
-// the password.
+// nodeOut renders a node. Members never see BMC details (nor, the
+// service sees to it, other projects' instance ids); nobody ever sees the
+// password.
 func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 	out := api.Node{
 		ID: n.ID, Name: n.Name, Driver: string(n.Driver), ResourceClass: n.ResourceClass,
@@ -36,6 +37,8 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 	return out
 }
 
+// instanceOut renders an instance; for a member the service has already
+// reduced a BMC failure in last_error to a summary.
 func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Instance {
 	md := i.Metadata
 	if md == nil {

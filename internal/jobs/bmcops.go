@@ -8,7 +8,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
 
 // endpoint is what the driver needs to reach n's BMC.
@@ -24,6 +24,12 @@ func endpoint(n *baremetal.Node) bmc.Endpoint {
 	}
 }
 
+// nodeSecrets is what must never be shown of n's BMC credentials: the
+// password and the Basic credentials it makes with the user name.
+func nodeSecrets(n *baremetal.Node) *redact.Secrets {
+	return redact.New(n.BMC.Password, redact.Basic(n.BMC.Username, n.BMC.Password))
+}
+
 // bmcCall runs one BMC operation on n under BMCTimeout, opening (or
 // reusing, the Opener caches) the client first. Every BMC call of the
 // package goes through here, so every one is bounded, classified and
@@ -37,11 +43,10 @@ func (r *Runner) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn f
 		err = fn(ctx, c)
 	}
 	if err != nil {
-		err = bmc.Wrap(bmc.KindUnreachable, op, err)
-		if msg := err.Error(); configdrive.MaskKeys(msg) != msg {
-			// The BMC quoted a config drive URL: keep the kind, drop the key.
-			err = &bmc.Error{Kind: bmc.KindOf(err), Op: op, Err: errors.New(configdrive.MaskKeys(errors.Unwrap(err).Error()))}
-		}
+		// Every BMC error leaves here redacted (credentials in any
+		// encoding, config drive keys) and capped: it is kept in
+		// last_error, events, the job's errors and logs.
+		err = bmc.Redact(bmc.Wrap(bmc.KindUnreachable, op, err), nodeSecrets(n))
 		// A deadline hit inside the driver may come back unclassified or
 		// as a bare context error; either way it is an unreachable BMC.
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -80,11 +79,10 @@ func describeBMCError(n *baremetal.Node, op string, err error) string {
 	return clip(scrub(n, msg))
 }
 
+// scrub hides n's credentials in any encoding, and config drive keys, in
+// a message about n that did not come through bmcCall.
 func scrub(n *baremetal.Node, s string) string {
-	if pw := n.BMC.Password; len(pw) >= 3 {
-		s = strings.ReplaceAll(s, pw, "***")
-	}
-	return s
+	return nodeSecrets(n).String(s)
 }
 
 func clip(s string) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
@@ -52,7 +53,25 @@ func findInstance(ctx context.Context, q store.Queries, c Caller, idOrName strin
 
 // GetInstance returns an instance by id or name.
 func (s *Service) GetInstance(ctx context.Context, c Caller, idOrName string) (*baremetal.Instance, error) {
-	return findInstance(ctx, s.store, c, idOrName)
+	i, err := findInstance(ctx, s.store, c, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	return memberView(c, i), nil
+}
+
+// memberView is the instance as c may see it. A member's last_error says
+// what went wrong with the node's BMC, not the BMC's address, URLs and
+// socket errors: those are infrastructure detail for admins, who find
+// them in the node's last_error and events (which members do not see
+// either). Errors about the member's own input are kept whole.
+func memberView(c Caller, i *baremetal.Instance) *baremetal.Instance {
+	if c.Admin() || i.LastError == "" {
+		return i
+	}
+	v := *i
+	v.LastError = bmc.Summary(i.LastError)
+	return &v
 }
 
 // ListInstances lists the caller's project's instances (all for admins,
@@ -64,7 +83,14 @@ func (s *Service) ListInstances(ctx context.Context, c Caller, f store.InstanceF
 		}
 		f.Project = c.Project
 	}
-	return s.store.ListInstances(ctx, f)
+	insts, next, err := s.store.ListInstances(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	for k, i := range insts {
+		insts[k] = memberView(c, i)
+	}
+	return insts, next, nil
 }
 
 // CreateInstance places an instance on a schedulable node (the pinned one,
@@ -97,7 +123,7 @@ func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Ins
 			if err := s.checkQuota(ctx, tx, inst.Project); err != nil {
 				return err
 			}
-			node, err := s.pickNode(ctx, tx, &inst)
+			node, err := s.pickNode(ctx, tx, c, &inst)
 			if err != nil {
 				return err
 			}
@@ -162,7 +188,7 @@ func (s *Service) checkQuota(ctx context.Context, tx store.Tx, project string) e
 
 // pickNode returns the node the instance goes on, or an error that says
 // why none can take it.
-func (s *Service) pickNode(ctx context.Context, tx store.Tx, inst *baremetal.Instance) (*baremetal.Node, error) {
+func (s *Service) pickNode(ctx context.Context, tx store.Tx, c Caller, inst *baremetal.Instance) (*baremetal.Node, error) {
 	if inst.NodeID != "" {
 		n, err := tx.GetNode(ctx, inst.NodeID)
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
@@ -172,8 +198,19 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, inst *baremetal.Ins
 			return nil, err
 		}
 		if !n.Schedulable() {
+			// Another project's instance is not named to a member.
+			hosted := "already hosts an instance"
+			if n.InstanceID != "" {
+				mine, err := s.ownInstance(ctx, tx, c, n.InstanceID)
+				if err != nil {
+					return nil, err
+				}
+				if mine {
+					hosted = "already hosts instance " + n.InstanceID
+				}
+			}
 			return nil, &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "node_id",
-				Message: fmt.Sprintf("node %s cannot take an instance: %s", n.Name, unschedulableReason(n))}
+				Message: fmt.Sprintf("node %s cannot take an instance: %s", n.Name, unschedulableReason(n, hosted))}
 		}
 		if inst.NeedsConfigDrive() && !n.CanCarryConfigDrive() {
 			return nil, baremetal.FieldErrorf("node_id", "node %s is managed over %s, which has no virtual media for the config drive that %s needs; pin a redfish node",
@@ -209,7 +246,9 @@ func configDriveReason(inst *baremetal.Instance) string {
 	return "its deploy_timeout (the readiness callback)"
 }
 
-func unschedulableReason(n *baremetal.Node) string {
+// unschedulableReason says why n takes no instance; hosted says that it
+// hosts one (in words fit for the caller).
+func unschedulableReason(n *baremetal.Node, hosted string) string {
 	var why []string
 	if n.Maintenance {
 		why = append(why, "in maintenance ("+n.MaintenanceReason+")")
@@ -218,7 +257,7 @@ func unschedulableReason(n *baremetal.Node) string {
 		why = append(why, "faulted ("+string(n.Fault)+")")
 	}
 	if n.InstanceID != "" {
-		why = append(why, "already hosts instance "+n.InstanceID)
+		why = append(why, hosted)
 	}
 	if n.ProvisionState != baremetal.StateAvailable {
 		why = append(why, "provision state is "+string(n.ProvisionState))
@@ -312,7 +351,7 @@ func (s *Service) UpdateInstance(ctx context.Context, c Caller, idOrName string,
 					}
 				}
 			}
-			out = &next
+			out = memberView(c, &next)
 			return nil
 		})
 	})

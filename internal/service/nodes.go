@@ -102,12 +102,64 @@ func nameFree(ctx context.Context, q store.Queries, name, self string) error {
 
 // GetNode returns a node by id or name.
 func (s *Service) GetNode(ctx context.Context, c Caller, idOrName string) (*baremetal.Node, error) {
-	return s.store.GetNode(ctx, idOrName)
+	n, err := s.store.GetNode(ctx, idOrName)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.hideOthersInstances(ctx, c, n); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // ListNodes returns a page of nodes.
 func (s *Service) ListNodes(ctx context.Context, c Caller, f store.NodeFilter) ([]*baremetal.Node, string, error) {
-	return s.store.ListNodes(ctx, f)
+	nodes, next, err := s.store.ListNodes(ctx, f)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.hideOthersInstances(ctx, c, nodes...); err != nil {
+		return nil, "", err
+	}
+	return nodes, next, nil
+}
+
+// hideOthersInstances clears, for a member, the instance_id of nodes
+// that host another project's instance: members see a node's capacity and
+// health, and which instances other projects run is none of theirs.
+func (s *Service) hideOthersInstances(ctx context.Context, c Caller, nodes ...*baremetal.Node) error {
+	if c.Admin() {
+		return nil
+	}
+	for _, n := range nodes {
+		if n.InstanceID == "" {
+			continue
+		}
+		mine, err := s.ownInstance(ctx, s.store, c, n.InstanceID)
+		if err != nil {
+			return err
+		}
+		if !mine {
+			n.InstanceID = ""
+		}
+	}
+	return nil
+}
+
+// ownInstance reports whether the instance id belongs to c's project (an
+// instance deleted meanwhile belongs to nobody).
+func (s *Service) ownInstance(ctx context.Context, q store.Queries, c Caller, id string) (bool, error) {
+	if c.Admin() {
+		return true, nil
+	}
+	i, err := q.GetInstance(ctx, id)
+	switch {
+	case baremetal.IsCode(err, baremetal.CodeNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return i.Project == c.Project, nil
 }
 
 // ListEvents returns a page of a node's events.

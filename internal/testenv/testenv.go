@@ -35,8 +35,11 @@ type Options struct {
 	// unless the test fails... kept simple: discarded.
 	Verbose bool
 	// Logger, when set, receives the controller's logs (tests that
-	// assert on them); it wins over Verbose.
+	// assert on them); it wins over Verbose and Logs.
 	Logger *slog.Logger
+	// Logs, when set, receives every log record (text, debug level), for
+	// tests that read what the controller logged.
+	Logs io.Writer
 }
 
 // Env is a running controller plus its simulated BMCs.
@@ -45,7 +48,9 @@ type Env struct {
 	AdminToken string
 	Sim        *sim.Fleet
 	App        *app.App
-	admin      service.Caller
+	// DataDir holds the embedded SQLite database (baremetal.db).
+	DataDir string
+	admin   service.Caller
 }
 
 // Start starts an environment, stopped at t.Cleanup.
@@ -79,6 +84,9 @@ func Start(t testing.TB, opts Options) *Env {
 	if opts.Verbose || os.Getenv("BAREMETAL_TEST_LOG") != "" {
 		w = os.Stderr
 	}
+	if opts.Logs != nil {
+		w = io.MultiWriter(w, opts.Logs)
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if opts.Logger != nil {
 		cfg.Logger = opts.Logger
@@ -98,7 +106,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("testenv: admin token: %v", err)
 	}
-	return &Env{URL: a.URL(), AdminToken: cfg.BootstrapToken, Sim: fleet, App: a, admin: admin}
+	return &Env{URL: a.URL(), AdminToken: cfg.BootstrapToken, Sim: fleet, App: a, DataDir: cfg.DataDir, admin: admin}
 }
 
 func orDur(d, def time.Duration) time.Duration {

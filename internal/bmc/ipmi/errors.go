@@ -14,6 +14,7 @@ import (
 	"github.com/bougou/go-ipmi/pkg/types"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	hide "github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
 
 // Completion codes with a meaning of their own (IPMI v2.0 table 5-2).
@@ -185,8 +186,10 @@ func (e *detailError) Unwrap() error { return e.err }
 
 // describe builds the message of a classified error: what we did, why it
 // failed in plain words, then go-ipmi's own text on one line. The
-// password is scrubbed as a last line of defence; go-ipmi never puts it
-// in an error, and neither do we.
+// password is scrubbed (in every encoding) as a last line of defence:
+// go-ipmi v0.9 puts the host, port and user name in its errors, session
+// ids and counts, but never the password (with lanplus it is only an HMAC
+// key, never sent), and neither do we.
 func describe(what string, err error, password string) error {
 	var b strings.Builder
 	b.WriteString(what)
@@ -199,11 +202,9 @@ func describe(what string, err error, password string) error {
 	return &detailError{msg: redact(b.String(), password), err: err}
 }
 
-// redact removes secret from s. Very short secrets are left alone: they
-// would shred the message and are no secret anyway.
+// redact removes secret from s in every form (see package redact). Very
+// short secrets are left alone: they would shred the message and are no
+// secret anyway.
 func redact(s, secret string) string {
-	if len(secret) < 4 {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "[redacted]")
+	return hide.New(secret).String(s)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
 
 // bootForm is one way of writing a boot override, in the order its fields
@@ -91,7 +92,7 @@ func clearForms(s *system) []bootForm {
 // the attempts. When every form is refused, the error names what was sent
 // and carries the BMC's first answer, which usually says which field it
 // wanted.
-func clearOverride(api *gofish.APIClient, s *system) error {
+func clearOverride(api *gofish.APIClient, s *system, secrets *redact.Secrets) error {
 	if overrideCleared(s) {
 		return nil
 	}
@@ -115,7 +116,7 @@ func clearOverride(api *gofish.APIClient, s *system) error {
 	}
 	// Every form the BMC could want was refused as asked: sending them
 	// again will not help, which is what KindRefused tells the caller.
-	he, _ := asHTTPError(first)
+	he, _ := asHTTPError(first, secrets)
 	return &bmc.Error{Kind: bmc.KindRefused, Op: "set boot device",
 		Err: fmt.Errorf("clearing the boot override of %s: the BMC refused %s: %w", s.Path, strings.Join(tried, ", then "), he)}
 }
@@ -136,14 +137,16 @@ func patchBoot(api *gofish.APIClient, s *system, payload any) error {
 // asHTTPError reduces a BMC answer inside err to an *HTTPError (status and
 // Redfish messages only), so that context can be wrapped around it without
 // classify replacing the whole chain; other errors come back unchanged.
-func asHTTPError(err error) (error, bool) {
+// secrets are redacted before the BMC's messages are cut to length (nil:
+// only the rules that need no secret; classify redacts again later).
+func asHTTPError(err error, secrets *redact.Secrets) (error, bool) {
 	var he *HTTPError
 	if errors.As(err, &he) {
 		return he, true
 	}
 	var rf *schemas.Error
 	if errors.As(err, &rf) && rf.HTTPReturnedStatusCode != 0 {
-		return httpErrorFrom(rf), true
+		return httpErrorFrom(rf, secrets), true
 	}
 	return err, false
 }

@@ -34,7 +34,7 @@ var (
 // once when a cached session is refused, and classifies the outcome.
 func (cl *Client) run(ctx context.Context, op string, fn func(api *gofish.APIClient, sys string) error) error {
 	if err := ctx.Err(); err != nil {
-		return classify(op, err, cl.c.password)
+		return classify(op, err, cl.c.redactor())
 	}
 	cl.c.touch()
 	attempt := func(api *gofish.APIClient) error {
@@ -63,7 +63,7 @@ func (cl *Client) run(ctx context.Context, op string, fn func(api *gofish.APICli
 			}
 		}
 	}
-	return classify(op, err, cl.c.password)
+	return classify(op, err, cl.c.redactor())
 }
 
 // PowerState reads the system's power state: in steady state exactly one
@@ -221,7 +221,7 @@ func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persist
 			return err
 		}
 		if dev == bmc.BootNone {
-			return clearOverride(api, s)
+			return clearOverride(api, s, cl.c.redactor())
 		}
 		enabled := "Once"
 		if persistent {

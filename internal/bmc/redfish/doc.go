@@ -21,8 +21,10 @@
 // deadlines are KindUnreachable; 401/403 KindAuth; 404/405/501 and Redfish
 // "not supported" messages KindUnsupported; other statuses (5xx, 4xx) and
 // unreadable answers KindBMCError, with the Redfish message. Messages are
-// built from the status and Redfish message fields, never from raw bodies,
-// and are scrubbed of the password and of URL userinfo.
+// built from the status and a few short Redfish messages (a body that is
+// no Redfish error gives a 200-byte excerpt), and are scrubbed, before
+// they are cut, of the password, the Basic credentials and the session
+// token in every encoding (package redact).
 //
 // ComputerSystems are decoded leniently (case-insensitive keys, numbers
 // sent as strings, nulls, missing fields) because real BMCs send such

@@ -18,6 +18,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
 
 var (
@@ -63,19 +64,28 @@ var unsupportedMessages = []string{
 	"OperationNotAllowed", "ResourceCannotBeCreated", "NotImplemented",
 }
 
-func httpErrorFrom(rf *schemas.Error) *HTTPError {
-	e := &HTTPError{Status: rf.HTTPReturnedStatusCode, MessageID: rf.Code}
+// What is kept of a BMC's error body: a few messages, each short. A BMC
+// that echoes the request would otherwise fill last_error with it.
+const (
+	maxMessages   = 3
+	maxMessageLen = 200
+)
+
+// httpErrorFrom reduces a gofish error to an HTTPError, hiding secrets
+// in the BMC's text before cutting it (a cut secret is no longer found).
+func httpErrorFrom(rf *schemas.Error, secrets *redact.Secrets) *HTTPError {
+	e := &HTTPError{Status: rf.HTTPReturnedStatusCode, MessageID: redact.Excerpt(secrets.String(rf.Code), maxMessageLen)}
 	var msgs []string
 	add := func(m string) {
-		m = strings.TrimSpace(m)
-		if m != "" && !containsString(msgs, m) {
+		m = redact.Excerpt(secrets.String(m), maxMessageLen)
+		if m != "" && len(msgs) < maxMessages && !containsString(msgs, m) {
 			msgs = append(msgs, m)
 		}
 	}
 	for _, x := range rf.ExtendedInfos {
 		if e.MessageID == "" || strings.HasSuffix(e.MessageID, "GeneralError") {
 			if x.MessageID != "" {
-				e.MessageID = x.MessageID
+				e.MessageID = redact.Excerpt(secrets.String(x.MessageID), maxMessageLen)
 			}
 		}
 		add(x.Message)
@@ -83,18 +93,10 @@ func httpErrorFrom(rf *schemas.Error) *HTTPError {
 	if len(msgs) == 0 {
 		// No Redfish error object: gofish put the raw body in Message. Keep
 		// a short, single-line excerpt (HTML error pages are common).
-		add(excerpt(rf.Message, 200))
+		add(rf.Message)
 	}
 	e.Message = strings.Join(msgs, "; ")
 	return e
-}
-
-func excerpt(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n] + "..."
-	}
-	return s
 }
 
 func containsString(xs []string, s string) bool {
@@ -107,25 +109,26 @@ func containsString(xs []string, s string) bool {
 }
 
 // classify turns any error met while talking to a BMC into a *bmc.Error
-// with the right Kind and a message free of secrets.
-func classify(op string, err error, secrets ...string) error {
+// with the right Kind and a message free of secrets (every form of them:
+// see package redact).
+func classify(op string, err error, secrets *redact.Secrets) error {
 	if err == nil {
 		return nil
 	}
 	var be *bmc.Error
 	if errors.As(err, &be) {
-		if redactString(be.Error(), secrets) == be.Error() {
+		if secrets.String(be.Error()) == be.Error() {
 			return err
 		}
-		return &bmc.Error{Kind: be.Kind, Op: be.Op, Err: &redactedError{msg: redactString(be.Err.Error(), secrets), cause: causeFor(be.Err, secrets)}}
+		return &bmc.Error{Kind: be.Kind, Op: be.Op, Err: &redactedError{msg: secrets.String(be.Err.Error()), cause: causeFor(be.Err, secrets)}}
 	}
-	kind, cause := kindOf(err)
-	return &bmc.Error{Kind: kind, Op: op, Err: &redactedError{msg: redactString(cause.Error(), secrets), cause: causeFor(cause, secrets)}}
+	kind, cause := kindOf(err, secrets)
+	return &bmc.Error{Kind: kind, Op: op, Err: &redactedError{msg: secrets.String(cause.Error()), cause: causeFor(cause, secrets)}}
 }
 
 // kindOf classifies err and returns the error to report (gofish's raw
 // errors are replaced by sanitized ones).
-func kindOf(err error) (bmc.Kind, error) {
+func kindOf(err error, secrets *redact.Secrets) (bmc.Kind, error) {
 	var ce *schemas.CollectionError
 	if errors.As(err, &ce) && len(ce.Failures) > 0 {
 		links := make([]string, 0, len(ce.Failures))
@@ -133,7 +136,7 @@ func kindOf(err error) (bmc.Kind, error) {
 			links = append(links, l)
 		}
 		sort.Strings(links)
-		kind, inner := kindOf(ce.Failures[links[0]])
+		kind, inner := kindOf(ce.Failures[links[0]], secrets)
 		return kind, fmt.Errorf("%s: %w", links[0], inner)
 	}
 	switch {
@@ -148,9 +151,9 @@ func kindOf(err error) (bmc.Kind, error) {
 		if errors.As(err, &rf) {
 			if rf.HTTPReturnedStatusCode == 0 {
 				// gofish could not read the error body: the connection broke.
-				return bmc.KindUnreachable, fmt.Errorf("reading BMC answer: %s", excerpt(rf.Message, 200))
+				return bmc.KindUnreachable, fmt.Errorf("reading BMC answer: %s", redact.Excerpt(secrets.String(rf.Message), maxMessageLen))
 			}
-			he = httpErrorFrom(rf)
+			he = httpErrorFrom(rf, secrets)
 			err = he
 		}
 	}
@@ -226,7 +229,7 @@ func messageIDOf(err error) string {
 	}
 	var rf *schemas.Error
 	if errors.As(err, &rf) {
-		return httpErrorFrom(rf).MessageID
+		return httpErrorFrom(rf, nil).MessageID
 	}
 	return ""
 }
@@ -243,7 +246,7 @@ func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.cause }
 
 // causeFor keeps the parts of an error chain that are safe to expose.
-func causeFor(err error, secrets []string) error {
+func causeFor(err error, secrets *redact.Secrets) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return context.DeadlineExceeded
@@ -259,47 +262,13 @@ func causeFor(err error, secrets []string) error {
 	var he *HTTPError
 	if errors.As(err, &he) {
 		c := *he
-		c.Message = redactString(c.Message, secrets)
-		c.MessageID = redactString(c.MessageID, secrets)
+		c.Message = secrets.String(c.Message)
+		c.MessageID = secrets.String(c.MessageID)
 		return &c
 	}
 	return nil
 }
 
-// redactString removes secrets (and any URL userinfo) from a message.
-func redactString(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 3 {
-			s = strings.ReplaceAll(s, sec, "***")
-			if q := url.QueryEscape(sec); q != sec {
-				s = strings.ReplaceAll(s, q, "***")
-			}
-			if p := url.PathEscape(sec); p != sec {
-				s = strings.ReplaceAll(s, p, "***")
-			}
-		}
-	}
-	return stripUserinfo(s)
-}
-
-// stripUserinfo rewrites scheme://user:pass@host to scheme://***@host
+// stripUserinfo rewrites scheme://user:pass@host to scheme://[redacted]@host
 // anywhere in s.
-func stripUserinfo(s string) string {
-	out := s
-	for i := 0; ; {
-		j := strings.Index(out[i:], "://")
-		if j < 0 {
-			return out
-		}
-		start := i + j + 3
-		end := start
-		for end < len(out) && !strings.ContainsRune("/?# \t\n\"'", rune(out[end])) {
-			end++
-		}
-		if at := strings.LastIndexByte(out[start:end], '@'); at >= 0 {
-			out = out[:start] + "***" + out[start+at:]
-			end = start + 3 + (end - start - at)
-		}
-		i = end
-	}
-}
+func stripUserinfo(s string) string { return redact.Userinfo(s) }

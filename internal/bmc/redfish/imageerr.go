@@ -37,7 +37,7 @@ func imageAnswer(err error, imageURL string) bool {
 		http.StatusNotImplemented, http.StatusRequestTimeout, http.StatusPreconditionFailed, http.StatusTooManyRequests:
 		return false
 	}
-	e, ok := asHTTPError(err)
+	e, ok := asHTTPError(err, nil) // only its message ids are read
 	var he *HTTPError
 	if !ok || !errors.As(e, &he) {
 		return false

@@ -21,6 +21,7 @@ import (
 	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
 
 // Options tunes an Opener.
@@ -102,18 +103,18 @@ func (o *Opener) Open(_ context.Context, ep bmc.Endpoint) (bmc.Client, error) {
 	}
 	endpoint, user, pass, err := parseAddress(ep)
 	if err != nil {
-		return nil, classify("open", err, ep.Password)
+		return nil, classify("open", err, redact.New(ep.Password))
 	}
 	sysPath, err := systemPath(ep.SystemID)
 	if err != nil {
-		return nil, classify("open", err, ep.Password)
+		return nil, classify("open", err, redact.New(ep.Password))
 	}
 	key := connKey{endpoint: endpoint, user: user, pwHash: sha256.Sum256([]byte(pass)), insecure: ep.Insecure}
 
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return nil, classify("open", ErrClosed)
+		return nil, classify("open", ErrClosed, nil)
 	}
 	o.sweepLocked()
 	c := o.conns[key]
@@ -231,6 +232,9 @@ type conn struct {
 	transport *http.Transport
 	httpc     *http.Client
 	lastUsed  atomic.Int64
+	// secrets is what this BMC must not echo: the password, the Basic
+	// credentials and the latest session tokens (see noteToken).
+	secrets atomic.Pointer[redact.Secrets]
 
 	mu            sync.Mutex
 	api           *gofish.APIClient // nil until logged in
@@ -245,6 +249,7 @@ type conn struct {
 	authErr       error     // last login refused with 401/403 ...
 	authErrAt     time.Time // ... and when
 	defaultSystem string
+	tokens        []string // the latest session tokens, newest last
 }
 
 func (o *Opener) newConn(endpoint, user, pass string, insecure bool) *conn {
@@ -269,8 +274,32 @@ func (o *Opener) newConn(endpoint, user, pass string, insecure bool) *conn {
 		httpc:   &http.Client{Transport: tr, Timeout: o.opts.Timeout},
 		systems: "/redfish/v1/Systems",
 	}
+	c.secrets.Store(c.baseSecrets())
 	c.touch()
 	return c
+}
+
+func (c *conn) baseSecrets() *redact.Secrets {
+	return redact.New(c.password, redact.Basic(c.user, c.password))
+}
+
+// redactor returns the secrets to hide in this BMC's errors.
+func (c *conn) redactor() *redact.Secrets { return c.secrets.Load() }
+
+// keptTokens is how many session tokens are hidden: the current one and
+// the one before (a request in flight during a re-login still carries it).
+const keptTokens = 2
+
+// noteToken adds a new session token to the secrets. c.mu must be held.
+func (c *conn) noteToken(token string) {
+	if token == "" {
+		return
+	}
+	c.tokens = append(c.tokens, token)
+	if len(c.tokens) > keptTokens {
+		c.tokens = c.tokens[len(c.tokens)-keptTokens:]
+	}
+	c.secrets.Store(c.baseSecrets().With(c.tokens...))
 }
 
 func (c *conn) touch() { c.lastUsed.Store(time.Now().UnixNano()) }
@@ -326,9 +355,12 @@ func (c *conn) client(ctx context.Context) (*gofish.APIClient, uint64, error) {
 			c.api = api
 			c.gen++
 			c.lastLogin = time.Now()
+			if s, serr := api.GetSession(); serr == nil {
+				c.noteToken(s.Token)
+			}
 		} else if st := statusOf(err); st == http.StatusUnauthorized || st == http.StatusForbidden {
 			// Sanitized now: this error outlives the call that got it.
-			c.authErr, c.authErrAt = errors.Unwrap(classify("login", err, c.password)), time.Now()
+			c.authErr, c.authErrAt = errors.Unwrap(classify("login", err, c.redactor())), time.Now()
 		}
 		gen := c.gen
 		c.mu.Unlock()
