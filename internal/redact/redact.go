@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -226,6 +227,15 @@ func Userinfo(s string) string {
 // cut to at most n bytes on a rune boundary, "..." marking a cut. Redact
 // before cutting: a cut secret is no longer found.
 func Excerpt(s string, n int) string {
+	// What a BMC says is stored as text: invalid UTF-8 and control
+	// characters (NUL above all, which PostgreSQL refuses in text) become
+	// U+FFFD and spaces, so a garbled answer cannot make the node's write fail.
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {
 		return s

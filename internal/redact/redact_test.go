@@ -101,6 +101,11 @@ func TestExcerpt(t *testing.T) {
 	if got := Excerpt("a\n  b\tc", 10); got != "a b c" {
 		t.Errorf("Excerpt = %q", got)
 	}
+	// A garbled BMC answer must stay storable text (PostgreSQL refuses NUL
+	// and invalid UTF-8 in text columns).
+	if got := Excerpt("err\x00or \xff\xfe\x1b[31mred", 100); got != "err or \uFFFD [31mred" || !utf8.ValidString(got) {
+		t.Errorf("Excerpt of control characters and invalid UTF-8 = %q", got)
+	}
 	long := strings.Repeat("é", 100) // 200 bytes
 	got := Excerpt(long, 50)
 	if len(got) > 50 || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
