@@ -31,7 +31,7 @@ func (w *cleanupWorker) NextRetry(job *river.Job[CleanupArgs]) time.Time {
 }
 
 func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
-	return w.r.finish(job.Kind, w.r.cleanup(ctx, job))
+	return w.r.finish(ctx, job.JobRow, w.r.cleanup(ctx, job))
 }
 
 func (r *Runner) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error {

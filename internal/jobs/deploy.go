@@ -46,7 +46,7 @@ func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) err
 		w.r.log.WarnContext(ctx, "deploy failed on its last attempt without recording why; retrying", "job", job.ID, "err", err)
 		err = river.JobSnooze(w.r.backoff(job.Attempt))
 	}
-	return w.r.finish(job.Kind, err)
+	return w.r.finish(ctx, job.JobRow, err)
 }
 
 // failDeploy records a deploy that failed for good: node deploy_failed,

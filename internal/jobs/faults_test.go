@@ -2,12 +2,16 @@ package jobs
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 )
 
 func unitRunner(t *testing.T) *Runner {
@@ -86,5 +90,67 @@ func TestDiffEventsOnePerChange(t *testing.T) {
 	}
 	if e := findEvent(evs, "fault", "BMC reachable again after 4m12s"); e == nil {
 		t.Errorf("no reachable-again event: %s", dumpEvents(evs))
+	}
+}
+
+// A fault raised and a fault cleared are each logged once, with the node's
+// name: an operator tailing the log learns of them without the API.
+func TestFaultsAreLoggedOnce(t *testing.T) {
+	var logs syncBuffer
+	h, sys := newFakeHarness(t, openSQLite(t), 1, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	id := h.addNode("rack1-u7", sys[0], baremetal.StateAvailable, false).ID
+	h.fault(sys[0], sim.FaultDown)
+	for range 6 { // past the threshold (3), and more failures after it
+		if err := h.r.Sync(h.ctx, id); err == nil {
+			t.Fatal("Sync of a down BMC succeeded")
+		}
+	}
+	if n := h.node(id); n.Fault != baremetal.FaultBMCUnreachable {
+		t.Fatalf("fault = %q, want bmc_unreachable", n.Fault)
+	}
+	h.fault(sys[0], sim.FaultNone)
+	if err := h.r.Sync(h.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if got := strings.Count(out, `msg="node fault" `); got != 1 {
+		t.Errorf("%d 'node fault' lines, want 1:\n%s", got, out)
+	}
+	if !strings.Contains(out, `level=WARN msg="node fault" node=rack1-u7 fault=bmc_unreachable`) {
+		t.Errorf("no WARN line naming the node and fault:\n%s", out)
+	}
+	if got := strings.Count(out, `level=INFO msg="node fault cleared" node=rack1-u7 fault=bmc_unreachable`); got != 1 {
+		t.Errorf("%d 'fault cleared' lines, want 1:\n%s", got, out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLoudAttempt(t *testing.T) {
+	var got []int
+	for a := 1; a <= 5000; a++ {
+		if loudAttempt(a) {
+			got = append(got, a)
+		}
+	}
+	if want := []int{3, 10, 30, 100, 300, 1000, 3000}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("logged attempts %v, want %v", got, want)
 	}
 }

@@ -41,14 +41,18 @@ const maxConflictRetries = 8
 // changed). A node that no longer exists returns a not_found error.
 func (r *Runner) updateNode(ctx context.Context, id string, fn mutateFunc) (*baremetal.Node, error) {
 	for attempt := 0; ; attempt++ {
-		var out *baremetal.Node
+		var (
+			out    *baremetal.Node
+			faults []*baremetal.Event
+		)
 		err := r.store.InTx(ctx, func(tx store.Tx) error {
-			n, _, err := r.mutateInTx(ctx, tx, id, fn)
+			n, _, err := r.mutateInTx(ctx, tx, id, fn, &faults)
 			out = n
 			return err
 		})
 		switch {
 		case err == nil:
+			r.logFaults(ctx, out, faults)
 			return out, nil
 		case errors.Is(err, errSkip):
 			return out, nil
@@ -65,9 +69,10 @@ func (r *Runner) updateNode(ctx context.Context, id string, fn mutateFunc) (*bar
 }
 
 // mutateInTx is one read-modify-write of a node inside tx: it returns the
-// node and whether it wrote. Callers that batch several nodes in one
-// transaction (the power sync) use it directly.
-func (r *Runner) mutateInTx(ctx context.Context, tx store.Tx, id string, fn mutateFunc) (*baremetal.Node, bool, error) {
+// node and whether it wrote, and appends the change's fault events to
+// faults, for logFaults once the transaction has committed. Callers that
+// batch several nodes in one transaction (the power sync) use it directly.
+func (r *Runner) mutateInTx(ctx context.Context, tx store.Tx, id string, fn mutateFunc, faults *[]*baremetal.Event) (*baremetal.Node, bool, error) {
 	n, err := tx.GetNode(ctx, id)
 	if err != nil {
 		return nil, false, err
@@ -101,8 +106,26 @@ func (r *Runner) mutateInTx(ctx context.Context, tx store.Tx, id string, fn muta
 		if err := tx.InsertEvent(ctx, e); err != nil {
 			return n, false, fmt.Errorf("insert %s event: %w", e.Type, err)
 		}
+		if e.Type == "fault" {
+			*faults = append(*faults, e)
+		}
 	}
 	return n, changed, nil
+}
+
+// logFaults tells the controller's log of faults raised and cleared, once
+// each (after the commit, so a retried transaction does not say it twice):
+// an operator reading the log learns that a BMC went away or came back
+// without polling the API. Raised is WARN, cleared INFO.
+func (r *Runner) logFaults(ctx context.Context, n *baremetal.Node, faults []*baremetal.Event) {
+	for _, e := range faults {
+		if e.New == string(baremetal.FaultNone) {
+			r.log.InfoContext(ctx, "node fault cleared", "node", n.Name, "fault", e.Old, "message", e.Message)
+			continue
+		}
+		r.log.WarnContext(ctx, "node fault", "node", n.Name, "fault", e.New, "was", e.Old,
+			"provision_state", n.ProvisionState, "message", e.Message)
+	}
 }
 
 // sameNode reports whether a and b hold the same data, ignoring the

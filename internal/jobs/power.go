@@ -25,7 +25,7 @@ func (w *powerWorker) NextRetry(job *river.Job[PowerArgs]) time.Time {
 }
 
 func (w *powerWorker) Work(ctx context.Context, job *river.Job[PowerArgs]) error {
-	return w.r.finish(job.Kind, w.r.power(ctx, job))
+	return w.r.finish(ctx, job.JobRow, w.r.power(ctx, job))
 }
 
 func parseAction(s string) (bmc.PowerAction, bool) {

@@ -422,14 +422,25 @@ func (r *Runner) writeObservations(ctx context.Context, obs []observation) (int,
 	for attempt := 0; ; attempt++ {
 		changed := 0
 		var cleared []string
+		type nodeFaults struct {
+			n      *baremetal.Node
+			faults []*baremetal.Event
+		}
+		var logs []nodeFaults
 		err := r.store.InTx(ctx, func(tx store.Tx) error {
 			for _, o := range obs {
-				var wasFaulted bool
+				var (
+					wasFaulted bool
+					faults     []*baremetal.Event
+				)
 				n, wrote, err := r.mutateInTx(ctx, tx, o.node.ID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
 					wasFaulted = isBMCFault(n.Fault) || n.BMCFailures > 0
 					r.observePower(n, o.ps, o.err, o.at)
 					return nil
-				})
+				}, &faults)
+				if len(faults) > 0 {
+					logs = append(logs, nodeFaults{n, faults})
+				}
 				if baremetal.IsCode(err, baremetal.CodeNotFound) {
 					continue // deleted meanwhile
 				}
@@ -447,6 +458,9 @@ func (r *Runner) writeObservations(ctx context.Context, obs []observation) (int,
 		})
 		switch {
 		case err == nil:
+			for _, l := range logs {
+				r.logFaults(ctx, l.n, l.faults)
+			}
 			return changed, cleared, nil
 		case baremetal.IsCode(err, baremetal.CodeConflict) && attempt < maxConflictRetries:
 			continue
@@ -467,7 +481,7 @@ type powerSyncWorker struct {
 }
 
 func (w *powerSyncWorker) Work(ctx context.Context, job *river.Job[PowerSyncArgs]) error {
-	return w.r.finish(job.Kind, w.r.fanOut(ctx))
+	return w.r.finish(ctx, job.JobRow, w.r.fanOut(ctx))
 }
 
 func (r *Runner) fanOut(ctx context.Context) error {
@@ -562,7 +576,7 @@ type powerSyncBatchWorker struct {
 }
 
 func (w *powerSyncBatchWorker) Work(ctx context.Context, job *river.Job[PowerSyncBatchArgs]) error {
-	return w.r.finish(job.Kind, w.r.syncBatch(ctx, job.Args.NodeIDs))
+	return w.r.finish(ctx, job.JobRow, w.r.syncBatch(ctx, job.Args.NodeIDs))
 }
 
 func (r *Runner) syncBatch(ctx context.Context, ids []string) error {

@@ -27,7 +27,7 @@ func (w *retireWorker) Work(ctx context.Context, job *river.Job[RetireArgs]) err
 	if err != nil && !errors.As(err, &snooze) {
 		err = w.r.retryForever(job.JobRow, err)
 	}
-	return w.r.finish(job.Kind, err)
+	return w.r.finish(ctx, job.JobRow, err)
 }
 
 func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {

@@ -321,7 +321,7 @@ func (r *Runner) syncOne(ctx context.Context, n *baremetal.Node) error {
 }
 
 // finish counts a job attempt's outcome and passes its error through.
-func (r *Runner) finish(kind string, err error) error {
+func (r *Runner) finish(ctx context.Context, job *rivertype.JobRow, err error) error {
 	outcome := "ok"
 	var snooze *rivertype.JobSnoozeError
 	var cancel *rivertype.JobCancelError
@@ -333,9 +333,36 @@ func (r *Runner) finish(kind string, err error) error {
 		outcome = "cancelled"
 	default:
 		outcome = "error"
+		if loudAttempt(job.Attempt) {
+			// Jobs retry for a very long time (destroy always succeeds):
+			// say so at the 3rd failed attempt and then ever more rarely,
+			// instead of never (River warns only when it gives up) or at
+			// every attempt.
+			r.log.WarnContext(ctx, "job keeps failing; it will be retried", "kind", job.Kind, "job_id", job.ID,
+				"attempt", job.Attempt, "node", nodeIDOf(job), "err", err)
+		}
 	}
-	r.metrics.jobsFinished.WithLabelValues(kind, outcome).Inc()
+	r.metrics.jobsFinished.WithLabelValues(job.Kind, outcome).Inc()
 	return err
+}
+
+// loudAttempt: 3, 10, 30, 100, 300, 1000, ... failed attempts are logged.
+func loudAttempt(a int) bool {
+	for n := 3; n <= a; n *= 10 {
+		if a == n || a == n*10/3 {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeIDOf reads the node_id of a job's args, "" when it has none.
+func nodeIDOf(job *rivertype.JobRow) string {
+	var a struct {
+		NodeID string `json:"node_id"`
+	}
+	_ = json.Unmarshal(job.EncodedArgs, &a) // a kind without node_id logs none
+	return a.NodeID
 }
 
 // minLevel drops records below min; it keeps the wrapped handler's own

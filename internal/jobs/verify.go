@@ -28,7 +28,7 @@ func (w *verifyWorker) NextRetry(job *river.Job[VerifyArgs]) time.Time {
 }
 
 func (w *verifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) error {
-	return w.r.finish(job.Kind, w.r.verify(ctx, job))
+	return w.r.finish(ctx, job.JobRow, w.r.verify(ctx, job))
 }
 
 func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
@@ -138,7 +138,7 @@ type syncNodeWorker struct {
 }
 
 func (w *syncNodeWorker) Work(ctx context.Context, job *river.Job[SyncNodeArgs]) error {
-	return w.r.finish(job.Kind, w.r.syncNode(ctx, job.Args.NodeID))
+	return w.r.finish(ctx, job.JobRow, w.r.syncNode(ctx, job.Args.NodeID))
 }
 
 func (r *Runner) syncNode(ctx context.Context, nodeID string) error {
