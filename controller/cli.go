@@ -84,6 +84,11 @@ func runNode(ctx context.Context, args []string) error {
 		fmt.Fprint(os.Stderr, nodeUsage)
 		return errors.New("no node command")
 	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Print(nodeUsage)
+		return nil
+	}
 	f := newCLIFlags("node " + args[0])
 	fault := f.String("fault", "", "filter: any, none or a fault name")
 	maint := f.String("maintenance", "", "filter: true or false")

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,7 +29,40 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 )
 
+// version is set at release builds (-ldflags "-X main.version=v1.2.3");
+// otherwise versionString reads what the Go toolchain recorded.
 var version = "dev"
+
+// versionString is the version and, when the binary was built from a git
+// checkout, the commit it was built from (and "-dirty" for uncommitted
+// changes), so a bug report names exactly what ran.
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	var rev, dirty, at string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		case "vcs.time":
+			at = s.Value
+		}
+	}
+	v := version
+	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	if rev == "" {
+		return v + " (" + bi.GoVersion + ")"
+	}
+	return fmt.Sprintf("%s (commit %.12s%s, %s, %s)", v, rev, dirty, at, bi.GoVersion)
+}
 
 func main() {
 	args := os.Args[1:]
@@ -82,7 +116,7 @@ func run(args []string) error {
 	case "agent-image":
 		return runAgentImage(args[1:])
 	case "version":
-		fmt.Println(version)
+		fmt.Println(versionString())
 		return nil
 	case "-h", "--help", "help":
 		fmt.Print(usage)
@@ -197,7 +231,7 @@ func serve(ctx context.Context, args []string) error {
 		}
 		defer func() { _ = fleet.Close() }()
 		log.Info("simulated Redfish BMC fleet running", "url", fleet.URL(), "systems", *simSystems,
-			"first_system", fleet.SystemIDs()[0], "username", "admin", "password", "(see README)")
+			"first_system", fleet.SystemIDs()[0], "username", "admin", "password", "password")
 	}
 	a, err := app.Start(ctx, cfg)
 	if err != nil {

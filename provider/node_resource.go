@@ -122,7 +122,12 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"If the BMC cannot be reached the node stays in `enroll` with a `fault` (retried automatically) and " +
 			"creation fails when its timeout expires, reporting the fault.\n\n" +
 			"BMC trouble never puts a node in maintenance: `maintenance` is only ever set by an operator, with a reason. " +
-			"Destroying a node returns as soon as the controller has queued its retirement.",
+			"Destroying a node returns as soon as the controller has queued its retirement.\n\n" +
+			"**Who owns `maintenance`.** Decide per node. Either manage it in code (set `maintenance` and " +
+			"`maintenance_reason` here; a change an operator makes with the API or CLI then shows as drift and the " +
+			"next apply puts the configured value back), or leave it to operators: set neither attribute and add " +
+			"`lifecycle { ignore_changes = [maintenance, maintenance_reason] }`, so an operator's maintenance " +
+			"survives every apply.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The node's id (a UUID), assigned by the controller.",

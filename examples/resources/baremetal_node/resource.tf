@@ -38,6 +38,24 @@ resource "baremetal_node" "db01" {
   maintenance_reason = "replacing a failed disk (ticket OPS-1234)"
 }
 
+# Maintenance left to operators (API or `controller node maintenance`):
+# Terraform neither sets nor clears it.
+resource "baremetal_node" "gpu01" {
+  name           = "gpu01"
+  driver         = "redfish"
+  resource_class = "gpu"
+
+  bmc = {
+    address  = "https://10.0.0.7"
+    username = "admin"
+    password = var.bmc_password
+  }
+
+  lifecycle {
+    ignore_changes = [maintenance, maintenance_reason]
+  }
+}
+
 variable "bmc_password" {
   type      = string
   sensitive = true
