@@ -68,7 +68,7 @@ func runAgentImage(args []string) error {
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }() // a temporary dir; nothing to do if it stays
 		initrdPath = filepath.Join(dir, "initrd")
 	}
 	if err := os.WriteFile(initrdPath, initrd.Bytes(), 0o644); err != nil {

@@ -208,12 +208,12 @@ func (f stateCheckFunc) CheckState(_ context.Context, req statecheck.CheckStateR
 type errorsOnly struct{ testing.TB }
 
 func (e errorsOnly) Fatalf(format string, args ...any) {
-	e.TB.Helper()
+	e.Helper()
 	e.Errorf(format, args...)
 }
 
 func (e errorsOnly) Fatal(args ...any) {
-	e.TB.Helper()
+	e.Helper()
 	e.Error(args...)
 }
 

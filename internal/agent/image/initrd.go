@@ -175,7 +175,7 @@ func CheckStatic(bin string) error {
 	if err != nil {
 		return fmt.Errorf("agent binary %s: %w", bin, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	if f.Machine != elf.EM_X86_64 {
 		return fmt.Errorf("agent binary %s is for %s, the agent image is x86-64", bin, f.Machine)
 	}

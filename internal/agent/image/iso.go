@@ -64,7 +64,7 @@ func BuildISO(out string, o ISOOptions) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(ws)
+	defer func() { _ = os.RemoveAll(ws) }() // a temporary dir; nothing to do if it stays
 	put := func(name string, data []byte) error {
 		p := filepath.Join(ws, filepath.FromSlash(strings.TrimPrefix(name, "/")))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

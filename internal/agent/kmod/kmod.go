@@ -130,7 +130,7 @@ func (d *Deps) Write(w io.Writer, files []string) error {
 		for _, dep := range d.files[f] {
 			fmt.Fprintf(bw, " %s", dep)
 		}
-		bw.WriteString("\n")
+		_ = bw.WriteByte('\n') // a bufio.Writer keeps its first error for Flush
 	}
 	return bw.Flush()
 }
