@@ -63,6 +63,17 @@ func benchServePass(b *testing.B, db string, nodes, hungPct int, latency time.Du
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = fleet.Close() })
+	// One simulated BMC per 250 systems, on its own loopback address: the
+	// controller caps concurrent requests per BMC (64), and a fleet behind
+	// one address would measure that cap, not the pass.
+	bmcs := []string{fleet.URL()}
+	for i := 2; len(bmcs)*250 < nodes; i++ {
+		u, err := fleet.ServeAlso(fmt.Sprintf("127.0.%d.%d:0", i/250, i%250+1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bmcs = append(bmcs, u)
+	}
 	dbURL := ""
 	if db == "postgres" {
 		dbURL = storetest.PostgresURL(b)
@@ -83,7 +94,7 @@ func benchServePass(b *testing.B, db string, nodes, hungPct int, latency time.Du
 					return
 				}
 				body := fmt.Sprintf(`{"name":"bench-%05d","driver":"redfish","resource_class":"baremetal",
-					"bmc":{"address":%q,"username":"admin","password":"password","system_id":%q}}`, i, fleet.URL(), sys[i])
+					"bmc":{"address":%q,"username":"admin","password":"password","system_id":%q}}`, i, bmcs[i%len(bmcs)], sys[i])
 				if err := p.post("/v1/nodes", body, http.StatusCreated); err != nil {
 					errs <- err
 					return

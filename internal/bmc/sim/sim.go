@@ -84,6 +84,7 @@ type Options struct {
 type Fleet struct {
 	opts     Options
 	ln       net.Listener
+	extra    sync.WaitGroup // Serve loops of ServeAlso
 	srv      *http.Server
 	url      string
 	certPool *x509.CertPool
@@ -279,6 +280,23 @@ func Start(opts Options) (*Fleet, error) {
 // URL is the service's base URL, e.g. http://127.0.0.1:41234.
 func (f *Fleet) URL() string { return f.url }
 
+// ServeAlso serves the fleet on one more address (plain HTTP) and returns
+// its base URL; Close stops it too. A fleet behind one address is one BMC
+// to the controller, which caps its concurrent requests per BMC: spreading
+// the systems over several loopback addresses (127.0.0.2, 127.0.0.3, ...)
+// makes a benchmark's fleet look like many BMCs, as a rack is.
+func (f *Fleet) ServeAlso(addr string) (string, error) {
+	if f.certPool != nil {
+		return "", errors.New("sim: ServeAlso serves plain HTTP only")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("sim: listen: %w", err)
+	}
+	f.extra.Go(func() { _ = f.srv.Serve(ln) })
+	return "http://" + ln.Addr().String(), nil
+}
+
 // CertPool trusts the fleet's self-signed certificate (nil without TLS).
 func (f *Fleet) CertPool() *x509.CertPool { return f.certPool }
 
@@ -441,6 +459,7 @@ func (f *Fleet) Close() error {
 		f.stopLife()
 		err = f.srv.Close()
 		<-f.serveDone
+		f.extra.Wait()
 		f.inflight.Wait()
 		for _, s := range f.order {
 			s.mu.Lock()

@@ -420,3 +420,32 @@ func TestDemoImage(t *testing.T) {
 		t.Fatalf("served image sha256 %s, advertised %s", got, sim.DemoImageChecksum())
 	}
 }
+
+// ServeAlso answers the same fleet on another loopback address.
+func TestServeAlso(t *testing.T) {
+	f, err := sim.Start(sim.Options{Systems: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := f.ServeAlso("127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(u, "http://127.0.0.2:") {
+		t.Fatalf("ServeAlso URL %s", u)
+	}
+	res, err := http.Get(u + "/redfish/v1/Systems")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET on the second address: %d", res.StatusCode)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(u + "/redfish/v1"); err == nil {
+		t.Fatal("the second address still answers after Close")
+	}
+}
