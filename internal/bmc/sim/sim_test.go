@@ -434,7 +434,9 @@ func TestServeAlso(t *testing.T) {
 	if !strings.HasPrefix(u, "http://127.0.0.2:") {
 		t.Fatalf("ServeAlso URL %s", u)
 	}
-	res, err := http.Get(u + "/redfish/v1/Systems")
+	req, _ := http.NewRequest(http.MethodGet, u+"/redfish/v1/Systems", nil)
+	req.SetBasicAuth("admin", "password")
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
