@@ -279,6 +279,26 @@ func deployedNode(p *proc, fleet *sim.Fleet, i int) (string, string) {
 	var inst api.Instance
 	p.call("POST", "/v1/instances", fmt.Sprintf(`{"name":"vm-%d","project":"p1","resource_class":"rc%d","image":{"url":"https://images.example/x.iso"}}`, i, i), 201, &inst)
 	p.waitNode(n.ID, 30*time.Second, func(n api.Node) bool { return n.ProvisionState == "active" })
+	// River records a job's completion shortly after it returns. Until the
+	// deploy is recorded, the node's next mutating job (the cleanup these
+	// tests interrupt) waits for it by snoozing instead of calling the BMC,
+	// and a test would kill the controller while nothing is stuck.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var jl api.JobList
+		p.call("GET", "/v1/jobs?node_id="+n.ID, "", 200, &jl)
+		busy := false
+		for _, j := range jl.Items {
+			busy = busy || (j.State != "completed" && j.State != "cancelled" && j.State != "discarded")
+		}
+		if !busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("node %s still has unfinished jobs 30s after it became active: %+v", n.ID, jl.Items)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	return n.ID, inst.ID
 }
 
