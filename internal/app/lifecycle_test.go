@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +284,13 @@ func TestDeleteDuringDeployAndInMaintenance(t *testing.T) {
 	if p, _ := env.Sim.Power(env.Sim.SystemIDs()[2]); p != "Off" {
 		t.Fatalf("retired node not powered off: %s", p)
 	}
+	// Its job history still answers by id (not by name: that is gone).
+	var history api.JobList
+	admin.call("GET", "/v1/jobs?node_id="+n2.ID, "", 200, &history)
+	if !slices.ContainsFunc(history.Items, func(j api.Job) bool { return j.Kind == "retire" }) {
+		t.Fatalf("jobs of the retired node: %+v, want its retire job", history.Items)
+	}
+	admin.call("GET", "/v1/jobs?node_id=retire-2", "", 404, nil)
 
 	// 4. Delete a node in maintenance: it goes deleting at once, the
 	// retire waits for the operator; only maintenance may still change,

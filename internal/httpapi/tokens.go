@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/google/uuid"
+
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
@@ -105,11 +107,18 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c service.Call
 	nodeID := q.Get("node_id")
 	if nodeID != "" {
 		n, err := s.svc.GetNode(r.Context(), c, nodeID)
-		if err != nil {
+		switch {
+		case err == nil:
+			nodeID = n.ID
+		case baremetal.IsCode(err, baremetal.CodeNotFound) && uuid.Validate(nodeID) == nil:
+			// A retired node's record is gone but its jobs are kept a
+			// while (River keeps finished jobs 24 h): its id still finds
+			// them, which is how an operator learns how its retire went.
+			// A name no longer resolves, so it stays a 404.
+		default:
 			s.writeError(w, r, err)
 			return
 		}
-		nodeID = n.ID
 	}
 	jobs, err := s.jobs.ListJobs(r.Context(), nodeID, state)
 	if err != nil {
