@@ -1,13 +1,11 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
 
 // outageLength is how long the database stays down during the destroy:
@@ -41,7 +40,7 @@ const outageLength = 30 * time.Second
 func TestAccDestroyRidesThroughDatabaseOutage(t *testing.T) {
 	requireAcc(t)
 	cluster := storetest.StartCluster(t)
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	env := accEnv(t, testenv.Options{Systems: 2, DatabaseURL: cluster.URL("postgres"),
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	c := accClient(t, env, env.AdminToken)
@@ -215,23 +214,4 @@ func (e errorsOnly) Fatalf(format string, args ...any) {
 func (e errorsOnly) Fatal(args ...any) {
 	e.Helper()
 	e.Error(args...)
-}
-
-// lockedBuffer collects the controller's log lines, written from many
-// goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,35 +1,17 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/app"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRevokedBootstrapTokenStaysRevoked: --bootstrap-token creates the
 // first admin token on a first start only. Revoked, it stays revoked
@@ -39,9 +21,9 @@ func TestRevokedBootstrapTokenStaysRevoked(t *testing.T) {
 	t.Parallel()
 	const bootstrap = "bmt_bootstrap-test-admin-token"
 	dir := t.TempDir()
-	start := func() (*app.App, *lockedBuffer) {
+	start := func() (*app.App, *testlog.Buffer) {
 		t.Helper()
-		logs := &lockedBuffer{}
+		logs := &testlog.Buffer{}
 		cfg := app.Defaults()
 		cfg.Listen, cfg.DataDir, cfg.BootstrapToken = "127.0.0.1:0", dir, bootstrap
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))

@@ -15,6 +15,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
 
 // TestDatabaseOutage stops the controller's PostgreSQL (a private cluster)
@@ -27,7 +28,7 @@ func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
 	const systems = 3
 	cluster := storetest.StartCluster(t)
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	env := testenv.Start(t, testenv.Options{Systems: systems, DatabaseURL: cluster.URL("postgres"),
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	admin := client{t, env.URL, env.AdminToken}

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
 
 // The credentials of the echoing BMCs: every character a JSON, HTML-safe
@@ -244,24 +244,6 @@ func (p *leakProbe) report(t *testing.T) {
 	}
 }
 
-// syncBuffer collects the controller's logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
 // udpEcho is an "IPMI BMC" that sends every datagram back to its sender:
 // go-ipmi reads its own requests as answers.
 func udpEcho(t *testing.T) string {
@@ -298,7 +280,7 @@ func TestBMCSecretsNeverKept(t *testing.T) {
 }
 
 func testBMCSecretsNeverKept(t *testing.T, dbURL string) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	env := testenv.Start(t, testenv.Options{Systems: 1, PowerSyncInterval: 200 * time.Millisecond, DatabaseURL: dbURL, Logs: &logs})
 	ctx := context.Background()
 	secrets := map[string]string{

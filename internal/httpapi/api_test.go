@@ -24,6 +24,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
 
 const (
@@ -65,32 +66,15 @@ type env struct {
 	jobs   *fakeJobs
 	member string
 	other  string
-	logs   *syncBuffer
+	logs   *testlog.Buffer
 	// bodies collects every response body, to prove no secret leaks.
-	bodies *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	bodies *testlog.Buffer
 }
 
 func newEnv(t testing.TB, open func(testing.TB) store.Store) *env {
 	t.Helper()
 	st := open(t)
-	e := &env{t: t, st: st, jobs: &fakeJobs{}, logs: &syncBuffer{}, bodies: &syncBuffer{}}
+	e := &env{t: t, st: st, jobs: &fakeJobs{}, logs: &testlog.Buffer{}, bodies: &testlog.Buffer{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc := service.New(st, e.jobs, log)
 	if _, err := svc.Bootstrap(context.Background(), adminSecret, ""); err != nil {

@@ -22,7 +22,17 @@ const simPowerDelay = 30 * time.Millisecond
 // through the real redfish driver, and returns the systems' ids.
 func newSimHarness(t testing.TB, st store.Store, n int, opts ...harnessOpt) (*harness, []string) {
 	t.Helper()
-	fleet, err := sim.Start(sim.Options{Systems: n, PowerDelay: simPowerDelay})
+	return newSimHarnessWith(t, st, sim.Options{Systems: n}, opts...)
+}
+
+// newSimHarnessWith is newSimHarness with the fleet's options given
+// (PowerDelay defaults to simPowerDelay).
+func newSimHarnessWith(t testing.TB, st store.Store, so sim.Options, opts ...harnessOpt) (*harness, []string) {
+	t.Helper()
+	if so.PowerDelay == 0 {
+		so.PowerDelay = simPowerDelay
+	}
+	fleet, err := sim.Start(so)
 	if err != nil {
 		t.Fatalf("start sim: %v", err)
 	}

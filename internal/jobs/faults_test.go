@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
 
 func unitRunner(t *testing.T) *Runner {
@@ -96,7 +96,7 @@ func TestDiffEventsOnePerChange(t *testing.T) {
 // A fault raised and a fault cleared are each logged once, with the node's
 // name: an operator tailing the log learns of them without the API.
 func TestFaultsAreLoggedOnce(t *testing.T) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	h, sys := newFakeHarness(t, openSQLite(t), 1, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
@@ -124,23 +124,6 @@ func TestFaultsAreLoggedOnce(t *testing.T) {
 	if got := strings.Count(out, `level=INFO msg="node fault cleared" node=rack1-u7 fault=bmc_unreachable`); got != 1 {
 		t.Errorf("%d 'fault cleared' lines, want 1:\n%s", got, out)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestLoudAttempt(t *testing.T) {

@@ -3,33 +3,12 @@ package jobs
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
-
-// newSimHarnessWith is newSimHarness with the fleet's options given.
-func newSimHarnessWith(t testing.TB, st store.Store, so sim.Options, opts ...harnessOpt) (*harness, []string) {
-	t.Helper()
-	if so.PowerDelay == 0 {
-		so.PowerDelay = simPowerDelay
-	}
-	fleet, err := sim.Start(so)
-	if err != nil {
-		t.Fatalf("start sim: %v", err)
-	}
-	t.Cleanup(func() { _ = fleet.Close() })
-	op := redfish.NewOpener(redfish.Options{Timeout: 5 * time.Second})
-	t.Cleanup(op.Close)
-	h := newHarness(t, st, bmc.Drivers{"redfish": op}, fleet, fleet.URL(), opts...)
-	h.fleet = fleet
-	h.inventory = true
-	return h, fleet.SystemIDs()
-}
 
 // Cleanup and retire finish on a sushy-tools BMC, which refuses the
 // standard way of clearing a boot override and always reports one

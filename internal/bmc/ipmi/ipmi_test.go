@@ -14,6 +14,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi/ipmisim"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
 
 // The tests run against OpenIPMI's ipmi_sim (package openipmi), the real
@@ -226,7 +227,7 @@ func TestWrongCredentials(t *testing.T) {
 func TestPasswordNeverInErrors(t *testing.T) {
 	t.Parallel()
 	sim := ipmisim.Start(t)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	o := newOpener(t, Options{Logger: newTestLogger(&logs)})
 	ctx := ctxTimeout(t, 30*time.Second)
 	secrets := []string{sim.Password, "Wr0ngPassw0rd!"}
@@ -561,7 +562,7 @@ func TestReconnect(t *testing.T) {
 	t.Parallel()
 	sim := ipmisim.Start(t)
 	r := newRelay(t, sim.Port)
-	var logs syncBuffer
+	var logs testlog.Buffer
 	o := newOpener(t, Options{Logger: newTestLogger(&logs)})
 	ep := endpoint(sim)
 	ep.Address = r.address()

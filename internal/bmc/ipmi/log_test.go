@@ -1,29 +1,11 @@
 package ipmi
 
 import (
-	"bytes"
 	"log/slog"
-	"sync"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
 
-// syncBuffer collects log output from concurrent goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func newTestLogger(b *syncBuffer) *slog.Logger {
+func newTestLogger(b *testlog.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -1,7 +1,6 @@
 package redfish
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,28 +12,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestCredentialsNeverInErrors: BMCs that quote the session token or the
 // Basic credentials bare (not as a header the redact rules recognise), and
@@ -69,7 +51,7 @@ func TestCredentialsNeverInErrors(t *testing.T) {
 				_, _ = w.Write(msg)
 			}
 		}))
-		var logs syncBuffer
+		var logs testlog.Buffer
 		o := newOpener(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		ep := endpoint(srv.URL, "1")
 		ep.Password = pw
