@@ -158,6 +158,20 @@ func testReadiness(t *testing.T, e *env) {
 	if ln, _ = e.st.GetNode(ctx, late.NodeID); got.State != "active" || got.LastError != "" || ln.ProvisionState != baremetal.StateActive || ln.Fault != "" {
 		t.Fatalf("after late callback: instance %+v node %s fault %q", got, ln.ProvisionState, ln.Fault)
 	}
+	// The healed fault is told like any other: one event, by the OS.
+	evs, _, err = e.st.ListEvents(ctx, ln.ID, store.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var healed int
+	for _, ev := range evs {
+		if ev.Type == "fault" && ev.Old == "deploy_timeout" && ev.New == "" && ev.Actor == "instance:"+late.ID && strings.Contains(ev.Message, "fault deploy_timeout cleared after") {
+			healed++
+		}
+	}
+	if healed != 1 {
+		t.Errorf("%d deploy_timeout-cleared events, want 1: %+v", healed, evs)
+	}
 
 	// Neither the token nor the drive's key shows in responses (the ISO,
 	// which carries the token by design, is fetched around e.do) or logs.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -50,10 +51,10 @@ func isRefused(err error) bool {
 // refused work succeeds (cleanup and deploy clear it); power reads do not
 // clear it, since they do not show the BMC would now take the request.
 func (r *Runner) recordRefused(ctx context.Context, nodeID, what string, err error) {
-	_, uerr := r.updateNode(ctx, nodeID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
+	_, uerr := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
 		now := time.Now()
 		r.noteSuccess(n, now)
-		setActionFault(n, baremetal.FaultBMCRefused, what+": "+describeBMCError(n, what, err), now)
+		n.SetActionFault(baremetal.FaultBMCRefused, scrub(n, what+": "+describeBMCError(n, what, err)), now)
 		return nil
 	})
 	if uerr != nil && !baremetal.IsCode(uerr, baremetal.CodeNotFound) {

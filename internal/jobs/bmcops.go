@@ -84,7 +84,7 @@ type powerTimeoutError struct {
 }
 
 func (e *powerTimeoutError) Error() string {
-	return fmt.Sprintf("power %s not observed within %s (last observed %s)", e.want, humanDuration(e.after), e.last)
+	return fmt.Sprintf("power %s not observed within %s (last observed %s)", e.want, baremetal.HumanDuration(e.after), e.last)
 }
 
 func (e *powerTimeoutError) Unwrap() error { return errPowerTimeout }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -55,21 +56,19 @@ func (r *Runner) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error
 	if err := r.clearBoot(ctx, n); err != nil {
 		return r.cleanupError(ctx, job, n, err)
 	}
-	_, err = r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
+	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateCleaning {
-			return errSkip
+			return ledger.ErrSkip
 		}
 		now := time.Now()
 		r.observePower(n, bmc.PowerOff, nil, now)
 		touchSeen(n, now)
-		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultCleanFailed, baremetal.FaultDeployTimeout, baremetal.FaultBMCRefused)
-		n.InstanceID = ""
-		if err := n.Transition(baremetal.StateAvailable); err != nil {
+		if err := baremetal.FinishCleaning(n); err != nil {
 			return err
 		}
-		c.reason = "cleaned: powered off, boot override cleared"
+		c.Reason = "cleaned: powered off, boot override cleared"
 		if id := job.Args.InstanceID; id != "" {
-			c.reason = fmt.Sprintf("cleaned after instance %s was deleted: powered off, boot override cleared", id)
+			c.Reason = fmt.Sprintf("cleaned after instance %s was deleted: powered off, boot override cleared", id)
 		}
 		return nil
 	})
@@ -99,8 +98,8 @@ func (r *Runner) cleanupError(ctx context.Context, job *river.Job[CleanupArgs], 
 
 // recordActionFault writes an action fault (e.g. power_mismatch) to a node.
 func (r *Runner) recordActionFault(ctx context.Context, nodeID string, f baremetal.Fault, msg string) {
-	_, err := r.updateNode(ctx, nodeID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
-		setActionFault(n, f, msg, time.Now())
+	_, err := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+		n.SetActionFault(f, scrub(n, msg), time.Now())
 		return nil
 	})
 	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {

@@ -13,6 +13,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/imagecheck"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -49,28 +50,26 @@ func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) err
 	return w.r.finish(ctx, job.JobRow, err)
 }
 
-// failDeploy records a deploy that failed for good: node deploy_failed,
-// instance error with msg (the caller has set any fault first).
-func failDeploy(ctx context.Context, tx store.Tx, n *baremetal.Node, inst *baremetal.Instance, c *nodeChange, msg string) error {
-	if err := n.Transition(baremetal.StateDeployFailed); err != nil {
+// failDeploy records a deploy that failed for good (baremetal.FailDeploy)
+// and writes the instance; the caller has set any fault first.
+func failDeploy(ctx context.Context, tx store.Tx, n *baremetal.Node, inst *baremetal.Instance, c *ledger.Change, msg string) error {
+	if err := baremetal.FailDeploy(n, inst, msg); err != nil {
 		return err
 	}
-	c.reason = fmt.Sprintf("deploy of instance %s failed: %s", inst.Name, msg)
-	inst.State = baremetal.InstanceError
-	inst.LastError = msg
+	c.Reason = fmt.Sprintf("deploy of instance %s failed: %s", inst.Name, msg)
 	return tx.UpdateInstance(ctx, inst)
 }
 
 // deployingInstance reads, inside a node mutation, the instance n is
-// still deploying; errSkip when the deploy was overtaken (node moved on,
+// still deploying; ledger.ErrSkip when the deploy was overtaken (node moved on,
 // instance deleted).
 func deployingInstance(ctx context.Context, tx store.Tx, n *baremetal.Node, instanceID string) (*baremetal.Instance, error) {
 	if !deploying(n, instanceID) {
-		return nil, errSkip
+		return nil, ledger.ErrSkip
 	}
 	inst, err := tx.GetInstance(ctx, instanceID)
 	if baremetal.IsCode(err, baremetal.CodeNotFound) {
-		return nil, errSkip
+		return nil, ledger.ErrSkip
 	}
 	return inst, err
 }
@@ -136,9 +135,9 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		return r.deployError(ctx, job, n, err)
 	}
 
-	booted := fmt.Sprintf("booted from %s%s, power on observed after %s", dev, drive, humanDuration(took))
+	booted := fmt.Sprintf("booted from %s%s, power on observed after %s", dev, drive, baremetal.HumanDuration(took))
 	var wait time.Duration
-	_, err = r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
+	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		wait = 0
 		inst, err := deployingInstance(ctx, tx, n, a.InstanceID)
 		if err != nil {
@@ -147,25 +146,22 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		now := time.Now()
 		r.observePower(n, bmc.PowerOn, nil, now)
 		touchSeen(n, now)
-		clearActionFault(n, baremetal.FaultPowerMismatch, baremetal.FaultDeployTimeout, baremetal.FaultBMCRefused)
 		if inst.DeployTimeout > 0 {
-			inst.BootedAt = &now
+			baremetal.BootedAwaitingReady(n, inst, now)
 			if !inst.Ready {
 				// The node stays deploying until the OS calls back
 				// (service.InstanceReady) or the deadline passes.
 				wait = inst.DeployTimeout
-				c.events = append(c.events, &baremetal.Event{Type: "deploy", Time: now,
+				c.Events = append(c.Events, &baremetal.Event{Type: "deploy", Time: now,
 					Message: fmt.Sprintf("instance %s %s; waiting up to %s for the OS to call back", inst.Name, booted, inst.DeployTimeout)})
 				return tx.UpdateInstance(ctx, inst)
 			}
 			booted += "; the OS had already called back"
 		}
-		if err := n.Transition(baremetal.StateActive); err != nil {
+		if err := baremetal.FinishDeploy(n, inst); err != nil {
 			return err
 		}
-		c.reason = fmt.Sprintf("instance %s deployed: %s", inst.Name, booted)
-		inst.State = baremetal.InstanceActive
-		inst.LastError = ""
+		c.Reason = fmt.Sprintf("instance %s deployed: %s", inst.Name, booted)
 		return tx.UpdateInstance(ctx, inst)
 	})
 	if err == nil && wait > 0 {
@@ -192,18 +188,18 @@ func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *bareme
 	if left := time.Until(deadline); left > 0 {
 		return river.JobSnooze(min(left, readyPoll))
 	}
-	_, err := r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
+	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		inst, err := deployingInstance(ctx, tx, n, inst.ID)
 		if err != nil {
 			return err
 		}
 		if inst.Ready || inst.BootedAt == nil {
-			return errSkip
+			return ledger.ErrSkip
 		}
 		now := time.Now()
 		msg := fmt.Sprintf("the booted OS did not call POST %s within deploy_timeout %s of power-on (at %s)",
 			api.ReadyPath(inst.ID), inst.DeployTimeout, inst.BootedAt.UTC().Format(time.RFC3339))
-		setActionFault(n, baremetal.FaultDeployTimeout, msg, now)
+		n.SetActionFault(baremetal.FaultDeployTimeout, scrub(n, msg), now)
 		return failDeploy(ctx, tx, n, inst, c, msg)
 	})
 	return ignoreGone(err)
@@ -329,19 +325,19 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 			return fmt.Errorf("deploy node %s: %w", n.Name, err)
 		}
 	}
-	msg := clip(scrub(n, err.Error()))
+	msg := baremetal.ClipError(scrub(n, err.Error()))
 	if job.Attempt >= job.MaxAttempts && fault == baremetal.FaultNone && !errors.As(err, &pt) && perm == nil {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
-	_, uerr := r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
+	_, uerr := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		inst, err := deployingInstance(ctx, tx, n, job.Args.InstanceID)
 		if err != nil {
 			return err
 		}
 		now := time.Now()
 		if fault != baremetal.FaultNone {
-			setActionFault(n, fault, msg, now)
-		} else if !isBMCFault(n.Fault) {
+			n.SetActionFault(fault, scrub(n, msg), now)
+		} else if !n.Fault.BMC() {
 			n.LastError = msg
 		}
 		return failDeploy(ctx, tx, n, inst, c, msg)

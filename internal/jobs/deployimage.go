@@ -11,6 +11,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/imagecheck"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -47,7 +48,7 @@ func (r *Runner) failOnImage(ctx context.Context, job *river.Job[DeployArgs], n 
 	if imagecheck.IsTransient(cause) {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
-	_, err := r.updateNode(ctx, n.ID, func(tx store.Tx, n *baremetal.Node, c *nodeChange) error {
+	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		inst, err := deployingInstance(ctx, tx, n, job.Args.InstanceID)
 		if err != nil {
 			return err
@@ -59,7 +60,7 @@ func (r *Runner) failOnImage(ctx context.Context, job *river.Job[DeployArgs], n 
 		if err := n.Transition(baremetal.StateCleaning); err != nil {
 			return err
 		}
-		c.reason = fmt.Sprintf("deploy of instance %s failed on its image, not on the node: %s; cleaning the node for the next instance", inst.Name, msg)
+		c.Reason = fmt.Sprintf("deploy of instance %s failed on its image, not on the node: %s; cleaning the node for the next instance", inst.Name, msg)
 		inst.State = baremetal.InstanceError
 		inst.LastError = msg
 		if err := tx.UpdateInstance(ctx, inst); err != nil {
@@ -81,7 +82,7 @@ func (r *Runner) failOnImage(ctx context.Context, job *river.Job[DeployArgs], n 
 func imageFailure(n *baremetal.Node, err error) string {
 	var be *bmc.Error
 	if errors.As(err, &be) && be.Kind == bmc.KindImage {
-		return clip(scrub(n, fmt.Sprintf("the BMC of node %s could not use the image: %v", n.Name, be.Err)))
+		return baremetal.ClipError(scrub(n, fmt.Sprintf("the BMC of node %s could not use the image: %v", n.Name, be.Err)))
 	}
-	return clip(scrub(n, err.Error()))
+	return baremetal.ClipError(scrub(n, err.Error()))
 }

@@ -23,9 +23,6 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 )
 
-// maxLastError bounds LastError: a BMC can answer with an HTML page.
-const maxLastError = 512
-
 // backoff is the delay after the n-th consecutive failure (n ≥ 1):
 // RetryBase·2^(n-1) capped at MaxBackoff, minus up to 20% jitter so nodes
 // behind one failed switch do not all come back in the same instant.
@@ -40,18 +37,6 @@ func (r *Runner) backoff(n int) time.Duration {
 		}
 	}
 	return d - time.Duration(rand.Int64N(int64(d)/5+1))
-}
-
-// isBMCFault reports whether f is about reaching the BMC at all: the kind
-// of fault a successful BMC call disproves. power_mismatch, deploy_timeout
-// and clean_failed are about the outcome of an action and clear when that
-// action succeeds.
-func isBMCFault(f baremetal.Fault) bool {
-	switch f {
-	case baremetal.FaultBMCUnreachable, baremetal.FaultBMCAuthFailed, baremetal.FaultBMCError:
-		return true
-	}
-	return false
 }
 
 // faultFor maps a BMC error kind to the node fault it becomes.
@@ -76,20 +61,13 @@ func describeBMCError(n *baremetal.Node, op string, err error) string {
 	if !errors.As(err, &be) {
 		msg = fmt.Sprintf("bmc %s: %s: %v", op, bmc.KindOf(err), err)
 	}
-	return clip(scrub(n, msg))
+	return baremetal.ClipError(scrub(n, msg))
 }
 
 // scrub hides n's credentials in any encoding, and config drive keys, in
 // a message about n that did not come through bmcCall.
 func scrub(n *baremetal.Node, s string) string {
 	return nodeSecrets(n).String(s)
-}
-
-func clip(s string) string {
-	if len(s) > maxLastError {
-		return s[:maxLastError-3] + "..."
-	}
-	return s
 }
 
 // noteFailure records a failed BMC call on n (in memory; the caller writes).
@@ -105,7 +83,7 @@ func (r *Runner) noteFailure(n *baremetal.Node, op string, err error, now time.T
 	// reaching the BMC at all is the more urgent thing to tell. FaultSince
 	// then starts anew, so "reachable again after" measures the outage; a
 	// BMC fault changing kind (unreachable → auth) keeps it.
-	if !isBMCFault(n.Fault) || n.FaultSince == nil {
+	if !n.Fault.BMC() || n.FaultSince == nil {
 		n.FaultSince = &now
 	}
 	n.Fault = faultFor(bmc.KindOf(err))
@@ -120,9 +98,9 @@ func (r *Runner) noteFailure(n *baremetal.Node, op string, err error, now time.T
 
 // noteSuccess records that the BMC answered: it clears every trace of BMC
 // trouble (the "reachable again" event is derived from that change, see
-// diffEvents). Action faults stay until their action succeeds.
+// ledger.Diff). Action faults stay until their action succeeds.
 func (r *Runner) noteSuccess(n *baremetal.Node, now time.Time) {
-	if isBMCFault(n.Fault) {
+	if n.Fault.BMC() {
 		n.Fault = baremetal.FaultNone
 		n.FaultSince = nil
 		n.LastError = ""
@@ -143,31 +121,6 @@ func (r *Runner) noteSuccess(n *baremetal.Node, now time.Time) {
 
 // touchSeen refreshes LastSeenAt on a node that is being written anyway.
 func touchSeen(n *baremetal.Node, now time.Time) { n.LastSeenAt = &now }
-
-// clearActionFault clears a fault about an action's outcome once the same
-// kind of action worked (e.g. a later power change was observed).
-func clearActionFault(n *baremetal.Node, f ...baremetal.Fault) {
-	for _, x := range f {
-		if n.Fault == x {
-			n.Fault = baremetal.FaultNone
-			n.FaultSince = nil
-			n.LastError = ""
-		}
-	}
-}
-
-// setActionFault records a fault about an action's outcome. A BMC fault
-// already present stays: it explains the outcome better.
-func setActionFault(n *baremetal.Node, f baremetal.Fault, msg string, now time.Time) {
-	n.LastError = clip(scrub(n, msg))
-	if isBMCFault(n.Fault) {
-		return
-	}
-	n.Fault = f
-	if n.FaultSince == nil {
-		n.FaultSince = &now
-	}
-}
 
 // observePower applies one power read to n: the BMC answered with ps (err
 // nil) or failed. It is the single rule shared by the sync pass, sync_node
@@ -192,17 +145,5 @@ func toDomainPower(ps bmc.PowerState) baremetal.PowerState {
 		return baremetal.PowerOff
 	default:
 		return baremetal.PowerUnknown
-	}
-}
-
-// humanDuration renders a fault's duration for events: "4m12s", "850ms".
-func humanDuration(d time.Duration) string {
-	switch {
-	case d >= time.Minute:
-		return d.Round(time.Second).String()
-	case d >= time.Second:
-		return d.Round(100 * time.Millisecond).String()
-	default:
-		return d.Round(time.Millisecond).String()
 	}
 }

@@ -65,7 +65,7 @@ func TestActionFaultsOutliveBMCSuccess(t *testing.T) {
 	r := unitRunner(t)
 	now := time.Now()
 	n := &baremetal.Node{}
-	setActionFault(n, baremetal.FaultPowerMismatch, "power on not observed", now)
+	n.SetActionFault(baremetal.FaultPowerMismatch, "power on not observed", now)
 	r.observePower(n, bmc.PowerOff, nil, now)
 	if n.Fault != baremetal.FaultPowerMismatch || n.LastError == "" {
 		t.Fatalf("a power read cleared power_mismatch: %+v", n)
@@ -77,19 +77,6 @@ func TestActionFaultsOutliveBMCSuccess(t *testing.T) {
 	}
 	if n.Fault != baremetal.FaultBMCUnreachable || !n.FaultSince.Equal(later) {
 		t.Fatalf("fault %q since %v", n.Fault, n.FaultSince)
-	}
-}
-
-func TestDiffEventsOnePerChange(t *testing.T) {
-	since := time.Now().Add(-4*time.Minute - 12*time.Second)
-	before := &baremetal.Node{Fault: baremetal.FaultBMCUnreachable, FaultSince: &since, PowerState: baremetal.PowerUnknown, ProvisionState: baremetal.StateCleaning}
-	after := &baremetal.Node{PowerState: baremetal.PowerOff, ProvisionState: baremetal.StateAvailable}
-	evs := diffEvents(before, after, "cleaned", time.Now())
-	if len(evs) != 3 {
-		t.Fatalf("events: %s", dumpEvents(evs))
-	}
-	if e := findEvent(evs, "fault", "BMC reachable again after 4m12s"); e == nil {
-		t.Errorf("no reachable-again event: %s", dumpEvents(evs))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -145,7 +146,7 @@ func jobsFor(n *baremetal.Node) []river.JobArgs {
 func TestUpdateNodeRefusesMaintenance(t *testing.T) {
 	h, sys := newSimHarness(t, openSQLite(t), 1)
 	n := h.addNode("n-guard", sys[0], baremetal.StateAvailable, false)
-	_, err := h.r.updateNode(h.ctx, n.ID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
+	_, err := h.r.ledger.Update(h.ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
 		n.Maintenance, n.MaintenanceReason = true, "controller gave up"
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -74,16 +75,16 @@ func (r *Runner) power(ctx context.Context, job *river.Job[PowerArgs]) error {
 			return r.powerError(ctx, job, n, who, err)
 		}
 	}
-	msg := fmt.Sprintf("power %s requested by %s: observed %s after %s", a.Action, who, target, humanDuration(took))
+	msg := fmt.Sprintf("power %s requested by %s: observed %s after %s", a.Action, who, target, baremetal.HumanDuration(took))
 	if already {
 		msg = fmt.Sprintf("power %s requested by %s: already %s", a.Action, who, target)
 	}
-	_, err = r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
+	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		now := time.Now()
 		r.observePower(n, target, nil, now)
 		touchSeen(n, now)
-		clearActionFault(n, baremetal.FaultPowerMismatch)
-		c.events = append(c.events, &baremetal.Event{Type: "power", Message: msg, New: string(target)})
+		n.ClearFault(baremetal.FaultPowerMismatch)
+		c.Events = append(c.Events, &baremetal.Event{Type: "power", Message: msg, New: string(target)})
 		return nil
 	})
 	return ignoreGone(err)
@@ -105,12 +106,12 @@ func (r *Runner) powerError(ctx context.Context, job *river.Job[PowerArgs], n *b
 	if !final {
 		return fmt.Errorf("power %s node %s: %w", a.Action, n.Name, err)
 	}
-	msg := clip(scrub(n, fmt.Sprintf("power %s requested by %s failed: %v", a.Action, who, err)))
-	_, uerr := r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
+	msg := baremetal.ClipError(scrub(n, fmt.Sprintf("power %s requested by %s failed: %v", a.Action, who, err)))
+	_, uerr := r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if pt != nil {
-			setActionFault(n, baremetal.FaultPowerMismatch, msg, time.Now())
+			n.SetActionFault(baremetal.FaultPowerMismatch, scrub(n, msg), time.Now())
 		}
-		c.events = append(c.events, &baremetal.Event{Type: "power", Message: msg})
+		c.Events = append(c.Events, &baremetal.Event{Type: "power", Message: msg})
 		return nil
 	})
 	if uerr != nil && !baremetal.IsCode(uerr, baremetal.CodeNotFound) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -259,7 +260,7 @@ func (w *obsWriter) add(ctx context.Context, o observation) {
 	}
 	cp := *o.node
 	w.r.observePower(&cp, o.ps, o.err, o.at)
-	if !sameNode(o.node, &cp) {
+	if !ledger.Same(o.node, &cp) {
 		w.pending = append(w.pending, o)
 	}
 	if len(w.pending) >= writeBatch {
@@ -419,55 +420,38 @@ func (r *Runner) stragglerWait() time.Duration {
 // overwritten: the observation is applied to whatever is stored now. It
 // returns how many nodes were written and which had a BMC fault cleared.
 func (r *Runner) writeObservations(ctx context.Context, obs []observation) (int, []string, error) {
-	for attempt := 0; ; attempt++ {
-		changed := 0
-		var cleared []string
-		type nodeFaults struct {
-			n      *baremetal.Node
-			faults []*baremetal.Event
-		}
-		var logs []nodeFaults
-		err := r.store.InTx(ctx, func(tx store.Tx) error {
-			for _, o := range obs {
-				var (
-					wasFaulted bool
-					faults     []*baremetal.Event
-				)
-				n, wrote, err := r.mutateInTx(ctx, tx, o.node.ID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
-					wasFaulted = isBMCFault(n.Fault) || n.BMCFailures > 0
-					r.observePower(n, o.ps, o.err, o.at)
-					return nil
-				}, &faults)
-				if len(faults) > 0 {
-					logs = append(logs, nodeFaults{n, faults})
-				}
-				if baremetal.IsCode(err, baremetal.CodeNotFound) {
-					continue // deleted meanwhile
-				}
-				if err != nil {
-					return err
-				}
-				if wrote {
-					changed++
-				}
-				if wasFaulted && n.BMCFailures == 0 {
-					cleared = append(cleared, n.ID)
-				}
+	var (
+		changed int
+		cleared []string
+	)
+	err := r.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		changed, cleared = 0, nil // a retried transaction counts afresh
+		for _, o := range obs {
+			var wasFaulted bool
+			n, wrote, err := tx.Mutate(ctx, o.node.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+				wasFaulted = n.Fault.BMC() || n.BMCFailures > 0
+				r.observePower(n, o.ps, o.err, o.at)
+				return nil
+			})
+			if baremetal.IsCode(err, baremetal.CodeNotFound) {
+				continue // deleted meanwhile
 			}
-			return nil
-		})
-		switch {
-		case err == nil:
-			for _, l := range logs {
-				r.logFaults(ctx, l.n, l.faults)
+			if err != nil {
+				return err
 			}
-			return changed, cleared, nil
-		case baremetal.IsCode(err, baremetal.CodeConflict) && attempt < maxConflictRetries:
-			continue
-		default:
-			return 0, nil, fmt.Errorf("write power observations: %w", err)
+			if wrote {
+				changed++
+			}
+			if wasFaulted && n.BMCFailures == 0 {
+				cleared = append(cleared, n.ID)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("write power observations: %w", err)
 	}
+	return changed, cleared, nil
 }
 
 // powerSyncWorker is the periodic pass. River's leader enqueues one per

@@ -17,14 +17,17 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
 // Runner runs the controller's durable jobs and the power sync on River,
 // over the store's own database.
 type Runner struct {
-	cfg     Config
-	store   store.Store
+	cfg   Config
+	store store.Store
+	// ledger is the only writer of nodes (internal/ledger).
+	ledger  *ledger.Ledger
 	log     *slog.Logger
 	q       queue
 	metrics *metrics
@@ -77,6 +80,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{
 		cfg:            cfg,
 		store:          cfg.Store,
+		ledger:         ledger.New(cfg.Store, cfg.Logger),
 		log:            cfg.Logger,
 		metrics:        m,
 		syncSlots:      make(chan struct{}, cfg.PowerSyncWorkers),
@@ -302,8 +306,8 @@ func (r *Runner) syncOne(ctx context.Context, n *baremetal.Node) error {
 	}
 	at := time.Now()
 	var cleared bool
-	_, err := r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, _ *nodeChange) error {
-		was := isBMCFault(n.Fault) || n.BMCFailures > 0
+	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+		was := n.Fault.BMC() || n.BMCFailures > 0
 		r.observePower(n, ps, bmcErr, at)
 		cleared = was && n.BMCFailures == 0
 		return nil

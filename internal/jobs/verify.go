@@ -9,6 +9,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -55,13 +56,13 @@ func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
 	// address) was merged into this job by uniqueness: what we read came
 	// from the old endpoint, so read again instead of trusting it.
 	ep, moved := endpoint(n), false
-	_, err = r.updateNode(ctx, n.ID, func(_ store.Tx, n *baremetal.Node, c *nodeChange) error {
+	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateEnroll {
-			return errSkip
+			return ledger.ErrSkip
 		}
 		if endpoint(n) != ep {
 			moved = true
-			return errSkip
+			return ledger.ErrSkip
 		}
 		now := time.Now()
 		r.observePower(n, ps, nil, now)
@@ -70,9 +71,9 @@ func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
 		if err := n.Transition(baremetal.StateAvailable); err != nil {
 			return err
 		}
-		c.reason = fmt.Sprintf("BMC verified: power %s", ps)
+		c.Reason = fmt.Sprintf("BMC verified: power %s", ps)
 		if inv != nil {
-			c.reason += fmt.Sprintf(", %d CPUs, %d MiB, %s", inv.CPUs, inv.MemoryMB, inv.CPUArch)
+			c.Reason += fmt.Sprintf(", %d CPUs, %d MiB, %s", inv.CPUs, inv.MemoryMB, inv.CPUArch)
 		}
 		return nil
 	})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 )
 
 // begin is how every mutating job starts. It returns the node to act on,
@@ -124,24 +124,20 @@ func (r *Runner) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (bo
 
 // deleteNode removes a node record that is still in state deleting.
 func (r *Runner) deleteNode(ctx context.Context, id string) error {
-	for attempt := 0; ; attempt++ {
-		err := r.store.InTx(ctx, func(tx store.Tx) error {
-			n, err := tx.GetNode(ctx, id)
-			if err != nil {
-				return err
-			}
-			if n.ProvisionState != baremetal.StateDeleting {
-				return errSkip
-			}
-			return tx.DeleteNode(ctx, n.ID, n.Version)
-		})
-		switch {
-		case err == nil, errors.Is(err, errSkip), baremetal.IsCode(err, baremetal.CodeNotFound):
-			return nil
-		case baremetal.IsCode(err, baremetal.CodeConflict) && attempt < maxConflictRetries:
-			continue
-		default:
-			return fmt.Errorf("delete node %s: %w", id, err)
+	err := r.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		n, err := tx.GetNode(ctx, id)
+		if err != nil {
+			return err
 		}
+		if n.ProvisionState != baremetal.StateDeleting {
+			return ledger.ErrSkip
+		}
+		return tx.Remove(ctx, n)
+	})
+	switch {
+	case err == nil, errors.Is(err, ledger.ErrSkip), baremetal.IsCode(err, baremetal.CodeNotFound):
+		return nil
+	default:
+		return fmt.Errorf("delete node %s: %w", id, err)
 	}
 }

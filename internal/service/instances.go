@@ -11,6 +11,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -118,42 +119,37 @@ func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Ins
 	// config drive (when one is attached) and is never shown by the API.
 	inst.ReadyToken = newReadyToken()
 	inst.ReadyTokenHash = HashSecret(inst.ReadyToken)
-	err := retryConflict(ctx, func() error {
-		return s.store.InTx(ctx, func(tx store.Tx) error {
-			if err := s.checkQuota(ctx, tx, inst.Project); err != nil {
-				return err
-			}
-			node, err := s.pickNode(ctx, tx, c, &inst)
-			if err != nil {
-				return err
-			}
-			if inst.ResourceClass == "" {
-				inst.ResourceClass = node.ResourceClass
-			}
-			inst.NodeID = node.ID
-			if err := tx.InsertInstance(ctx, &inst); err != nil {
-				if baremetal.IsCode(err, baremetal.CodeConflict) {
-					return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name", Err: err,
-						Message: fmt.Sprintf("an instance named %q already exists in project %q", inst.Name, inst.Project)}
-				}
-				return err
-			}
-			old := node.ProvisionState
-			if err := node.Transition(baremetal.StateDeploying); err != nil {
-				return err
-			}
-			node.InstanceID = inst.ID
-			if err := tx.UpdateNode(ctx, node); err != nil {
-				return err
-			}
-			if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
-				Old: string(old), New: string(node.ProvisionState),
-				Message: fmt.Sprintf("allocated to instance %s (project %s); deploying %s", inst.Name, inst.Project, baremetal.RedactURL(inst.Image.URL))}); err != nil {
-				return err
-			}
-			_, err = s.jobs.InsertTx(ctx, tx, jobs.DeployArgs{NodeID: node.ID, InstanceID: inst.ID})
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		if err := s.checkQuota(ctx, tx, inst.Project); err != nil {
 			return err
+		}
+		node, err := s.pickNode(ctx, tx, c, &inst)
+		if err != nil {
+			return err
+		}
+		if inst.ResourceClass == "" {
+			inst.ResourceClass = node.ResourceClass
+		}
+		inst.NodeID = node.ID
+		if err := tx.InsertInstance(ctx, &inst); err != nil {
+			if baremetal.IsCode(err, baremetal.CodeConflict) {
+				return &baremetal.Error{Code: baremetal.CodeConflict, Field: "name", Err: err,
+					Message: fmt.Sprintf("an instance named %q already exists in project %q", inst.Name, inst.Project)}
+			}
+			return err
+		}
+		// Applied to the node as picked: a concurrent create that took it
+		// meanwhile makes the write a version conflict, and we pick again.
+		_, _, err = tx.Apply(ctx, node, c.Actor(), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
+			n.InstanceID = inst.ID
+			ch.Reason = fmt.Sprintf("allocated to instance %s (project %s); deploying %s", inst.Name, inst.Project, baremetal.RedactURL(inst.Image.URL))
+			return n.Transition(baremetal.StateDeploying)
 		})
+		if err != nil {
+			return err
+		}
+		_, err = s.jobs.InsertTx(ctx, tx, jobs.DeployArgs{NodeID: node.ID, InstanceID: inst.ID})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -312,48 +308,46 @@ func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.I
 // power change queues a power job on its node.
 func (s *Service) UpdateInstance(ctx context.Context, c Caller, idOrName string, ifMatch int64, power *string, metadata *map[string]string) (*baremetal.Instance, error) {
 	var out *baremetal.Instance
-	err := retryConflict(ctx, func() error {
-		return s.store.InTx(ctx, func(tx store.Tx) error {
-			inst, err := findInstance(ctx, tx, c, idOrName)
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		inst, err := findInstance(ctx, tx, c, idOrName)
+		if err != nil {
+			return err
+		}
+		if ifMatch != 0 && inst.Version != ifMatch {
+			return preconditionFailed(ifMatch, inst.Version)
+		}
+		next := *inst
+		if power != nil {
+			next.PowerState = baremetal.PowerState(*power)
+		}
+		if metadata != nil {
+			next.Metadata = *metadata
+		}
+		if err := next.ValidateMutable(); err != nil {
+			return err
+		}
+		if err := tx.UpdateInstance(ctx, &next); err != nil {
+			return err
+		}
+		if power != nil && next.PowerState != "" && next.State != baremetal.InstanceDeploying {
+			node, err := tx.GetNode(ctx, next.NodeID)
 			if err != nil {
 				return err
 			}
-			if ifMatch != 0 && inst.Version != ifMatch {
-				return preconditionFailed(ifMatch, inst.Version)
-			}
-			next := *inst
-			if power != nil {
-				next.PowerState = baremetal.PowerState(*power)
-			}
-			if metadata != nil {
-				next.Metadata = *metadata
-			}
-			if err := next.ValidateMutable(); err != nil {
-				return err
-			}
-			if err := tx.UpdateInstance(ctx, &next); err != nil {
-				return err
-			}
-			if power != nil && next.PowerState != "" && next.State != baremetal.InstanceDeploying {
-				node, err := tx.GetNode(ctx, next.NodeID)
-				if err != nil {
+			// A node released by a deploy that failed on the image is
+			// no longer this instance's to power.
+			if node.InstanceID == next.ID && (node.PowerState != next.PowerState || inst.PowerState != next.PowerState) {
+				if err := tx.Note(ctx, node, c.Actor(), &baremetal.Event{Type: "power_requested",
+					Message: fmt.Sprintf("instance %s wants power %s", next.Name, next.PowerState)}); err != nil {
 					return err
 				}
-				// A node released by a deploy that failed on the image is
-				// no longer this instance's to power.
-				if node.InstanceID == next.ID && (node.PowerState != next.PowerState || inst.PowerState != next.PowerState) {
-					if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "power_requested",
-						Message: fmt.Sprintf("instance %s wants power %s", next.Name, next.PowerState)}); err != nil {
-						return err
-					}
-					if _, err := s.jobs.InsertTx(ctx, tx, jobs.PowerArgs{NodeID: node.ID, Action: string(next.PowerState), Actor: c.Actor()}); err != nil {
-						return err
-					}
+				if _, err := s.jobs.InsertTx(ctx, tx, jobs.PowerArgs{NodeID: node.ID, Action: string(next.PowerState), Actor: string(c.Actor())}); err != nil {
+					return err
 				}
 			}
-			out = memberView(c, &next)
-			return nil
-		})
+		}
+		out = memberView(c, &next)
+		return nil
 	})
 	return out, err
 }
@@ -364,7 +358,7 @@ func (s *Service) UpdateInstance(ctx context.Context, c Caller, idOrName string,
 func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string, ifMatch int64) (int64, error) {
 	var jobID int64
 	var inst *baremetal.Instance
-	err := retryConflict(ctx, func() error {
+	err := ledger.Retry(ctx, func() error {
 		// Read before the transaction: on SQLite the read pool serves it
 		// while another request holds the single writer, which then only
 		// does the writes. The delete below is version-checked, so an
@@ -378,7 +372,7 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 		if ifMatch != 0 && inst.Version != ifMatch {
 			return preconditionFailed(ifMatch, inst.Version)
 		}
-		return s.store.InTx(ctx, func(tx store.Tx) error {
+		return s.ledger.Once(ctx, func(tx *ledger.Tx) error {
 			if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
 				return err
 			}
@@ -398,32 +392,31 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 				// its own; it may host another instance by now.
 				return nil
 			}
-			if node.InstanceID == inst.ID {
-				node.InstanceID = ""
-			}
-			old := node.ProvisionState
-			if node.ProvisionState == baremetal.StateDeleting {
-				// The retire job powers the node off; no cleanup needed.
-				if err := tx.UpdateNode(ctx, node); err != nil {
-					return err
+			cleanup := node.ProvisionState != baremetal.StateDeleting
+			_, _, err = tx.Apply(ctx, node, c.Actor(), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
+				if n.InstanceID == inst.ID {
+					n.InstanceID = ""
 				}
-				return tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "instance_deleted",
-					Field: "instance_id", Old: inst.ID, Message: fmt.Sprintf("instance %s deleted; node is being retired", inst.Name)})
-			}
-			if old != baremetal.StateCleaning {
-				if err := node.Transition(baremetal.StateCleaning); err != nil {
-					return err
+				if !cleanup {
+					// The retire job powers the node off; no cleanup needed.
+					ch.Events = append(ch.Events, &baremetal.Event{Type: "instance_deleted", Field: "instance_id", Old: inst.ID,
+						Message: fmt.Sprintf("instance %s deleted; node is being retired", inst.Name)})
+					return nil
 				}
-			}
-			if err := tx.UpdateNode(ctx, node); err != nil {
-				return err
-			}
-			msg := fmt.Sprintf("instance %s (project %s) deleted; cleanup queued", inst.Name, inst.Project)
-			if old == baremetal.StateDeploying {
-				msg = fmt.Sprintf("instance %s (project %s) deleted while deploying; deploy cancelled, cleanup queued", inst.Name, inst.Project)
-			}
-			if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: c.Actor(), Type: "instance_deleted", Field: "provision_state",
-				Old: string(old), New: string(node.ProvisionState), Message: msg}); err != nil {
+				msg := fmt.Sprintf("instance %s (project %s) deleted; cleanup queued", inst.Name, inst.Project)
+				if n.ProvisionState == baremetal.StateDeploying {
+					msg = fmt.Sprintf("instance %s (project %s) deleted while deploying; deploy cancelled, cleanup queued", inst.Name, inst.Project)
+				}
+				if n.ProvisionState == baremetal.StateCleaning {
+					// Already cleaning: the deletion is still news.
+					ch.Events = append(ch.Events, &baremetal.Event{Type: "instance_deleted", Field: "provision_state",
+						Old: string(n.ProvisionState), New: string(n.ProvisionState), Message: msg})
+					return nil
+				}
+				ch.Kind, ch.Reason = "instance_deleted", msg
+				return n.Transition(baremetal.StateCleaning)
+			})
+			if err != nil || !cleanup {
 				return err
 			}
 			jobID, err = s.jobs.InsertTx(ctx, tx, jobs.CleanupArgs{NodeID: node.ID, InstanceID: inst.ID})

@@ -2,11 +2,12 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -52,21 +53,17 @@ func (s *Service) CreateNode(ctx context.Context, c Caller, spec NodeSpec) (*bar
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		// Look before inserting: after a failed statement PostgreSQL
 		// aborts the transaction, so the explanation could not be read.
 		if err := nameFree(ctx, tx, n.Name, ""); err != nil {
-			return err
-		}
-		if err := tx.InsertNode(ctx, n); err != nil {
 			return err
 		}
 		msg := "node enrolled; verifying its BMC"
 		if n.Maintenance {
 			msg = "node enrolled in maintenance: " + n.MaintenanceReason
 		}
-		if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "enrolled",
-			Field: "provision_state", New: string(n.ProvisionState), Message: msg}); err != nil {
+		if err := tx.Enroll(ctx, n, c.Actor(), msg); err != nil {
 			return err
 		}
 		_, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID})
@@ -187,16 +184,14 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 		return nil, err
 	}
 	var out *baremetal.Node
-	err := retryConflict(ctx, func() error {
-		return s.store.InTx(ctx, func(tx store.Tx) error {
-			cur, err := tx.GetNode(ctx, idOrName)
-			if err != nil {
-				return err
-			}
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		var bmcChanged, reverify bool
+		n, wrote, err := tx.Mutate(ctx, idOrName, c.Actor(), func(tx store.Tx, n *baremetal.Node, ch *ledger.Change) error {
+			cur := *n
 			if ifMatch != 0 && cur.Version != ifMatch {
 				return preconditionFailed(ifMatch, cur.Version)
 			}
-			spec, err := apply(cur)
+			spec, err := apply(&cur)
 			if err != nil {
 				return err
 			}
@@ -204,114 +199,68 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				// Only maintenance may change: a retire waits while the
 				// node is in maintenance, and clearing it is how the
 				// operator lets the retire go on.
-				same, was := spec, SpecOf(cur)
+				same, was := spec, SpecOf(&cur)
 				same.Maintenance, same.MaintenanceReason, same.BMC.Password = was.Maintenance, was.MaintenanceReason, ""
 				if same != was {
 					return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted: only maintenance may still change", cur.Name)
 				}
 			}
-			next := *cur
-			next.Name, next.Driver, next.ResourceClass, next.Properties = spec.Name, spec.Driver, spec.ResourceClass, spec.Properties
-			next.Maintenance, next.MaintenanceReason = spec.Maintenance, spec.MaintenanceReason
-			if !next.Maintenance {
-				next.MaintenanceReason = "" // clearing maintenance clears its reason
+			n.Name, n.Driver, n.ResourceClass, n.Properties = spec.Name, spec.Driver, spec.ResourceClass, spec.Properties
+			n.Maintenance, n.MaintenanceReason = spec.Maintenance, spec.MaintenanceReason
+			if !n.Maintenance {
+				n.MaintenanceReason = "" // clearing maintenance clears its reason
 			}
-			pw := cur.BMC.Password
-			next.BMC = spec.BMC
-			if next.BMC.Password == "" {
-				next.BMC.Password = pw
+			n.BMC = spec.BMC
+			if n.BMC.Password == "" {
+				n.BMC.Password = cur.BMC.Password
 			}
-			if err := next.Validate(); err != nil {
+			if err := n.Validate(); err != nil {
 				return err
 			}
-			events := diffNode(cur, &next, c.Actor())
-			if len(events) == 0 {
-				out = cur
-				return nil
+			if ledger.Same(&cur, n) {
+				return ledger.ErrSkip
 			}
-			bmcChanged := cur.Driver != next.Driver || cur.BMC != next.BMC
-			reverify := cur.Driver != next.Driver || cur.BMC.Address != next.BMC.Address || cur.BMC.SystemID != next.BMC.SystemID
+			bmcChanged = cur.Driver != n.Driver || cur.BMC != n.BMC
+			reverify = cur.Driver != n.Driver || cur.BMC.Address != n.BMC.Address || cur.BMC.SystemID != n.BMC.SystemID
 			if bmcChanged {
 				// New credentials deserve an immediate try, not the rest of
 				// the old backoff.
-				next.NextCheckAt = nil
+				n.NextCheckAt = nil
 			}
-			if reverify && next.ProvisionState == baremetal.StateAvailable {
-				if err := next.Transition(baremetal.StateEnroll); err != nil {
+			if reverify && n.ProvisionState == baremetal.StateAvailable {
+				if err := n.Transition(baremetal.StateEnroll); err != nil {
 					return err
 				}
-				events = append(events, &baremetal.Event{Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
-					Old: string(cur.ProvisionState), New: string(next.ProvisionState), Message: "BMC changed; re-verifying before scheduling on it again"})
+				ch.Reason = "BMC changed; re-verifying before scheduling on it again"
 			}
-			if next.Name != cur.Name {
-				if err := nameFree(ctx, tx, next.Name, cur.ID); err != nil {
-					return err
-				}
+			if n.Name != cur.Name {
+				return nameFree(ctx, tx, n.Name, cur.ID)
 			}
-			if err := tx.UpdateNode(ctx, &next); err != nil {
-				return err
-			}
-			for _, e := range events {
-				e.NodeID = next.ID
-				if err := tx.InsertEvent(ctx, e); err != nil {
-					return err
-				}
-			}
-			if next.ProvisionState == baremetal.StateEnroll && (reverify || bmcChanged) {
-				if _, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: next.ID}); err != nil {
-					return err
-				}
-			}
-			if k, ok := s.jobs.(nodeKicker); ok && bmcChanged {
-				if err := k.KickNodeTx(ctx, tx, next.ID); err != nil {
-					return err
-				}
-			}
-			out = &next
 			return nil
 		})
+		out = n
+		if errors.Is(err, ledger.ErrSkip) {
+			return nil
+		}
+		if err != nil || !wrote {
+			return err
+		}
+		if n.ProvisionState == baremetal.StateEnroll && (reverify || bmcChanged) {
+			if _, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
+				return err
+			}
+		}
+		if k, ok := s.jobs.(nodeKicker); ok && bmcChanged {
+			if err := k.KickNodeTx(ctx, tx, n.ID); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// diffNode returns one event per changed field. The password is reported
-// as changed, never with a value.
-func diffNode(a, b *baremetal.Node, actor string) []*baremetal.Event {
-	var evs []*baremetal.Event
-	add := func(field, old, new, msg string) {
-		if old != new {
-			if msg == "" {
-				msg = fmt.Sprintf("%s changed", field)
-			}
-			evs = append(evs, &baremetal.Event{Actor: actor, Type: "updated", Field: field, Old: old, New: new, Message: msg})
-		}
-	}
-	add("name", a.Name, b.Name, "")
-	add("driver", string(a.Driver), string(b.Driver), "")
-	add("bmc.address", a.BMC.Address, b.BMC.Address, "")
-	add("bmc.username", a.BMC.Username, b.BMC.Username, "")
-	add("bmc.insecure", strconv.FormatBool(a.BMC.Insecure), strconv.FormatBool(b.BMC.Insecure), "")
-	add("bmc.system_id", a.BMC.SystemID, b.BMC.SystemID, "")
-	add("bmc.cipher_suite", strconv.Itoa(a.BMC.CipherSuite), strconv.Itoa(b.BMC.CipherSuite), "")
-	if a.BMC.Password != b.BMC.Password {
-		evs = append(evs, &baremetal.Event{Actor: actor, Type: "updated", Field: "bmc.password", Message: "BMC password rotated"})
-	}
-	add("resource_class", a.ResourceClass, b.ResourceClass, "")
-	add("properties", fmt.Sprintf("%+v", a.Properties), fmt.Sprintf("%+v", b.Properties), "")
-	if a.Maintenance != b.Maintenance {
-		msg := "maintenance cleared"
-		if b.Maintenance {
-			msg = "maintenance set: " + b.MaintenanceReason
-		}
-		evs = append(evs, &baremetal.Event{Actor: actor, Type: "maintenance", Field: "maintenance",
-			Old: strconv.FormatBool(a.Maintenance), New: strconv.FormatBool(b.Maintenance), Message: msg})
-	} else if a.MaintenanceReason != b.MaintenanceReason {
-		add("maintenance_reason", a.MaintenanceReason, b.MaintenanceReason, "maintenance reason changed")
-	}
-	return evs
 }
 
 // DeleteNode retires a node: it goes deleting at once (hidden from
@@ -327,61 +276,50 @@ func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifM
 	var jobID int64
 	var name, id string
 	var maintenance bool
-	err := retryConflict(ctx, func() error {
-		return s.store.InTx(ctx, func(tx store.Tx) error {
-			n, err := tx.GetNode(ctx, idOrName)
-			if err != nil {
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		n, err := tx.GetNode(ctx, idOrName)
+		if err != nil {
+			return err
+		}
+		if ifMatch != 0 && n.Version != ifMatch {
+			return preconditionFailed(ifMatch, n.Version)
+		}
+		name, id = n.Name, n.ID
+		if n.InstanceID != "" {
+			if inst, err := tx.GetInstance(ctx, n.InstanceID); err == nil {
+				if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
+					return err
+				}
+				if err := tx.Note(ctx, n, c.Actor(), &baremetal.Event{Type: "instance_deleted",
+					Field: "instance_id", Old: inst.ID, Message: fmt.Sprintf("instance %s deleted with its node", inst.Name)}); err != nil {
+					return err
+				}
+			} else if !baremetal.IsCode(err, baremetal.CodeNotFound) {
 				return err
 			}
-			if ifMatch != 0 && n.Version != ifMatch {
-				return preconditionFailed(ifMatch, n.Version)
+		}
+		if force {
+			return tx.Remove(ctx, n)
+		}
+		n, _, err = tx.Apply(ctx, n, c.Actor(), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
+			n.InstanceID = ""
+			if n.ProvisionState == baremetal.StateDeleting {
+				return nil
 			}
-			name, id = n.Name, n.ID
-			hadInstance := n.InstanceID != ""
-			if hadInstance {
-				if inst, err := tx.GetInstance(ctx, n.InstanceID); err == nil {
-					if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
-						return err
-					}
-					if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "instance_deleted",
-						Field: "instance_id", Old: inst.ID, Message: fmt.Sprintf("instance %s deleted with its node", inst.Name)}); err != nil {
-						return err
-					}
-				} else if !baremetal.IsCode(err, baremetal.CodeNotFound) {
-					return err
-				}
-				n.InstanceID = ""
+			ch.Reason = "node deletion requested; retire job queued"
+			if n.Maintenance {
+				ch.Reason = "node deletion requested; the retire job waits until maintenance is cleared (or delete with force=true)"
 			}
-			if force {
-				return tx.DeleteNode(ctx, n.ID, n.Version)
-			}
-			old := n.ProvisionState
-			if old != baremetal.StateDeleting {
-				if err := n.Transition(baremetal.StateDeleting); err != nil {
-					return err
-				}
-			}
-			if old != baremetal.StateDeleting || hadInstance {
-				if err := tx.UpdateNode(ctx, n); err != nil {
-					return err
-				}
-			}
-			if old != baremetal.StateDeleting {
-				msg := "node deletion requested; retire job queued"
-				if n.Maintenance {
-					msg = "node deletion requested; the retire job waits until maintenance is cleared (or delete with force=true)"
-				}
-				if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "provision_state", Field: "provision_state",
-					Old: string(old), New: string(n.ProvisionState), Message: msg}); err != nil {
-					return err
-				}
-			}
-			// Queued again on a repeated delete: uniqueness makes it a no-op
-			// when the retire is still queued, and re-queues it otherwise.
-			jobID, err = s.jobs.InsertTx(ctx, tx, jobs.RetireArgs{NodeID: n.ID})
-			maintenance = n.Maintenance
-			return err
+			return n.Transition(baremetal.StateDeleting)
 		})
+		if err != nil {
+			return err
+		}
+		// Queued again on a repeated delete: uniqueness makes it a no-op
+		// when the retire is still queued, and re-queues it otherwise.
+		jobID, err = s.jobs.InsertTx(ctx, tx, jobs.RetireArgs{NodeID: n.ID})
+		maintenance = n.Maintenance
+		return err
 	})
 	if err != nil {
 		return 0, false, err
@@ -407,7 +345,7 @@ func (s *Service) PowerNode(ctx context.Context, c Caller, idOrName, target stri
 		return 0, baremetal.FieldErrorf("target", "target %q must be one of on, off, soft_off, reset", target)
 	}
 	var jobID int64
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		n, err := tx.GetNode(ctx, idOrName)
 		if err != nil {
 			return err
@@ -415,11 +353,11 @@ func (s *Service) PowerNode(ctx context.Context, c Caller, idOrName, target stri
 		if n.ProvisionState == baremetal.StateDeleting {
 			return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted", n.Name)
 		}
-		if err := tx.InsertEvent(ctx, &baremetal.Event{NodeID: n.ID, Actor: c.Actor(), Type: "power_requested",
+		if err := tx.Note(ctx, n, c.Actor(), &baremetal.Event{Type: "power_requested",
 			Message: "power " + target + " requested"}); err != nil {
 			return err
 		}
-		jobID, err = s.jobs.InsertTx(ctx, tx, jobs.PowerArgs{NodeID: n.ID, Action: target, Actor: c.Actor()})
+		jobID, err = s.jobs.InsertTx(ctx, tx, jobs.PowerArgs{NodeID: n.ID, Action: target, Actor: string(c.Actor())})
 		return err
 	})
 	return jobID, err

@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -74,77 +74,51 @@ func (s *Service) InstanceReady(ctx context.Context, id, token, from string) err
 		return nil
 	}
 	var msg string
-	err = retryConflict(ctx, func() error {
+	err = s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		msg = ""
-		return s.store.InTx(ctx, func(tx store.Tx) error {
-			inst, err := tx.GetInstance(ctx, id)
-			if baremetal.IsCode(err, baremetal.CodeNotFound) {
-				return errBadReadyToken
-			}
+		inst, err := tx.GetInstance(ctx, id)
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return errBadReadyToken
+		}
+		if err != nil {
+			return err
+		}
+		if inst.ReadyTokenHash == "" || subtle.ConstantTimeCompare([]byte(HashSecret(token)), []byte(inst.ReadyTokenHash)) != 1 {
+			return errBadReadyToken
+		}
+		if inst.Ready {
+			return nil
+		}
+		inst.Ready = true
+		node, err := tx.GetNode(ctx, inst.NodeID)
+		if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return err
+		}
+		now := s.now()
+		switch {
+		case node == nil || node.InstanceID != inst.ID || inst.BootedAt == nil:
+			// Node force-deleted or moved on, or not booted yet: remember
+			// only (the deploy finishes when it sees the power on).
+		case node.ProvisionState == baremetal.StateDeploying:
+			msg = fmt.Sprintf("instance %s reported ready %s after power-on (from %s)", inst.Name, baremetal.HumanDuration(now.Sub(*inst.BootedAt)), from)
+		case node.ProvisionState == baremetal.StateDeployFailed && inst.State == baremetal.InstanceError:
+			msg = fmt.Sprintf("instance %s reported ready %s after power-on, past its deploy_timeout of %s (from %s); deploy_timeout cleared",
+				inst.Name, baremetal.HumanDuration(now.Sub(*inst.BootedAt)), inst.DeployTimeout, from)
+		}
+		if msg != "" {
+			_, _, err := tx.Apply(ctx, node, ledger.Instance(inst.ID), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
+				ch.Reason = msg
+				return baremetal.FinishDeploy(n, inst)
+			})
 			if err != nil {
 				return err
 			}
-			if inst.ReadyTokenHash == "" || subtle.ConstantTimeCompare([]byte(HashSecret(token)), []byte(inst.ReadyTokenHash)) != 1 {
-				return errBadReadyToken
-			}
-			if inst.Ready {
-				return nil
-			}
-			inst.Ready = true
-			node, err := tx.GetNode(ctx, inst.NodeID)
-			if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
-				return err
-			}
-			now := s.now()
-			var old baremetal.ProvisionState
-			switch {
-			case node == nil || node.InstanceID != inst.ID:
-				// Node force-deleted or moved on: remember only.
-			case node.ProvisionState == baremetal.StateDeploying && inst.BootedAt != nil:
-				old = node.ProvisionState
-				msg = fmt.Sprintf("instance %s reported ready %s after power-on (from %s)", inst.Name, humanSince(*inst.BootedAt, now), from)
-				inst.State, inst.LastError = baremetal.InstanceActive, ""
-			case node.ProvisionState == baremetal.StateDeployFailed && inst.BootedAt != nil && inst.State == baremetal.InstanceError:
-				old = node.ProvisionState
-				msg = fmt.Sprintf("instance %s reported ready %s after power-on, past its deploy_timeout of %s (from %s); deploy_timeout cleared",
-					inst.Name, humanSince(*inst.BootedAt, now), inst.DeployTimeout, from)
-				inst.State, inst.LastError = baremetal.InstanceActive, ""
-				if node.Fault == baremetal.FaultDeployTimeout {
-					node.Fault, node.FaultSince, node.LastError = baremetal.FaultNone, nil, ""
-				}
-			}
-			if err := tx.UpdateInstance(ctx, inst); err != nil {
-				return err
-			}
-			if old == "" {
-				return nil
-			}
-			if err := node.Transition(baremetal.StateActive); err != nil {
-				return err
-			}
-			if err := tx.UpdateNode(ctx, node); err != nil {
-				return err
-			}
-			return tx.InsertEvent(ctx, &baremetal.Event{NodeID: node.ID, Actor: "instance:" + inst.ID, Type: "provision_state",
-				Field: "provision_state", Old: string(old), New: string(node.ProvisionState), Message: msg})
-		})
+		}
+		return tx.UpdateInstance(ctx, inst)
 	})
 	if err != nil {
 		return err
 	}
 	s.log.InfoContext(ctx, "instance ready callback", "instance_id", id, "from", from, "activated", msg != "")
 	return nil
-}
-
-// humanSince is the time from t to now, rounded for people.
-func humanSince(t, now time.Time) string {
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	default:
-		return d.Round(time.Second).String()
-	}
 }

@@ -1,6 +1,7 @@
 // Package service is the controller's application logic between the HTTP
 // API and the store: who may do what, node and instance life cycle,
-// scheduling, quotas and the events every node change writes. Each
+// scheduling and quotas. Nodes are written through the ledger
+// (internal/ledger), which writes the events of every change. Each
 // operation is one short store transaction that also enqueues the durable
 // job it needs, so a state change never exists without its job.
 package service
@@ -12,6 +13,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -26,11 +28,12 @@ type Caller struct {
 func (c Caller) Admin() bool { return c.Role == baremetal.RoleAdmin }
 
 // Actor is how events name the caller.
-func (c Caller) Actor() string { return "token:" + c.TokenID }
+func (c Caller) Actor() ledger.Actor { return ledger.Token(c.TokenID) }
 
 // Service implements the API's operations.
 type Service struct {
 	store  store.Store
+	ledger *ledger.Ledger
 	jobs   jobs.Inserter
 	log    *slog.Logger
 	now    func() time.Time
@@ -42,7 +45,7 @@ func New(st store.Store, ins jobs.Inserter, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: st, jobs: ins, log: log, now: time.Now, tokens: newTokenCache(5 * time.Second)}
+	return &Service{store: st, ledger: ledger.New(st, log), jobs: ins, log: log, now: time.Now, tokens: newTokenCache(5 * time.Second)}
 }
 
 // Ready checks that the store answers.
@@ -57,23 +60,4 @@ func requireAdmin(c Caller, what string) error {
 		return forbidden("only an admin may %s", what)
 	}
 	return nil
-}
-
-// retryConflict runs fn again when it fails on a version conflict caused by
-// a concurrent writer (the controller's own power sync, another replica).
-// Client-supplied If-Match conflicts are precondition errors, not retried.
-func retryConflict(ctx context.Context, fn func() error) error {
-	var err error
-	for attempt := 0; attempt < 8; attempt++ {
-		err = fn()
-		if !baremetal.IsCode(err, baremetal.CodeConflict) || baremetal.ErrorField(err) != "version" {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
-		}
-	}
-	return err
 }

@@ -1,0 +1,117 @@
+package baremetal
+
+import (
+	"time"
+)
+
+// The outcomes of the controller's work on a node, as pure functions of
+// node and instance: the jobs (after their BMC calls) and the service (on
+// the OS's readiness callback) apply them inside a ledger mutation, so one
+// outcome is written the same way whoever observes it.
+
+// MaxLastError bounds LastError: a BMC can answer with an HTML page.
+const MaxLastError = 512
+
+// ClipError bounds s for LastError.
+func ClipError(s string) string {
+	if len(s) > MaxLastError {
+		return s[:MaxLastError-3] + "..."
+	}
+	return s
+}
+
+// BMC reports whether f is about reaching the BMC at all: the kind of
+// fault a successful BMC call disproves. power_mismatch, deploy_timeout,
+// clean_failed and bmc_refused are about the outcome of an action and
+// clear when that action succeeds.
+func (f Fault) BMC() bool {
+	switch f {
+	case FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError:
+		return true
+	}
+	return false
+}
+
+// ClearFault clears the node's fault if it is one of f: the action it was
+// about worked since (a later power change was observed, say).
+func (n *Node) ClearFault(f ...Fault) {
+	for _, x := range f {
+		if n.Fault == x {
+			n.Fault = FaultNone
+			n.FaultSince = nil
+			n.LastError = ""
+		}
+	}
+}
+
+// SetActionFault records a fault about an action's outcome with msg
+// (already free of secrets). A BMC fault already present stays: not
+// reaching the BMC explains the outcome better.
+func (n *Node) SetActionFault(f Fault, msg string, now time.Time) {
+	n.LastError = ClipError(msg)
+	if n.Fault.BMC() {
+		return
+	}
+	n.Fault = f
+	if n.FaultSince == nil {
+		n.FaultSince = &now
+	}
+}
+
+// deployFaults are the faults a finished deploy disproves.
+var deployFaults = []Fault{FaultPowerMismatch, FaultDeployTimeout, FaultBMCRefused}
+
+// FinishDeploy makes node and instance active: the image booted (and the
+// OS called back, when it was asked to). The faults about the deploy's own
+// actions clear; a BMC fault stays for the power sync to disprove.
+func FinishDeploy(n *Node, inst *Instance) error {
+	if err := n.Transition(StateActive); err != nil {
+		return err
+	}
+	n.ClearFault(deployFaults...)
+	inst.State, inst.LastError = InstanceActive, ""
+	return nil
+}
+
+// BootedAwaitingReady records that the instance booted at now and waits
+// for its OS's readiness callback: the node stays deploying, and the
+// faults the boot disproves clear.
+func BootedAwaitingReady(n *Node, inst *Instance, now time.Time) {
+	n.ClearFault(deployFaults...)
+	inst.BootedAt = &now
+}
+
+// FailDeploy records a deploy that failed for good with msg: node
+// deploy_failed (deleting the instance cleans it), instance error. The
+// caller sets any fault first.
+func FailDeploy(n *Node, inst *Instance, msg string) error {
+	if err := n.Transition(StateDeployFailed); err != nil {
+		return err
+	}
+	inst.State = InstanceError
+	inst.LastError = ClipError(msg)
+	return nil
+}
+
+// FinishCleaning returns a cleaned node to the pool: no instance, the
+// faults about the cleanup's actions (and any left by the deploy) cleared.
+func FinishCleaning(n *Node) error {
+	n.InstanceID = ""
+	n.ClearFault(FaultPowerMismatch, FaultCleanFailed, FaultDeployTimeout, FaultBMCRefused)
+	return n.Transition(StateAvailable)
+}
+
+// HumanDuration renders a duration for events and messages: "4m12s",
+// "2.3s", "850ms".
+func HumanDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Millisecond).String()
+	}
+}
