@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -80,17 +79,15 @@ func (r *Runner) cleanupError(ctx context.Context, job *river.Job[CleanupArgs], 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if errors.Is(err, errStopped) {
+	switch f := classify(err); {
+	case f == failStopped:
 		return nil
-	}
-	var pt *powerTimeoutError
-	switch {
-	case errors.As(err, &pt):
+	case f == failPowerTimeout:
 		r.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "cleanup: "+err.Error())
-	case isRefused(err):
+	case f == failRefused:
 		r.recordRefused(ctx, n.ID, "cleanup", err)
 		return r.refusedRetry(ctx, job.Kind, fmt.Errorf("cleanup node %s: %w", n.Name, err))
-	case isBMCErr(err):
+	case f.bmcTrouble():
 		r.recordBMCFailure(ctx, n.ID, "cleanup", err)
 	}
 	return r.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %w", n.Name, err))

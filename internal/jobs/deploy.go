@@ -295,38 +295,35 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if errors.Is(err, errStopped) {
+	fault := baremetal.FaultNone
+	retry := job.Attempt < job.MaxAttempts
+	switch f := classify(err); f {
+	case failStopped:
 		return nil
-	}
-	if aboutImage(err) {
+	case failImage:
 		if imagecheck.IsTransient(err) && job.Attempt < imageCheckAttempts {
 			return fmt.Errorf("deploy node %s: %w", n.Name, err)
 		}
 		return r.failOnImage(ctx, job, n, err)
-	}
-	fault := baremetal.FaultNone
-	var pt *powerTimeoutError
-	var perm *permanentError
-	switch {
-	case errors.As(err, &perm):
-	case errors.As(err, &pt):
-		fault = baremetal.FaultPowerMismatch
-	case isRefused(err):
+	case failPermanent:
+		retry = false
+	case failPowerTimeout:
+		fault, retry = baremetal.FaultPowerMismatch, false
+	case failRefused:
 		// Like a missing capability: the same request will be refused
 		// again. The node says so until a deploy or cleanup succeeds.
-		fault = baremetal.FaultBMCRefused
-	case isBMCErr(err):
+		fault, retry = baremetal.FaultBMCRefused, false
+	case failUnsupported:
 		r.recordBMCFailure(ctx, n.ID, "deploy", err)
-		if bmc.KindOf(err) != bmc.KindUnsupported && job.Attempt < job.MaxAttempts {
-			return fmt.Errorf("deploy node %s: %w", n.Name, err)
-		}
-	default:
-		if job.Attempt < job.MaxAttempts {
-			return fmt.Errorf("deploy node %s: %w", n.Name, err)
-		}
+		retry = false
+	case failBMC:
+		r.recordBMCFailure(ctx, n.ID, "deploy", err)
+	}
+	if retry {
+		return fmt.Errorf("deploy node %s: %w", n.Name, err)
 	}
 	msg := baremetal.ClipError(scrub(n, err.Error()))
-	if job.Attempt >= job.MaxAttempts && fault == baremetal.FaultNone && !errors.As(err, &pt) && perm == nil {
+	if f := classify(err); job.Attempt >= job.MaxAttempts && f != failPermanent && f != failPowerTimeout && f != failRefused {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
 	_, uerr := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {

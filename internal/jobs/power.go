@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -98,9 +97,10 @@ func (r *Runner) powerError(ctx context.Context, job *river.Job[PowerArgs], n *b
 		return ctx.Err()
 	}
 	a := job.Args
-	var pt *powerTimeoutError
-	final := errors.As(err, &pt) || job.Attempt >= job.MaxAttempts || bmc.KindOf(err) == bmc.KindUnsupported
-	if isBMCErr(err) {
+	f := classify(err)
+	timedOut := f == failPowerTimeout
+	final := timedOut || job.Attempt >= job.MaxAttempts || f == failUnsupported
+	if f.bmcTrouble() || f == failRefused {
 		r.recordBMCFailure(ctx, n.ID, "power "+a.Action, err)
 	}
 	if !final {
@@ -108,7 +108,7 @@ func (r *Runner) powerError(ctx context.Context, job *river.Job[PowerArgs], n *b
 	}
 	msg := baremetal.ClipError(scrub(n, fmt.Sprintf("power %s requested by %s failed: %v", a.Action, who, err)))
 	_, uerr := r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
-		if pt != nil {
+		if timedOut {
 			n.SetActionFault(baremetal.FaultPowerMismatch, scrub(n, msg), time.Now())
 		}
 		c.Events = append(c.Events, &baremetal.Event{Type: "power", Message: msg})

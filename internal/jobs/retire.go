@@ -54,14 +54,13 @@ func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			var pt *powerTimeoutError
-			switch {
-			case isRefused(err):
+			switch f := classify(err); {
+			case f == failRefused:
 				r.recordRefused(ctx, n.ID, "retire", err)
 				return r.refusedRetry(ctx, job.Kind, fmt.Errorf("retire node %s: %w", n.Name, err))
-			case isBMCErr(err):
+			case f.bmcTrouble():
 				r.recordBMCFailure(ctx, n.ID, "retire", err)
-			case errors.As(err, &pt):
+			case f == failPowerTimeout:
 				r.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "retire: "+err.Error())
 			}
 			return fmt.Errorf("retire node %s: %w", n.Name, err)
