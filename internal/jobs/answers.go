@@ -50,7 +50,7 @@ func isRefused(err error) bool {
 // the power state is left as last observed. The fault stays until the
 // refused work succeeds (cleanup and deploy clear it); power reads do not
 // clear it, since they do not show the BMC would now take the request.
-func (r *Runner) recordRefused(ctx context.Context, nodeID, what string, err error) {
+func (r *nodeWork) recordRefused(ctx context.Context, nodeID, what string, err error) {
 	_, uerr := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
 		now := time.Now()
 		r.noteSuccess(n, now)
@@ -67,7 +67,7 @@ func (r *Runner) recordRefused(ctx context.Context, nodeID, what string, err err
 // change on the BMC (firmware, settings) or an operator fixes it, and the
 // node's fault already says so. It never gives up: cleanup and retire must
 // finish once the BMC takes the request.
-func (r *Runner) refusedRetry(ctx context.Context, job string, err error) error {
+func (r *nodeWork) refusedRetry(ctx context.Context, job string, err error) error {
 	r.log.WarnContext(ctx, "BMC refused the request; retrying slowly", "job", job, "every", r.cfg.MaxBackoff, "err", err)
 	return river.JobSnooze(r.cfg.MaxBackoff)
 }

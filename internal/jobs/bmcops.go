@@ -34,7 +34,7 @@ func nodeSecrets(n *baremetal.Node) *redact.Secrets {
 // reusing, the Opener caches) the client first. Every BMC call of the
 // package goes through here, so every one is bounded, classified and
 // counted.
-func (r *Runner) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn func(ctx context.Context, c bmc.Client) error) error {
+func (r *nodeWork) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn func(ctx context.Context, c bmc.Client) error) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.BMCTimeout)
 	defer cancel()
 	started := time.Now()
@@ -57,7 +57,7 @@ func (r *Runner) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn f
 	return err
 }
 
-func (r *Runner) readPower(ctx context.Context, n *baremetal.Node) (bmc.PowerState, error) {
+func (r *nodeWork) readPower(ctx context.Context, n *baremetal.Node) (bmc.PowerState, error) {
 	var ps bmc.PowerState
 	err := r.bmcCall(ctx, n, "power state", func(ctx context.Context, c bmc.Client) error {
 		var err error
@@ -67,7 +67,7 @@ func (r *Runner) readPower(ctx context.Context, n *baremetal.Node) (bmc.PowerSta
 	return ps, err
 }
 
-func (r *Runner) setPower(ctx context.Context, n *baremetal.Node, a bmc.PowerAction) error {
+func (r *nodeWork) setPower(ctx context.Context, n *baremetal.Node, a bmc.PowerAction) error {
 	return r.bmcCall(ctx, n, "set power "+string(a), func(ctx context.Context, c bmc.Client) error {
 		return c.SetPower(ctx, a)
 	})
@@ -98,7 +98,7 @@ const transientPollErrors = 3
 // transientPollErrors consecutive failed reads, and ctx's error when the
 // job is stopped. stop, when not nil, is asked between polls whether to
 // give up (e.g. the node left the state the job works on).
-func (r *Runner) waitPower(ctx context.Context, n *baremetal.Node, want bmc.PowerState, stop func(context.Context) bool) (time.Duration, error) {
+func (r *nodeWork) waitPower(ctx context.Context, n *baremetal.Node, want bmc.PowerState, stop func(context.Context) bool) (time.Duration, error) {
 	start := time.Now()
 	deadline := start.Add(r.cfg.PowerChangeTimeout)
 	last := bmc.PowerUnknown

@@ -51,7 +51,7 @@ func TestBMCCallRedactsEveryForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{cfg: Config{BMC: echoOpener{msg}, BMCTimeout: time.Second}.withDefaults(), metrics: m}
+	r := &Runner{nodeWork: &nodeWork{cfg: Config{BMC: echoOpener{msg}, BMCTimeout: time.Second}.withDefaults(), metrics: m}}
 	n := &baremetal.Node{Name: "n1", Driver: baremetal.DriverRedfish, BMC: baremetal.BMC{Username: "root", Password: pw}}
 
 	_, err = r.readPower(context.Background(), n)

@@ -23,19 +23,19 @@ import (
 // In maintenance it waits (snoozes) and resumes when maintenance ends.
 type cleanupWorker struct {
 	river.WorkerDefaults[CleanupArgs]
-	r *Runner
+	*nodeWork
 }
 
 func (w *cleanupWorker) NextRetry(job *river.Job[CleanupArgs]) time.Time {
-	return w.r.nextRetry(job.JobRow)
+	return w.nextRetry(job.JobRow)
 }
 
 func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
-	return w.r.finish(ctx, job.JobRow, w.r.cleanup(ctx, job))
+	return w.finish(ctx, job.JobRow, w.cleanup(ctx, job))
 }
 
-func (r *Runner) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error {
-	n, err := r.begin(ctx, job.JobRow, job.Args.NodeID, true)
+func (w *cleanupWorker) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error {
+	n, err := w.begin(ctx, job.JobRow, job.Args.NodeID, true)
 	if n == nil {
 		return err
 	}
@@ -43,24 +43,24 @@ func (r *Runner) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error
 		return nil
 	}
 	stop := func(ctx context.Context) bool {
-		cur, err := r.store.GetNode(ctx, n.ID)
+		cur, err := w.store.GetNode(ctx, n.ID)
 		if err != nil {
 			return baremetal.IsCode(err, baremetal.CodeNotFound)
 		}
 		return cur.ProvisionState != baremetal.StateCleaning
 	}
-	if err := r.powerOff(ctx, n, stop); err != nil {
-		return r.cleanupError(ctx, job, n, err)
+	if err := w.powerOff(ctx, n, stop); err != nil {
+		return w.cleanupError(ctx, job, n, err)
 	}
-	if err := r.clearBoot(ctx, n); err != nil {
-		return r.cleanupError(ctx, job, n, err)
+	if err := w.clearBoot(ctx, n); err != nil {
+		return w.cleanupError(ctx, job, n, err)
 	}
-	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateCleaning {
 			return ledger.ErrSkip
 		}
 		now := time.Now()
-		r.observePower(n, bmc.PowerOff, nil, now)
+		w.observePower(n, bmc.PowerOff, nil, now)
 		touchSeen(n, now)
 		if err := baremetal.FinishCleaning(n); err != nil {
 			return err
@@ -75,7 +75,7 @@ func (r *Runner) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error
 }
 
 // cleanupError records why this attempt failed and retries, forever.
-func (r *Runner) cleanupError(ctx context.Context, job *river.Job[CleanupArgs], n *baremetal.Node, err error) error {
+func (w *cleanupWorker) cleanupError(ctx context.Context, job *river.Job[CleanupArgs], n *baremetal.Node, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -83,18 +83,18 @@ func (r *Runner) cleanupError(ctx context.Context, job *river.Job[CleanupArgs], 
 	case f == failStopped:
 		return nil
 	case f == failPowerTimeout:
-		r.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "cleanup: "+err.Error())
+		w.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "cleanup: "+err.Error())
 	case f == failRefused:
-		r.recordRefused(ctx, n.ID, "cleanup", err)
-		return r.refusedRetry(ctx, job.Kind, fmt.Errorf("cleanup node %s: %w", n.Name, err))
+		w.recordRefused(ctx, n.ID, "cleanup", err)
+		return w.refusedRetry(ctx, job.Kind, fmt.Errorf("cleanup node %s: %w", n.Name, err))
 	case f.bmcTrouble():
-		r.recordBMCFailure(ctx, n.ID, "cleanup", err)
+		w.recordBMCFailure(ctx, n.ID, "cleanup", err)
 	}
-	return r.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %w", n.Name, err))
+	return w.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %w", n.Name, err))
 }
 
 // recordActionFault writes an action fault (e.g. power_mismatch) to a node.
-func (r *Runner) recordActionFault(ctx context.Context, nodeID string, f baremetal.Fault, msg string) {
+func (r *nodeWork) recordActionFault(ctx context.Context, nodeID string, f baremetal.Fault, msg string) {
 	_, err := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
 		n.SetActionFault(f, scrub(n, msg), time.Now())
 		return nil

@@ -27,15 +27,15 @@ import (
 // waiting behind it (exclusive.go) takes over.
 type deployWorker struct {
 	river.WorkerDefaults[DeployArgs]
-	r *Runner
+	*nodeWork
 }
 
 func (w *deployWorker) NextRetry(job *river.Job[DeployArgs]) time.Time {
-	return w.r.nextRetry(job.JobRow)
+	return w.nextRetry(job.JobRow)
 }
 
 func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) error {
-	err := w.r.deploy(ctx, job)
+	err := w.deploy(ctx, job)
 	var snooze *river.JobSnoozeError
 	var cancel *river.JobCancelError
 	if err != nil && job.Attempt >= job.MaxAttempts && !errors.As(err, &snooze) && !errors.As(err, &cancel) {
@@ -44,10 +44,10 @@ func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) err
 		// instance deploying forever with no reason given; wait and try
 		// again instead (a snooze does not use an attempt), so the next
 		// failure is recorded on the instance by deployError.
-		w.r.log.WarnContext(ctx, "deploy failed on its last attempt without recording why; retrying", "job", job.ID, "err", err)
-		err = river.JobSnooze(w.r.backoff(job.Attempt))
+		w.log.WarnContext(ctx, "deploy failed on its last attempt without recording why; retrying", "job", job.ID, "err", err)
+		err = river.JobSnooze(w.backoff(job.Attempt))
 	}
-	return w.r.finish(ctx, job.JobRow, err)
+	return w.finish(ctx, job.JobRow, err)
 }
 
 // failDeploy records a deploy that failed for good (baremetal.FailDeploy)
@@ -79,47 +79,47 @@ func deploying(n *baremetal.Node, instanceID string) bool {
 	return n.ProvisionState == baremetal.StateDeploying && n.InstanceID == instanceID
 }
 
-func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
+func (w *deployWorker) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 	a := job.Args
-	n, err := r.begin(ctx, job.JobRow, a.NodeID, true)
+	n, err := w.begin(ctx, job.JobRow, a.NodeID, true)
 	if n == nil {
 		return err
 	}
 	if !deploying(n, a.InstanceID) {
 		return nil
 	}
-	inst, err := r.store.GetInstance(ctx, a.InstanceID)
+	inst, err := w.store.GetInstance(ctx, a.InstanceID)
 	if err != nil {
 		return ignoreGone(err)
 	}
 	if inst.BootedAt != nil {
 		// Booted by an earlier run; what is left is waiting for the OS.
-		return r.awaitReady(ctx, n, inst)
+		return w.awaitReady(ctx, n, inst)
 	}
 	// stop is asked between steps and polls: has the deploy been
 	// overtaken (instance deleted, node deleted or put elsewhere)?
 	stop := func(ctx context.Context) bool {
-		cur, err := r.store.GetNode(ctx, a.NodeID)
+		cur, err := w.store.GetNode(ctx, a.NodeID)
 		if err != nil {
 			return baremetal.IsCode(err, baremetal.CodeNotFound)
 		}
 		if !deploying(cur, a.InstanceID) {
-			r.log.InfoContext(ctx, "deploy overtaken; stopping", "node", cur.Name, "instance", a.InstanceID, "state", cur.ProvisionState)
+			w.log.InfoContext(ctx, "deploy overtaken; stopping", "node", cur.Name, "instance", a.InstanceID, "state", cur.ProvisionState)
 			return true
 		}
 		return false
 	}
 
-	dev, drive, err := r.prepareBoot(ctx, n, inst)
+	dev, drive, err := w.prepareBoot(ctx, n, inst)
 	if err != nil {
-		return r.deployError(ctx, job, n, err)
+		return w.deployError(ctx, job, n, err)
 	}
 	if stop(ctx) {
 		return nil
 	}
-	ps, err := r.readPower(ctx, n)
+	ps, err := w.readPower(ctx, n)
 	if err != nil {
-		return r.deployError(ctx, job, n, err)
+		return w.deployError(ctx, job, n, err)
 	}
 	action := bmc.ActionOn
 	if ps == bmc.PowerOn {
@@ -127,24 +127,24 @@ func (r *Runner) deploy(ctx context.Context, job *river.Job[DeployArgs]) error {
 		// boots from the override we just set.
 		action = bmc.ActionReset
 	}
-	if err := r.setPower(ctx, n, action); err != nil {
-		return r.deployError(ctx, job, n, err)
+	if err := w.setPower(ctx, n, action); err != nil {
+		return w.deployError(ctx, job, n, err)
 	}
-	took, err := r.waitPower(ctx, n, bmc.PowerOn, stop)
+	took, err := w.waitPower(ctx, n, bmc.PowerOn, stop)
 	if err != nil {
-		return r.deployError(ctx, job, n, err)
+		return w.deployError(ctx, job, n, err)
 	}
 
 	booted := fmt.Sprintf("booted from %s%s, power on observed after %s", dev, drive, baremetal.HumanDuration(took))
 	var wait time.Duration
-	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		wait = 0
 		inst, err := deployingInstance(ctx, tx, n, a.InstanceID)
 		if err != nil {
 			return err
 		}
 		now := time.Now()
-		r.observePower(n, bmc.PowerOn, nil, now)
+		w.observePower(n, bmc.PowerOn, nil, now)
 		touchSeen(n, now)
 		if inst.DeployTimeout > 0 {
 			baremetal.BootedAwaitingReady(n, inst, now)
@@ -180,7 +180,7 @@ const readyPoll = time.Minute
 // awaitReady is a deploy whose node has booted and waits for the OS's
 // readiness callback: before the deadline it sleeps (snoozed, readyPoll at a time,
 // holding nothing); after it, the deploy fails with deploy_timeout.
-func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance) error {
+func (w *deployWorker) awaitReady(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance) error {
 	if inst.Ready || inst.DeployTimeout <= 0 {
 		return nil // the callback finished it
 	}
@@ -188,7 +188,7 @@ func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *bareme
 	if left := time.Until(deadline); left > 0 {
 		return river.JobSnooze(min(left, readyPoll))
 	}
-	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err := w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		inst, err := deployingInstance(ctx, tx, n, inst.ID)
 		if err != nil {
 			return err
@@ -209,22 +209,22 @@ func (r *Runner) awaitReady(ctx context.Context, n *baremetal.Node, inst *bareme
 // the image on virtual media when the BMC supports it, PXE otherwise. An
 // instance with user data or a deploy_timeout also gets its config drive
 // attached (see attachConfigDrive); drive describes it for the event.
-func (r *Runner) prepareBoot(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance) (dev bmc.BootDevice, drive string, err error) {
-	vm, err := r.ejectMediaSupported(ctx, n)
+func (w *deployWorker) prepareBoot(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance) (dev bmc.BootDevice, drive string, err error) {
+	vm, err := w.ejectMediaSupported(ctx, n)
 	if err != nil {
 		return "", "", err
 	}
 	dev = bmc.BootPXE
 	if vm && inst.Image.URL != "" {
-		if r.cfg.ImageCheck != nil {
+		if w.cfg.ImageCheck != nil {
 			// Before the BMC gets it: a BMC that cannot fetch an image
 			// says so in its own words, if at all (many accept any URL
 			// and fail at boot).
-			if err := r.cfg.ImageCheck.Check(ctx, inst.Image.URL); err != nil {
+			if err := w.cfg.ImageCheck.Check(ctx, inst.Image.URL); err != nil {
 				return "", "", err
 			}
 		}
-		err := r.bmcCall(ctx, n, "insert media", func(ctx context.Context, c bmc.Client) error {
+		err := w.bmcCall(ctx, n, "insert media", func(ctx context.Context, c bmc.Client) error {
 			return c.(bmc.VirtualMedia).InsertMedia(ctx, inst.Image.URL)
 		})
 		switch {
@@ -235,12 +235,12 @@ func (r *Runner) prepareBoot(ctx context.Context, n *baremetal.Node, inst *barem
 		}
 	}
 	if inst.NeedsConfigDrive() {
-		if err := r.attachConfigDrive(ctx, n, inst, vm); err != nil {
+		if err := w.attachConfigDrive(ctx, n, inst, vm); err != nil {
 			return "", "", err
 		}
 		drive = " with its config drive"
 	}
-	err = r.bmcCall(ctx, n, "set boot device", func(ctx context.Context, c bmc.Client) error {
+	err = w.bmcCall(ctx, n, "set boot device", func(ctx context.Context, c bmc.Client) error {
 		return c.SetBootDevice(ctx, dev, false)
 	})
 	return dev, drive, err
@@ -260,19 +260,19 @@ func (e *permanentError) Error() string { return e.msg }
 // slot. Without a public URL, virtual media or a free slot the user data
 // and the readiness callback cannot reach the OS; saying so beats
 // booting a machine that silently lacks its configuration.
-func (r *Runner) attachConfigDrive(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance, vm bool) error {
+func (w *deployWorker) attachConfigDrive(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance, vm bool) error {
 	why := "user_data"
 	if inst.UserData == "" {
 		why = "deploy_timeout (the readiness callback)"
 	}
-	if r.cfg.PublicURL == "" {
+	if w.cfg.PublicURL == "" {
 		return &permanentError{fmt.Sprintf("the instance's %s needs a config drive, but the controller has no --public-url for the BMC to fetch it from", why)}
 	}
 	if !vm {
 		return &permanentError{fmt.Sprintf("the instance's %s needs a config drive, but the %s BMC of node %s has no virtual media", why, n.Driver, n.Name)}
 	}
-	url := r.cfg.PublicURL + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
-	err := r.bmcCall(ctx, n, "insert config drive", func(ctx context.Context, c bmc.Client) error {
+	url := w.cfg.PublicURL + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
+	err := w.bmcCall(ctx, n, "insert config drive", func(ctx context.Context, c bmc.Client) error {
 		cd, ok := c.(bmc.ConfigDriveMedia)
 		if !ok {
 			return bmc.Errorf(bmc.KindUnsupported, "insert config drive", "the driver cannot attach a second virtual media image")
@@ -291,7 +291,7 @@ func (r *Runner) attachConfigDrive(ctx context.Context, n *baremetal.Node, inst 
 // never observed, or running out of attempts fail it: the instance goes to
 // error and the node to deploy_failed, where deleting the instance cleans
 // the node up.
-func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n *baremetal.Node, err error) error {
+func (w *deployWorker) deployError(ctx context.Context, job *river.Job[DeployArgs], n *baremetal.Node, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -304,7 +304,7 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 		if imagecheck.IsTransient(err) && job.Attempt < imageCheckAttempts {
 			return fmt.Errorf("deploy node %s: %w", n.Name, err)
 		}
-		return r.failOnImage(ctx, job, n, err)
+		return w.failOnImage(ctx, job, n, err)
 	case failPermanent:
 		retry = false
 	case failPowerTimeout:
@@ -314,10 +314,10 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 		// again. The node says so until a deploy or cleanup succeeds.
 		fault, retry = baremetal.FaultBMCRefused, false
 	case failUnsupported:
-		r.recordBMCFailure(ctx, n.ID, "deploy", err)
+		w.recordBMCFailure(ctx, n.ID, "deploy", err)
 		retry = false
 	case failBMC:
-		r.recordBMCFailure(ctx, n.ID, "deploy", err)
+		w.recordBMCFailure(ctx, n.ID, "deploy", err)
 	}
 	if retry {
 		return fmt.Errorf("deploy node %s: %w", n.Name, err)
@@ -326,7 +326,7 @@ func (r *Runner) deployError(ctx context.Context, job *river.Job[DeployArgs], n 
 	if f := classify(err); job.Attempt >= job.MaxAttempts && f != failPermanent && f != failPowerTimeout && f != failRefused {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
-	_, uerr := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, uerr := w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		inst, err := deployingInstance(ctx, tx, n, job.Args.InstanceID)
 		if err != nil {
 			return err

@@ -43,19 +43,19 @@ func aboutImage(err error) bool {
 // (no instance, no fault: the BMC answered) and cleaned back to available
 // by a cleanup job queued in the same transaction. The instance keeps its
 // node_id for the record; deleting it later leaves the node alone.
-func (r *Runner) failOnImage(ctx context.Context, job *river.Job[DeployArgs], n *baremetal.Node, cause error) error {
+func (w *deployWorker) failOnImage(ctx context.Context, job *river.Job[DeployArgs], n *baremetal.Node, cause error) error {
 	msg := imageFailure(n, cause)
 	if imagecheck.IsTransient(cause) {
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
-	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err := w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		inst, err := deployingInstance(ctx, tx, n, job.Args.InstanceID)
 		if err != nil {
 			return err
 		}
 		// Ejecting the old media worked before the image was looked at:
 		// whatever BMC trouble the node had is over.
-		r.noteSuccess(n, time.Now())
+		w.noteSuccess(n, time.Now())
 		n.InstanceID = ""
 		if err := n.Transition(baremetal.StateCleaning); err != nil {
 			return err
@@ -66,7 +66,7 @@ func (r *Runner) failOnImage(ctx context.Context, job *river.Job[DeployArgs], n 
 		if err := tx.UpdateInstance(ctx, inst); err != nil {
 			return err
 		}
-		_, err = r.InsertTx(ctx, tx, CleanupArgs{NodeID: n.ID})
+		_, err = w.InsertTx(ctx, tx, CleanupArgs{NodeID: n.ID})
 		return err
 	})
 	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {

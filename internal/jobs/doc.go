@@ -8,7 +8,7 @@
 // # Rules every job follows
 //
 //   - Maintenance is the operator's. No code path here sets it; the single
-//     write path (nodeupdate.go) refuses to. A node in maintenance is still
+//     write path of nodes (internal/ledger) refuses it to the controller. A node in maintenance is still
 //     observed (power sync, sync_node) but not acted on: mutating jobs
 //     snooze (wait without using an attempt) and resume when it ends.
 //   - BMC trouble is a fault (faults.go): counted, backed off, raised after
@@ -19,9 +19,14 @@
 //     and an answer about the deploy's image fails the instance, not the
 //     node (deployimage.go).
 //   - One mutating job per node at a time (exclusive.go).
-//   - Every node write re-reads the node in a short transaction, retries on
-//     a version conflict, and records one event per changed field
-//     (provision_state, fault, power_state), actor "controller".
+//   - Every node write goes through the ledger: it re-reads the node in a
+//     short transaction, retries on a version conflict, and records one
+//     event per changed field, actor "controller". Outcomes (deploy
+//     finished or failed, cleaned) are the domain's pure functions
+//     (baremetal.FinishDeploy, ...), shared with the service.
+//   - Each kind's work lives on its worker beside its args (deployWorker
+//     in deploy.go, ...); the steps several kinds take are nodeWork's
+//     (workers.go, bmcops.go, faults.go); Runner is wiring.
 //   - Transactions hold no BMC call: BMC calls happen first, the write
 //     after, so SQLite's single writer is never held for a BMC's timeout.
 //

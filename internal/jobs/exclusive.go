@@ -28,7 +28,7 @@ import (
 
 // busyNode reports whether another mutating job of nodeID is running and
 // started before job.
-func (r *Runner) busyNode(ctx context.Context, job *rivertype.JobRow, nodeID string) (bool, error) {
+func (r *nodeWork) busyNode(ctx context.Context, job *rivertype.JobRow, nodeID string) (bool, error) {
 	res, err := r.q.JobList(ctx, river.NewJobListParams().
 		States(rivertype.JobStateRunning).
 		Kinds(mutatingKinds...).
@@ -90,7 +90,7 @@ func waitingJobsOf(nodeID string) *river.JobListParams {
 // nudge makes the node's waiting mutating jobs run now. It is called when
 // a BMC fault clears (power sync, sync_node): a cleanup or verify backing
 // off for minutes behind a BMC that just came back should not keep waiting.
-func (r *Runner) nudge(ctx context.Context, nodeID string) {
+func (r *nodeWork) nudge(ctx context.Context, nodeID string) {
 	res, err := r.q.JobList(ctx, waitingJobsOf(nodeID))
 	if err != nil {
 		r.log.WarnContext(ctx, "list waiting jobs to nudge", "node", nodeID, "err", err)

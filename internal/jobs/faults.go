@@ -26,7 +26,7 @@ import (
 // backoff is the delay after the n-th consecutive failure (n ≥ 1):
 // RetryBase·2^(n-1) capped at MaxBackoff, minus up to 20% jitter so nodes
 // behind one failed switch do not all come back in the same instant.
-func (r *Runner) backoff(n int) time.Duration {
+func (r *nodeWork) backoff(n int) time.Duration {
 	if n < 1 {
 		n = 1
 	}
@@ -71,7 +71,7 @@ func scrub(n *baremetal.Node, s string) string {
 }
 
 // noteFailure records a failed BMC call on n (in memory; the caller writes).
-func (r *Runner) noteFailure(n *baremetal.Node, op string, err error, now time.Time) {
+func (r *nodeWork) noteFailure(n *baremetal.Node, op string, err error, now time.Time) {
 	n.BMCFailures++
 	n.LastError = describeBMCError(n, op, err)
 	next := now.Add(r.backoff(n.BMCFailures))
@@ -99,7 +99,7 @@ func (r *Runner) noteFailure(n *baremetal.Node, op string, err error, now time.T
 // noteSuccess records that the BMC answered: it clears every trace of BMC
 // trouble (the "reachable again" event is derived from that change, see
 // ledger.Diff). Action faults stay until their action succeeds.
-func (r *Runner) noteSuccess(n *baremetal.Node, now time.Time) {
+func (r *nodeWork) noteSuccess(n *baremetal.Node, now time.Time) {
 	if n.Fault.BMC() {
 		n.Fault = baremetal.FaultNone
 		n.FaultSince = nil
@@ -125,7 +125,7 @@ func touchSeen(n *baremetal.Node, now time.Time) { n.LastSeenAt = &now }
 // observePower applies one power read to n: the BMC answered with ps (err
 // nil) or failed. It is the single rule shared by the sync pass, sync_node
 // and the jobs.
-func (r *Runner) observePower(n *baremetal.Node, ps bmc.PowerState, err error, now time.Time) {
+func (r *nodeWork) observePower(n *baremetal.Node, ps bmc.PowerState, err error, now time.Time) {
 	if err != nil {
 		r.noteFailure(n, "power state", err, now)
 		return

@@ -17,7 +17,7 @@ import (
 func unitRunner(t *testing.T) *Runner {
 	t.Helper()
 	cfg := Config{RetryBase: time.Second, MaxBackoff: time.Minute, FaultThreshold: 3}.withDefaults()
-	return &Runner{cfg: cfg}
+	return &Runner{nodeWork: &nodeWork{cfg: cfg}}
 }
 
 func TestBackoffDoublesUpToTheCap(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 // recordBMCFailure writes a failed BMC call to the node's fault accounting.
 // Errors writing it are logged, not returned: the caller is already
 // handling the BMC error, which matters more.
-func (r *Runner) recordBMCFailure(ctx context.Context, nodeID, op string, bmcErr error) {
+func (r *nodeWork) recordBMCFailure(ctx context.Context, nodeID, op string, bmcErr error) {
 	_, err := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
 		r.noteFailure(n, op, bmcErr, time.Now())
 		return nil

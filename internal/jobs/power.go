@@ -17,15 +17,15 @@ import (
 // is observed; the outcome is an event either way.
 type powerWorker struct {
 	river.WorkerDefaults[PowerArgs]
-	r *Runner
+	*nodeWork
 }
 
 func (w *powerWorker) NextRetry(job *river.Job[PowerArgs]) time.Time {
-	return w.r.nextRetry(job.JobRow)
+	return w.nextRetry(job.JobRow)
 }
 
 func (w *powerWorker) Work(ctx context.Context, job *river.Job[PowerArgs]) error {
-	return w.r.finish(ctx, job.JobRow, w.r.power(ctx, job))
+	return w.finish(ctx, job.JobRow, w.power(ctx, job))
 }
 
 func parseAction(s string) (bmc.PowerAction, bool) {
@@ -36,13 +36,13 @@ func parseAction(s string) (bmc.PowerAction, bool) {
 	return "", false
 }
 
-func (r *Runner) power(ctx context.Context, job *river.Job[PowerArgs]) error {
+func (w *powerWorker) power(ctx context.Context, job *river.Job[PowerArgs]) error {
 	a := job.Args
 	action, ok := parseAction(a.Action)
 	if !ok {
 		return river.JobCancel(fmt.Errorf("power action %q: want on, off, soft_off or reset", a.Action))
 	}
-	n, err := r.begin(ctx, job.JobRow, a.NodeID, true)
+	n, err := w.begin(ctx, job.JobRow, a.NodeID, true)
 	if n == nil {
 		return err
 	}
@@ -55,9 +55,9 @@ func (r *Runner) power(ctx context.Context, job *river.Job[PowerArgs]) error {
 	}
 	target := action.Target()
 
-	ps, err := r.readPower(ctx, n)
+	ps, err := w.readPower(ctx, n)
 	if err != nil {
-		return r.powerError(ctx, job, n, who, err)
+		return w.powerError(ctx, job, n, who, err)
 	}
 	var took time.Duration
 	already := ps == target && action != bmc.ActionReset
@@ -67,20 +67,20 @@ func (r *Runner) power(ctx context.Context, job *river.Job[PowerArgs]) error {
 			// what the admin wants to end in.
 			action = bmc.ActionOn
 		}
-		if err := r.setPower(ctx, n, action); err != nil {
-			return r.powerError(ctx, job, n, who, err)
+		if err := w.setPower(ctx, n, action); err != nil {
+			return w.powerError(ctx, job, n, who, err)
 		}
-		if took, err = r.waitPower(ctx, n, target, nil); err != nil {
-			return r.powerError(ctx, job, n, who, err)
+		if took, err = w.waitPower(ctx, n, target, nil); err != nil {
+			return w.powerError(ctx, job, n, who, err)
 		}
 	}
 	msg := fmt.Sprintf("power %s requested by %s: observed %s after %s", a.Action, who, target, baremetal.HumanDuration(took))
 	if already {
 		msg = fmt.Sprintf("power %s requested by %s: already %s", a.Action, who, target)
 	}
-	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		now := time.Now()
-		r.observePower(n, target, nil, now)
+		w.observePower(n, target, nil, now)
 		touchSeen(n, now)
 		n.ClearFault(baremetal.FaultPowerMismatch)
 		c.Events = append(c.Events, &baremetal.Event{Type: "power", Message: msg, New: string(target)})
@@ -92,7 +92,7 @@ func (r *Runner) power(ctx context.Context, job *river.Job[PowerArgs]) error {
 // powerError records a failed power action. BMC errors are retried until
 // the attempts run out; a change that was never observed is final (and a
 // power_mismatch fault). Each final failure is an event.
-func (r *Runner) powerError(ctx context.Context, job *river.Job[PowerArgs], n *baremetal.Node, who string, err error) error {
+func (w *powerWorker) powerError(ctx context.Context, job *river.Job[PowerArgs], n *baremetal.Node, who string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -101,13 +101,13 @@ func (r *Runner) powerError(ctx context.Context, job *river.Job[PowerArgs], n *b
 	timedOut := f == failPowerTimeout
 	final := timedOut || job.Attempt >= job.MaxAttempts || f == failUnsupported
 	if f.bmcTrouble() || f == failRefused {
-		r.recordBMCFailure(ctx, n.ID, "power "+a.Action, err)
+		w.recordBMCFailure(ctx, n.ID, "power "+a.Action, err)
 	}
 	if !final {
 		return fmt.Errorf("power %s node %s: %w", a.Action, n.Name, err)
 	}
 	msg := baremetal.ClipError(scrub(n, fmt.Sprintf("power %s requested by %s failed: %v", a.Action, who, err)))
-	_, uerr := r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, uerr := w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if timedOut {
 			n.SetActionFault(baremetal.FaultPowerMismatch, scrub(n, msg), time.Now())
 		}
@@ -115,7 +115,7 @@ func (r *Runner) powerError(ctx context.Context, job *river.Job[PowerArgs], n *b
 		return nil
 	})
 	if uerr != nil && !baremetal.IsCode(uerr, baremetal.CodeNotFound) {
-		r.log.WarnContext(ctx, "record power failure", "node", n.Name, "err", uerr)
+		w.log.WarnContext(ctx, "record power failure", "node", n.Name, "err", uerr)
 	}
 	return river.JobCancel(fmt.Errorf("power %s node %s: %w", a.Action, n.Name, err))
 }

@@ -14,25 +14,25 @@ import (
 // retireWorker powers a node in state deleting off and removes its record.
 type retireWorker struct {
 	river.WorkerDefaults[RetireArgs]
-	r *Runner
+	*nodeWork
 }
 
 func (w *retireWorker) NextRetry(job *river.Job[RetireArgs]) time.Time {
-	return w.r.nextRetry(job.JobRow)
+	return w.nextRetry(job.JobRow)
 }
 
 func (w *retireWorker) Work(ctx context.Context, job *river.Job[RetireArgs]) error {
-	err := w.r.retire(ctx, job)
+	err := w.retire(ctx, job)
 	var snooze *river.JobSnoozeError
 	if err != nil && !errors.As(err, &snooze) {
-		err = w.r.retryForever(job.JobRow, err)
+		err = w.retryForever(job.JobRow, err)
 	}
-	return w.r.finish(ctx, job.JobRow, err)
+	return w.finish(ctx, job.JobRow, err)
 }
 
-func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {
+func (w *retireWorker) retire(ctx context.Context, job *river.Job[RetireArgs]) error {
 	a := job.Args
-	n, err := r.begin(ctx, job.JobRow, a.NodeID, !a.Force)
+	n, err := w.begin(ctx, job.JobRow, a.NodeID, !a.Force)
 	if n == nil {
 		return err
 	}
@@ -46,9 +46,9 @@ func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {
 		// more. A dead BMC keeps the node in deleting (with its fault
 		// current) for as long as it is dead; force=true is the operator's
 		// way out.
-		err := r.powerOff(ctx, n, nil)
+		err := w.powerOff(ctx, n, nil)
 		if err == nil {
-			err = r.clearBoot(ctx, n)
+			err = w.clearBoot(ctx, n)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -56,19 +56,19 @@ func (r *Runner) retire(ctx context.Context, job *river.Job[RetireArgs]) error {
 			}
 			switch f := classify(err); {
 			case f == failRefused:
-				r.recordRefused(ctx, n.ID, "retire", err)
-				return r.refusedRetry(ctx, job.Kind, fmt.Errorf("retire node %s: %w", n.Name, err))
+				w.recordRefused(ctx, n.ID, "retire", err)
+				return w.refusedRetry(ctx, job.Kind, fmt.Errorf("retire node %s: %w", n.Name, err))
 			case f.bmcTrouble():
-				r.recordBMCFailure(ctx, n.ID, "retire", err)
+				w.recordBMCFailure(ctx, n.ID, "retire", err)
 			case f == failPowerTimeout:
-				r.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "retire: "+err.Error())
+				w.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "retire: "+err.Error())
 			}
 			return fmt.Errorf("retire node %s: %w", n.Name, err)
 		}
 	}
-	if err := r.deleteNode(ctx, n.ID); err != nil {
+	if err := w.deleteNode(ctx, n.ID); err != nil {
 		return err
 	}
-	r.log.InfoContext(ctx, "node removed", "node", n.Name, "id", n.ID)
+	w.log.InfoContext(ctx, "node removed", "node", n.Name, "id", n.ID)
 	return nil
 }

@@ -24,13 +24,9 @@ import (
 // Runner runs the controller's durable jobs and the power sync on River,
 // over the store's own database.
 type Runner struct {
-	cfg   Config
-	store store.Store
-	// ledger is the only writer of nodes (internal/ledger).
-	ledger  *ledger.Ledger
-	log     *slog.Logger
-	q       queue
-	metrics *metrics
+	// nodeWork is shared with the workers (see workers.go); the Runner
+	// itself is wiring: River, the power sync, recovery.
+	*nodeWork
 
 	// replicaID is this process's River client id and heartbeat row
 	// (recovery.go); stopBeats ends the heartbeat loop, beatsDone says it
@@ -78,11 +74,13 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{
-		cfg:            cfg,
-		store:          cfg.Store,
-		ledger:         ledger.New(cfg.Store, cfg.Logger),
-		log:            cfg.Logger,
-		metrics:        m,
+		nodeWork: &nodeWork{
+			cfg:     cfg,
+			store:   cfg.Store,
+			ledger:  ledger.New(cfg.Store, cfg.Logger),
+			log:     cfg.Logger,
+			metrics: m,
+		},
 		syncSlots:      make(chan struct{}, cfg.PowerSyncWorkers),
 		syncStragglers: make(chan struct{}, 16*cfg.PowerSyncWorkers),
 		late:           make(chan observation, writeBatch),
@@ -97,12 +95,12 @@ func New(cfg Config) (*Runner, error) {
 	}
 
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &verifyWorker{r: r})
-	river.AddWorker(workers, &deployWorker{r: r})
-	river.AddWorker(workers, &cleanupWorker{r: r})
-	river.AddWorker(workers, &powerWorker{r: r})
-	river.AddWorker(workers, &retireWorker{r: r})
-	river.AddWorker(workers, &syncNodeWorker{r: r})
+	river.AddWorker(workers, &verifyWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &deployWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &cleanupWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &powerWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &retireWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &syncNodeWorker{nodeWork: r.nodeWork})
 	river.AddWorker(workers, &powerSyncWorker{r: r})
 	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
 
@@ -227,7 +225,7 @@ func (r *Runner) stopLate() {
 // InsertTx enqueues args in tx, so the job exists if and only if the state
 // change that needs it commits. A job of the same kind already waiting or
 // running for the node is not duplicated: its id is returned instead.
-func (r *Runner) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs) (int64, error) {
+func (r *nodeWork) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs) (int64, error) {
 	res, err := r.q.InsertTx(ctx, tx, args, nil)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s job: %w", args.Kind(), err)
@@ -299,7 +297,7 @@ func (r *Runner) Sync(ctx context.Context, nodeID string) error {
 
 // syncOne reads n's power and records the observation; when that clears a
 // BMC fault, the node's waiting jobs are nudged.
-func (r *Runner) syncOne(ctx context.Context, n *baremetal.Node) error {
+func (r *nodeWork) syncOne(ctx context.Context, n *baremetal.Node) error {
 	ps, bmcErr := r.readPower(ctx, n)
 	if bmcErr != nil && ctx.Err() != nil {
 		return ctx.Err()
@@ -325,7 +323,7 @@ func (r *Runner) syncOne(ctx context.Context, n *baremetal.Node) error {
 }
 
 // finish counts a job attempt's outcome and passes its error through.
-func (r *Runner) finish(ctx context.Context, job *rivertype.JobRow, err error) error {
+func (r *nodeWork) finish(ctx context.Context, job *rivertype.JobRow, err error) error {
 	outcome := "ok"
 	var snooze *rivertype.JobSnoozeError
 	var cancel *rivertype.JobCancelError

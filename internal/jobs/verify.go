@@ -21,42 +21,42 @@ import (
 // available without anyone touching it.
 type verifyWorker struct {
 	river.WorkerDefaults[VerifyArgs]
-	r *Runner
+	*nodeWork
 }
 
 func (w *verifyWorker) NextRetry(job *river.Job[VerifyArgs]) time.Time {
-	return w.r.nextRetry(job.JobRow)
+	return w.nextRetry(job.JobRow)
 }
 
 func (w *verifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) error {
-	return w.r.finish(ctx, job.JobRow, w.r.verify(ctx, job))
+	return w.finish(ctx, job.JobRow, w.verify(ctx, job))
 }
 
-func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
-	n, err := r.begin(ctx, job.JobRow, job.Args.NodeID, true)
+func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
+	n, err := w.begin(ctx, job.JobRow, job.Args.NodeID, true)
 	if n == nil {
 		return err
 	}
 	if n.ProvisionState != baremetal.StateEnroll {
 		return nil
 	}
-	ps, err := r.readPower(ctx, n)
+	ps, err := w.readPower(ctx, n)
 	var inv *bmc.Inventory
 	if err == nil {
-		inv, err = r.readInventory(ctx, n)
+		inv, err = w.readInventory(ctx, n)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.recordBMCFailure(ctx, n.ID, "verify", err)
-		return r.retryForever(job.JobRow, fmt.Errorf("verify node %s: %w", n.Name, err))
+		w.recordBMCFailure(ctx, n.ID, "verify", err)
+		return w.retryForever(job.JobRow, fmt.Errorf("verify node %s: %w", n.Name, err))
 	}
 	// A new verify queued while this one ran (the operator changed the BMC
 	// address) was merged into this job by uniqueness: what we read came
 	// from the old endpoint, so read again instead of trusting it.
 	ep, moved := endpoint(n), false
-	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateEnroll {
 			return ledger.ErrSkip
 		}
@@ -65,7 +65,7 @@ func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
 			return ledger.ErrSkip
 		}
 		now := time.Now()
-		r.observePower(n, ps, nil, now)
+		w.observePower(n, ps, nil, now)
 		touchSeen(n, now)
 		fillProperties(&n.Properties, inv)
 		if err := n.Transition(baremetal.StateAvailable); err != nil {
@@ -85,9 +85,9 @@ func (r *Runner) verify(ctx context.Context, job *river.Job[VerifyArgs]) error {
 
 // readInventory reads the hardware inventory; nil without error when the
 // driver or the BMC has none.
-func (r *Runner) readInventory(ctx context.Context, n *baremetal.Node) (*bmc.Inventory, error) {
+func (w *verifyWorker) readInventory(ctx context.Context, n *baremetal.Node) (*bmc.Inventory, error) {
 	var inv *bmc.Inventory
-	err := r.bmcCall(ctx, n, "inventory", func(ctx context.Context, c bmc.Client) error {
+	err := w.bmcCall(ctx, n, "inventory", func(ctx context.Context, c bmc.Client) error {
 		ig, ok := c.(bmc.InventoryGetter)
 		if !ok {
 			return nil
@@ -135,26 +135,26 @@ func fillProperties(p *baremetal.Properties, inv *bmc.Inventory) {
 // here: the periodic sync keeps trying.
 type syncNodeWorker struct {
 	river.WorkerDefaults[SyncNodeArgs]
-	r *Runner
+	*nodeWork
 }
 
 func (w *syncNodeWorker) Work(ctx context.Context, job *river.Job[SyncNodeArgs]) error {
-	return w.r.finish(ctx, job.JobRow, w.r.syncNode(ctx, job.Args.NodeID))
+	return w.finish(ctx, job.JobRow, w.syncNode(ctx, job.Args.NodeID))
 }
 
-func (r *Runner) syncNode(ctx context.Context, nodeID string) error {
+func (w *syncNodeWorker) syncNode(ctx context.Context, nodeID string) error {
 	// A sync_node request that arrives while one runs is dropped as a
 	// duplicate (uniqueness includes running jobs), and it may carry new
 	// credentials: so read again if the endpoint changed under us.
 	for range 3 {
-		n, err := r.store.GetNode(ctx, nodeID)
+		n, err := w.store.GetNode(ctx, nodeID)
 		if err != nil {
 			return ignoreGone(err)
 		}
-		if err := r.syncOne(ctx, n); err != nil && !isBMCErr(err) {
+		if err := w.syncOne(ctx, n); err != nil && !isBMCErr(err) {
 			return ignoreGone(err)
 		}
-		again, err := r.store.GetNode(ctx, nodeID)
+		again, err := w.store.GetNode(ctx, nodeID)
 		if err != nil {
 			return ignoreGone(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -12,14 +13,30 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
+
+// nodeWork is what the workers of node jobs share: their dependencies
+// (the store, the ledger that writes nodes, the queue, the BMC drivers
+// in cfg) and the steps more than one kind takes (BMC calls and fault
+// accounting, powering off, clearing boot, mutual exclusion). Each kind's
+// own work lives on its worker, beside its args: deployWorker in
+// deploy.go, cleanupWorker in cleanup.go, and so on.
+type nodeWork struct {
+	cfg     Config
+	store   store.Store
+	ledger  *ledger.Ledger
+	log     *slog.Logger
+	q       queue
+	metrics *metrics
+}
 
 // begin is how every mutating job starts. It returns the node to act on,
 // or nil and the error the job should end with: nil when the node is gone
 // (nothing left to do), a snooze while another mutating job of the node
 // runs or while the node is in maintenance. Snoozing is waiting, not
 // failing: it uses no attempt, so a job can wait out any maintenance.
-func (r *Runner) begin(ctx context.Context, job *rivertype.JobRow, nodeID string, honorMaintenance bool) (*baremetal.Node, error) {
+func (r *nodeWork) begin(ctx context.Context, job *rivertype.JobRow, nodeID string, honorMaintenance bool) (*baremetal.Node, error) {
 	busy, err := r.busyNode(ctx, job, nodeID)
 	if err != nil {
 		return nil, err
@@ -43,14 +60,14 @@ func (r *Runner) begin(ctx context.Context, job *rivertype.JobRow, nodeID string
 
 // nextRetry is the retry schedule of every kind: the same exponential
 // backoff as NextCheckAt, capped at MaxBackoff.
-func (r *Runner) nextRetry(job *rivertype.JobRow) time.Time {
+func (r *nodeWork) nextRetry(job *rivertype.JobRow) time.Time {
 	return time.Now().Add(r.backoff(job.Attempt))
 }
 
 // retryForever returns err for River to retry it, except on the last
 // attempt, where it snoozes instead: snoozing gives the attempt back, so
 // kinds that must never give up (cleanup, verify) never reach MaxAttempts.
-func (r *Runner) retryForever(job *rivertype.JobRow, err error) error {
+func (r *nodeWork) retryForever(job *rivertype.JobRow, err error) error {
 	if job.Attempt >= job.MaxAttempts-1 {
 		r.log.Warn("job keeps failing; still retrying", "kind", job.Kind, "job", job.ID, "err", err)
 		return river.JobSnooze(r.backoff(job.Attempt))
@@ -70,7 +87,7 @@ func ignoreGone(err error) error {
 // powerOff makes sure n is observed off: it reads the power state, asks
 // for a hard off when it is not, and waits until off is observed. stop is
 // passed to waitPower.
-func (r *Runner) powerOff(ctx context.Context, n *baremetal.Node, stop func(context.Context) bool) error {
+func (r *nodeWork) powerOff(ctx context.Context, n *baremetal.Node, stop func(context.Context) bool) error {
 	ps, err := r.readPower(ctx, n)
 	if err != nil {
 		return err
@@ -87,7 +104,7 @@ func (r *Runner) powerOff(ctx context.Context, n *baremetal.Node, stop func(cont
 
 // clearBoot removes the boot override and ejects virtual media; a BMC that
 // has neither capability has nothing to clear.
-func (r *Runner) clearBoot(ctx context.Context, n *baremetal.Node) error {
+func (r *nodeWork) clearBoot(ctx context.Context, n *baremetal.Node) error {
 	err := r.bmcCall(ctx, n, "clear boot device", func(ctx context.Context, c bmc.Client) error {
 		return c.SetBootDevice(ctx, bmc.BootNone, false)
 	})
@@ -98,14 +115,14 @@ func (r *Runner) clearBoot(ctx context.Context, n *baremetal.Node) error {
 }
 
 // ejectMedia ejects virtual media when the driver has it.
-func (r *Runner) ejectMedia(ctx context.Context, n *baremetal.Node) error {
+func (r *nodeWork) ejectMedia(ctx context.Context, n *baremetal.Node) error {
 	_, err := r.ejectMediaSupported(ctx, n)
 	return err
 }
 
 // ejectMediaSupported ejects virtual media and reports whether the BMC has
 // virtual media at all (the driver type and the BMC both must support it).
-func (r *Runner) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (bool, error) {
+func (r *nodeWork) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (bool, error) {
 	supported := false
 	err := r.bmcCall(ctx, n, "eject media", func(ctx context.Context, c bmc.Client) error {
 		vm, ok := c.(bmc.VirtualMedia)
@@ -123,7 +140,7 @@ func (r *Runner) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (bo
 }
 
 // deleteNode removes a node record that is still in state deleting.
-func (r *Runner) deleteNode(ctx context.Context, id string) error {
+func (r *nodeWork) deleteNode(ctx context.Context, id string) error {
 	err := r.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		n, err := tx.GetNode(ctx, id)
 		if err != nil {
