@@ -8,9 +8,10 @@
 // # Rules every job follows
 //
 //   - Maintenance is the operator's. No code path here sets it; the single
-//     write path of nodes (internal/ledger) refuses it to the controller. A node in maintenance is still
-//     observed (power sync, sync_node) but not acted on: mutating jobs
-//     snooze (wait without using an attempt) and resume when it ends.
+//     write path of nodes (internal/ledger) refuses it to the controller.
+//     A node in maintenance is still observed (power sync, sync_node) but
+//     not acted on: mutating jobs snooze (wait without using an attempt)
+//     and resume when it ends.
 //   - BMC trouble is a fault (faults.go): counted, backed off, raised after
 //     FaultThreshold failures, cleared by the first success with a
 //     "BMC reachable again after …" event. A BMC that answers is not
