@@ -18,8 +18,7 @@ const (
 // ProvisionStates lists every state, for filters and validation.
 var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeploying, StateActive, StateDeployFailed, StateCleaning, StateDeleting}
 
-// transitions is the one table of allowed provision-state changes (see
-// DESIGN.md). Any state may go to deleting; deleting goes nowhere (the
+// transitions is the one table of allowed provision-state changes. Any state may go to deleting; deleting goes nowhere (the
 // record is removed when the retire job finishes).
 var transitions = map[ProvisionState][]ProvisionState{
 	StateEnroll:    {StateAvailable, StateDeleting},

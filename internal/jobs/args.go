@@ -27,7 +27,7 @@ const (
 // uniquePerNode dedupes a kind per node while a job is waiting or running.
 // Completed (and cancelled/discarded) jobs are left out of ByState on
 // purpose: River's default keeps a completed job blocking a new one with the
-// same key for 24 h (see NOTES.md), which would make a second cleanup of the
+// same key for 24 h (measured on River v0.51), which would make a second cleanup of the
 // same node a silent no-op.
 var uniquePerNode = river.UniqueOpts{
 	ByArgs: true,

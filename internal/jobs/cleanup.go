@@ -16,7 +16,7 @@ import (
 // cleanupWorker returns a node whose instance was deleted to the pool:
 // power off (observed), clear the boot override, eject media, available.
 //
-// It never gives up (DESIGN.md: destroy always succeeds). The instance is
+// It never gives up: destroy always succeeds, for the user. The instance is
 // already gone from the user's view; the node stays cleaning, out of
 // scheduling, and the job retries with backoff capped at MaxBackoff for as
 // long as the BMC is down, keeping the node's fault and last_error current.

@@ -67,8 +67,8 @@ type Config struct {
 	// same node is running. Default 2s.
 	BusyPoll time.Duration
 
-	// FetchCooldown and FetchPollInterval tune River's job fetching (see
-	// NOTES.md: the cooldown caps throughput, the poll interval bounds the
+	// FetchCooldown and FetchPollInterval tune River's job fetching (as
+	// measured on River v0.51: the cooldown caps throughput, the poll interval bounds the
 	// latency of short retries and snoozes). Defaults 20ms and 500ms.
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration

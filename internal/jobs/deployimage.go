@@ -16,7 +16,8 @@ import (
 )
 
 // A deploy that fails on its image fails the instance, not the node
-// (DESIGN.md: errors about the user's input leave the node healthy). Two
+// (errors about the user's input leave the node healthy: the next
+// instance must not pay for this one's bad URL). Two
 // things say the image is at fault: the controller's own check of the URL
 // (imagecheck), and a BMC answering the insert with a reason about the
 // image (bmc.KindImage: it could not fetch it, or will not take it).

@@ -1,7 +1,8 @@
 package jobs
 
-// Faults live here and only here. The rules (DESIGN.md, "the problem we
-// exist to solve"):
+// BMC fault accounting lives here; faults about an action's outcome are
+// the domain's (baremetal.Node.SetActionFault, ClearFault). The rules,
+// which are the problem the product exists to solve:
 //
 //   - A failed BMC call counts (BMCFailures), records a classified
 //     LastError and pushes NextCheckAt back exponentially, capped at

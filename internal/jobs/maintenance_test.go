@@ -13,7 +13,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
-// TestNoCodePathSetsMaintenance is the product's first promise (DESIGN.md):
+// TestNoCodePathSetsMaintenance is the product's first promise:
 // whatever the BMCs do, the controller never touches maintenance. Every
 // failure mode of the simulator meets nodes in every provision state, with
 // and without maintenance; sync passes, sync_node and each state's own job

@@ -123,7 +123,8 @@ func New(cfg Config) (*Runner, error) {
 		// A job is "stuck" only after its own timeout: River cancels its
 		// context at JobTimeout and every BMC call honours the context, so
 		// a job still "running" 15 s later belongs to a dead process. A
-		// shorter value would run a slow deploy twice (NOTES.md). Our own
+		// shorter value would run a slow deploy twice (River rescues a
+		// job still running, whatever it is doing). Our own
 		// heartbeat rescue (recovery.go) acts long before; this remains
 		// the backstop for jobs of replicas that never wrote a heartbeat.
 		RescueStuckJobsAfter: cfg.jobTimeout() + 15*time.Second,

@@ -7,7 +7,7 @@
 //
 // Rules enforced here, by actor:
 //
-//   - Maintenance belongs to operators (DESIGN.md): a change made by any
+//   - Maintenance belongs to operators (a human decision): a change made by any
 //     other actor that touches maintenance or its reason is refused.
 //   - Every changed field is an event, with old and new values (never a
 //     password), naming the actor.

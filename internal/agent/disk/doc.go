@@ -14,7 +14,7 @@
 //     drive ISO at the end of the root disk, after the image is written.
 //
 // Every error it returns says whose fault it is, because the controller
-// treats the two differently (see DESIGN.md, "the agent"): errors.Is(err,
+// treats the two differently (a bad input must not fault a healthy node): errors.Is(err,
 // ErrInput) is the user's input (image unreachable, checksum, format, no
 // disk fits the hints): the instance fails and the node stays healthy.
 // errors.Is(err, ErrMachine) is the machine (write I/O error, disk gone):

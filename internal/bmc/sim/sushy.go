@@ -14,7 +14,7 @@ const (
 	// DialectStandard is the sim's own, standard-conforming Redfish.
 	DialectStandard Dialect = ""
 	// DialectSushy behaves like sushy-tools (OpenStack's Redfish emulator
-	// in front of libvirt), as measured (NOTES.md):
+	// in front of libvirt), as measured against sushy-tools:
 	//
 	//   - Boot.BootSourceOverrideEnabled always reads back "Continuous"
 	//     (libvirt has no one-time boot), whatever was written;

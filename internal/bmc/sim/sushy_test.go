@@ -10,7 +10,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 )
 
-// The sushy dialect answers as measured on sushy-tools (NOTES.md).
+// The sushy dialect answers as sushy-tools was measured to answer.
 func TestSushyDialect(t *testing.T) {
 	f := start(t, sim.Options{Systems: 1, Dialect: sim.DialectSushy})
 	const sys = "/redfish/v1/Systems/1"

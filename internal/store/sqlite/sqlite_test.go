@@ -47,7 +47,7 @@ func TestNativeHandles(t *testing.T) {
 		t.Fatalf("Native() is %T, want *sql.DB", s.Native())
 	}
 	if got := db.Stats().MaxOpenConnections; got != 1 {
-		t.Errorf("writer pool allows %d connections, want 1 (see NOTES.md)", got)
+		t.Errorf("writer pool allows %d connections, want 1 (SQLite has one writer; a second connection waits on SQLITE_BUSY)", got)
 	}
 	var mode string
 	if err := db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
