@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apitest"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 )
@@ -168,29 +167,7 @@ func (p *proc) kill() {
 
 func (p *proc) call(method, path, body string, want int, out any) {
 	p.t.Helper()
-	var rdr io.Reader
-	if body != "" {
-		rdr = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, p.url+path, rdr)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != want {
-		p.t.Fatalf("%s %s: %d, want %d: %s", method, path, res.StatusCode, want, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			p.t.Fatal(err)
-		}
-	}
+	apitest.Client{T: p.t, URL: p.url, Token: testToken}.Call(method, path, body, want, out)
 }
 
 func (p *proc) node(id string) api.Node {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apitest"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
@@ -28,32 +28,10 @@ type client struct {
 
 func (c client) call(method, path, body string, want int, out any) {
 	c.t.Helper()
-	var rdr io.Reader
-	if body != "" {
-		rdr = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, c.url+path, rdr)
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	start := time.Now()
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != want {
-		c.t.Fatalf("%s %s: %d, want %d: %s", method, path, res.StatusCode, want, b)
-	}
+	apitest.Client{T: c.t, URL: c.url, Token: c.token}.Call(method, path, body, want, out)
 	if method == "DELETE" && time.Since(start) > 2*time.Second {
 		c.t.Errorf("%s %s took %s; deletes must return at once", method, path, time.Since(start))
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			c.t.Fatal(err)
-		}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apitest"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/httpapi"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
@@ -108,47 +108,13 @@ type resp struct {
 
 func (r resp) problem(t testing.TB) api.Problem {
 	t.Helper()
-	if ct := r.header.Get("Content-Type"); ct != api.ProblemContentType {
-		t.Fatalf("status %d: content type %q, want problem+json; body %s", r.status, ct, r.body)
-	}
-	var p api.Problem
-	if err := json.Unmarshal(r.body, &p); err != nil {
-		t.Fatalf("problem body: %v: %s", err, r.body)
-	}
-	if p.Status != r.status || p.Code == "" || p.Detail == "" || !strings.HasSuffix(p.Type, p.Code) {
-		t.Fatalf("incomplete problem document: %s", r.body)
-	}
-	return p
+	return apitest.Response{Status: r.status, Header: r.header, Body: r.body}.Problem(t)
 }
 
 func (e *env) do(method, path, token, body string, hdr ...string) resp {
 	e.t.Helper()
-	var rdr io.Reader
-	if body != "" {
-		rdr = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rdr)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	_, _ = e.bodies.Write(b)
-	_, _ = fmt.Fprint(e.bodies, res.Header)
-	return resp{status: res.StatusCode, header: res.Header, body: b}
+	r := apitest.Client{T: e.t, URL: e.srv.URL, Token: token, Record: e.bodies}.Do(method, path, body, hdr...)
+	return resp{status: r.Status, header: r.Header, body: r.Body}
 }
 
 func (e *env) mustJSON(method, path, token, body string, want int, out any) resp {
