@@ -7,27 +7,39 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
 )
 
 // The operator CLI talks to a controller through its API, exactly as the
 // Terraform provider does, with BAREMETAL_ENDPOINT and BAREMETAL_TOKEN.
 
-const nodeUsage = `usage: controller node <command> [flags]
+var nodeUsage = fmt.Sprintf(`usage: controller node <command> [flags]
 
   list [--fault any|none|NAME] [--maintenance true|false] [--state S] [--class C]
   show NODE
   maintenance NODE --reason "why"     set maintenance (operators only)
   maintenance NODE --off              clear it
-  power NODE on|off|soft_off|reset    queue a power action
+  power NODE %-24s queue a power action
   events NODE                         what happened to the node, and who did it
 
 Flags common to all: --endpoint (BAREMETAL_ENDPOINT), --token (BAREMETAL_TOKEN), -o json.
-`
+`, strings.Join(api.PowerActions(), "|"))
+
+// oneOf checks a value against one of the API's lists before it is sent,
+// so a typo is answered with the valid values at once.
+func oneOf(what, v string, valid []string) error {
+	if slices.Contains(valid, v) {
+		return nil
+	}
+	return fmt.Errorf("%s %q must be one of %s", what, v, strings.Join(valid, ", "))
+}
 
 type cliFlags struct {
 	*flags
@@ -90,9 +102,9 @@ func runNode(ctx context.Context, args []string) error {
 		return nil
 	}
 	f := newCLIFlags("node " + args[0])
-	fault := f.String("fault", "", "filter: any, none or a fault name")
+	fault := f.String("fault", "", "filter: "+strings.Join(api.FaultFilters(), ", "))
 	maint := f.String("maintenance", "", "filter: true or false")
-	state := f.String("state", "", "filter: provision state")
+	state := f.String("state", "", "filter: provision state ("+strings.Join(api.ProvisionStates(), ", ")+")")
 	class := f.String("class", "", "filter: resource class")
 	reason := f.String("reason", "", "maintenance reason (required to set maintenance)")
 	off := f.Bool("off", false, "clear maintenance")
@@ -117,7 +129,17 @@ func runNode(ctx context.Context, args []string) error {
 		if err := need(0); err != nil {
 			return err
 		}
-		filter := apiclient.NodeFilter{Fault: *fault, ProvisionState: *state, ResourceClass: *class}
+		if *fault != "" {
+			if err := oneOf("--fault", *fault, api.FaultFilters()); err != nil {
+				return err
+			}
+		}
+		if *state != "" {
+			if err := oneOf("--state", *state, api.ProvisionStates()); err != nil {
+				return err
+			}
+		}
+		filter := apiclient.NodeFilter{Fault: *fault, ProvisionState: api.ProvisionState(*state), ResourceClass: *class}
 		if *maint != "" {
 			b, err := strconv.ParseBool(*maint)
 			if err != nil {
@@ -160,7 +182,7 @@ func runNode(ctx context.Context, args []string) error {
 			return err
 		}
 		on := !*off
-		patch := apiclient.NodePatch{Maintenance: &on}
+		patch := api.NodePatch{Maintenance: &on}
 		if on {
 			if *reason == "" {
 				return errors.New("--reason is required to set maintenance (or --off to clear it)")
@@ -177,7 +199,10 @@ func runNode(ctx context.Context, args []string) error {
 		if err := need(2); err != nil {
 			return err
 		}
-		acc, err := c.NodePower(ctx, pos[0], pos[1])
+		if err := oneOf("power action", pos[1], api.PowerActions()); err != nil {
+			return err
+		}
+		acc, err := c.NodePower(ctx, pos[0], api.PowerAction(pos[1]))
 		if err != nil {
 			return err
 		}

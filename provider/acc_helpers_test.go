@@ -86,10 +86,10 @@ func poll(t *testing.T, what string, timeout time.Duration, cond func() (bool, e
 }
 
 // waitNodeHealthy polls the API until the node is in state with no fault.
-func waitNodeHealthy(t *testing.T, c *apiclient.Client, idOrName, state string, timeout time.Duration) *api.Node {
+func waitNodeHealthy(t *testing.T, c *apiclient.Client, idOrName string, state api.ProvisionState, timeout time.Duration) *api.Node {
 	t.Helper()
 	var last *api.Node
-	poll(t, "node "+idOrName+" "+state+" without fault", timeout, func() (bool, error) {
+	poll(t, "node "+idOrName+" "+string(state)+" without fault", timeout, func() (bool, error) {
 		n, err := c.GetNode(context.Background(), idOrName)
 		if err != nil {
 			return false, err

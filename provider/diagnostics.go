@@ -88,7 +88,7 @@ func addAPIError(diags *diag.Diagnostics, summary string, err error, attrs map[s
 	if hint := hintFor(ae); hint != "" {
 		detail += "\n\n" + hint
 	}
-	detail += fmt.Sprintf("\n\n(%s %s answered %d %s)", ae.Method, ae.Path, ae.StatusCode(), orStatus(ae.Problem.Code))
+	detail += fmt.Sprintf("\n\n(%s %s answered %d %s)", ae.Method, ae.Path, ae.StatusCode(), orStatus(string(ae.Problem.Code)))
 	if p, ok := fieldPath(ae.Field(), attrs); ok {
 		diags.AddAttributeError(p, summary, detail)
 		return
@@ -200,4 +200,22 @@ func (durationValidator) ValidateString(_ context.Context, req validator.StringR
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
 			fmt.Sprintf("%s must be a positive Go duration such as 30s or 5m, got %q.", req.Path, req.ConfigValue.ValueString()))
 	}
+}
+
+// codeList writes values for a MarkdownDescription: "`a`, `b` or `c`".
+func codeList(values []string) string {
+	q := codeQuoted(values)
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// codeQuoted puts each value in backquotes (Markdown code).
+func codeQuoted(values []string) []string {
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = "`" + v + "`"
+	}
+	return q
 }

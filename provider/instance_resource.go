@@ -30,9 +30,6 @@ import (
 const (
 	defaultInstanceCreateTimeout = 30 * time.Minute
 	defaultInstanceUpdateTimeout = 10 * time.Minute
-
-	instanceActive = "active"
-	instanceError  = "error"
 )
 
 var (
@@ -164,12 +161,12 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Validators:          []validator.Map{mapvalidator.SizeAtMost(64), mapvalidator.KeysAre(stringvalidator.LengthBetween(1, 255))},
 			},
 			"power_state": schema.StringAttribute{
-				MarkdownDescription: "Desired power state of the instance's node: `on` or `off`. When set, the provider reports the power state " +
+				MarkdownDescription: "Desired power state of the instance's node: " + codeList(api.DesiredPowerStates()) + ". When set, the provider reports the power state " +
 					"actually observed on the node, so a node powered differently outside Terraform shows up as a change in the plan, " +
 					"and apply converges it. While the node's BMC does not answer (see the node's `fault`), the last observed value is kept. " +
 					"Leave unset to not manage power.",
 				Optional:   true,
-				Validators: []validator.String{stringvalidator.OneOf("on", "off")},
+				Validators: []validator.String{stringvalidator.OneOf(api.DesiredPowerStates()...)},
 			},
 			"deploy_timeout": schema.StringAttribute{
 				MarkdownDescription: "Wait for the booted OS to say it is up before the instance counts as `active`: a duration " +
@@ -183,7 +180,7 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Validators:    []validator.String{durationBetween{min: time.Minute, max: 24 * time.Hour}},
 			},
 			"state": schema.StringAttribute{
-				MarkdownDescription: "State of the instance: `deploying`, `active` or `error`.",
+				MarkdownDescription: "State of the instance: " + codeList(api.InstanceStates()) + ".",
 				Computed:            true,
 			},
 			"ready": schema.BoolAttribute{
@@ -240,7 +237,7 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 		Image:         api.Image{URL: plan.Image.URL.ValueString(), Checksum: plan.Image.Checksum.ValueString()},
 		UserData:      plan.UserData.ValueString(),
 		Metadata:      metadata,
-		PowerState:    plan.PowerState.ValueString(),
+		PowerState:    api.PowerState(plan.PowerState.ValueString()),
 		DeployTimeout: plan.DeployTimeout.ValueString(),
 	}
 	// setFromAPI replaces power_state with the observed power: keep the wish.
@@ -268,82 +265,76 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 	}
 	// Deploying leaves the node powered on; another wish is carried out
 	// once the instance is active.
-	if power := desired.ValueString(); power != "" && inst.ObservedPowerState != power {
+	if power := api.PowerState(desired.ValueString()); power != "" && inst.ObservedPowerState != power {
 		r.convergePower(ctx, &plan, inst, power, timeout, &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 }
 
-// createInstance creates the instance. When no node can take it only
-// because the candidates are still being cleaned or verified (typically
-// right after Terraform destroyed the instance it replaces), it waits for
-// one to become available and tries again, within the create timeout.
-// Any other lack of capacity (maintenance, faults, no such class) is
-// reported at once.
+// createInstance creates the instance. When no node can take it but the
+// controller counts nodes that will free up by themselves (being cleaned
+// or verified; typically right after Terraform destroyed the instance this
+// one replaces), it tries again until one takes it, within the create
+// timeout. Any other lack of capacity (maintenance, faults, a driver
+// without virtual media for the config drive, no such class) is reported
+// at once: the controller's counts (api.Capacity) decide, the provider
+// does not restate its scheduling rules.
 func (r *InstanceResource) createInstance(ctx context.Context, in api.InstanceCreate) (*api.Instance, error) {
-	for {
+	inst, err := r.client.CreateInstance(ctx, in)
+	if !shouldWaitForCapacity(err) {
+		return inst, err
+	}
+	tflog.Info(ctx, "no node free yet, but some are being cleaned or verified; waiting", map[string]any{"name": in.Name})
+	first := err
+	last, werr := waitFor(ctx, "a node to become available", func(ctx context.Context) (*createAttempt, error) {
 		inst, err := r.client.CreateInstance(ctx, in)
-		if !errors.Is(err, apiclient.ErrNoCapacity) {
-			return inst, err
-		}
-		c, cerr := r.capacity(ctx, in)
-		if cerr != nil || !c.pending {
+		if ae, ok := apiclient.AsAPIError(err); (ok && ae.Problem.Code == api.CodeUnavailable) || (err != nil && ctx.Err() != nil) {
+			// The controller's own 503 (its database is out of reach)
+			// created nothing: waitFor tolerates a few, as in any wait.
+			// An expired context is the wait's timeout.
 			return nil, err
 		}
-		tflog.Info(ctx, "no node free yet, but some are being cleaned or verified; waiting", map[string]any{"name": in.Name})
-		_, werr := waitFor(ctx, "a node to become available", func(ctx context.Context) (*capacity, error) {
-			return r.capacity(ctx, in)
-		}, func(c *capacity) (bool, error) {
-			return c.available || !c.pending, nil
-		})
-		if werr != nil {
-			return nil, fmt.Errorf("%w\n\nWaited for nodes being cleaned or verified to become available, but: %v", err, werr)
-		}
-	}
-}
-
-// capacity tells whether a node can take the instance now, or soon.
-type capacity struct {
-	available bool // a candidate is schedulable
-	pending   bool // a candidate is being cleaned, or verified without trouble
-}
-
-func (r *InstanceResource) capacity(ctx context.Context, in api.InstanceCreate) (*capacity, error) {
-	var nodes []api.Node
-	if in.NodeID != "" {
-		n, err := r.client.GetNode(ctx, in.NodeID)
-		if err != nil {
-			return nil, err
-		}
-		nodes = []api.Node{*n}
-	} else {
-		var err error
-		if nodes, err = r.client.ListNodes(ctx, apiclient.NodeFilter{ResourceClass: in.ResourceClass}); err != nil {
-			return nil, err
-		}
-	}
-	var c capacity
-	// The controller never places an instance that needs a config drive
-	// on an IPMI node (no virtual media); counting one as available would
-	// make the retry loop spin.
-	needsDrive := in.UserData != "" || in.DeployTimeout != ""
-	for _, n := range nodes {
-		if n.Maintenance || (needsDrive && n.Driver == "ipmi") {
-			continue
-		}
+		return &createAttempt{inst: inst, err: err}, nil
+	}, func(a *createAttempt) (bool, error) {
 		switch {
-		case n.ProvisionState == stateAvailable && n.InstanceID == "" && n.Fault == "":
-			c.available = true
-		case n.ProvisionState == "cleaning":
-			// The controller is working on it; a fault it carries (say
-			// power_mismatch from a failed deploy) clears when the
-			// cleanup succeeds.
-			c.pending = true
-		case n.ProvisionState == stateEnroll && n.Fault == "":
-			c.pending = true
+		case a.err == nil:
+			return true, nil
+		case shouldWaitForCapacity(a.err):
+			return false, nil
+		default:
+			return false, a.err
 		}
+	})
+	switch {
+	case werr == nil:
+		return last.inst, nil
+	case errors.Is(werr, errWaitTimeout):
+		if last != nil && last.err != nil {
+			first = last.err // the latest counts
+		}
+		return nil, fmt.Errorf("%w\n\nWaited for nodes being cleaned or verified to become available, but: %v", first, werr)
+	default:
+		// Among them a no_capacity whose counts say nothing will free up
+		// any more (say a node went into maintenance while cleaning).
+		return nil, werr
 	}
-	return &c, nil
+}
+
+// createAttempt is one try at creating the instance while waiting for
+// capacity. Answers are values, not errors, so that waitFor does not
+// re-send the POST after an error it judges transient (a lost answer to a
+// create that worked would come back as a name conflict).
+type createAttempt struct {
+	inst *api.Instance
+	err  error
+}
+
+// shouldWaitForCapacity reports whether err is a no_capacity answer whose
+// counts say some node will free up without anyone acting. Without counts
+// (a controller older than them) it reports false: the error is shown.
+func shouldWaitForCapacity(err error) bool {
+	c, ok := apiclient.NoCapacity(err)
+	return ok && c.Pending > 0
 }
 
 // waitActive waits until the instance is active. An instance in error
@@ -353,13 +344,13 @@ func (r *InstanceResource) waitActive(ctx context.Context, id string, timeout ti
 		return r.client.GetInstance(ctx, id)
 	}, func(in *api.Instance) (bool, error) {
 		switch in.State {
-		case instanceError:
+		case api.InstanceError:
 			msg := in.LastError
 			if msg == "" {
 				msg = "the controller gave no reason"
 			}
 			return false, fmt.Errorf("instance %s failed to deploy: %s", in.Name, msg)
-		case instanceActive:
+		case api.InstanceActive:
 			return true, nil
 		}
 		return false, nil
@@ -387,7 +378,7 @@ func (r *InstanceResource) waitActive(ctx context.Context, id string, timeout ti
 // convergePower asks for the wanted power state when the node's observed
 // one differs, then waits until it is observed. The model is updated with
 // the last instance read.
-func (r *InstanceResource) convergePower(ctx context.Context, m *instanceResourceModel, inst *api.Instance, power string, timeout time.Duration, diags *diag.Diagnostics) {
+func (r *InstanceResource) convergePower(ctx context.Context, m *instanceResourceModel, inst *api.Instance, power api.PowerState, timeout time.Duration, diags *diag.Diagnostics) {
 	if inst.ObservedPowerState != power || inst.PowerState != power {
 		patched, err := r.client.PatchInstance(ctx, inst.ID, api.InstanceUpdate{PowerState: &power})
 		if err != nil {
@@ -396,13 +387,13 @@ func (r *InstanceResource) convergePower(ctx context.Context, m *instanceResourc
 		}
 		inst = patched
 	}
-	last, err := waitFor(ctx, "instance "+inst.ID+" power "+power, func(ctx context.Context) (*api.Instance, error) {
+	last, err := waitFor(ctx, "instance "+inst.ID+" power "+string(power), func(ctx context.Context) (*api.Instance, error) {
 		return r.client.GetInstance(ctx, inst.ID)
 	}, func(in *api.Instance) (bool, error) {
 		return in.ObservedPowerState == power, nil
 	})
 	if last != nil {
-		diags.Append(m.setFromAPI(ctx, last, types.StringValue(power))...)
+		diags.Append(m.setFromAPI(ctx, last, types.StringValue(string(power)))...)
 	}
 	switch {
 	case err == nil:
@@ -411,7 +402,7 @@ func (r *InstanceResource) convergePower(ctx context.Context, m *instanceResourc
 		if last.LastError != "" {
 			msg += "\n\nLast error: " + last.LastError
 		}
-		diags.AddError("Instance "+last.Name+" did not reach power "+power,
+		diags.AddError("Instance "+last.Name+" did not reach power "+string(power),
 			msg+"\n\nThe controller keeps the wish; check the node's fault and events, or raise the timeout.")
 	default:
 		addAPIError(diags, "Could not read instance "+inst.Name+" while waiting for its power", err, nil)
@@ -456,7 +447,7 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 	desired := plan.PowerState // setFromAPI replaces it with the observed power
 	var u api.InstanceUpdate
 	if !plan.PowerState.Equal(state.PowerState) {
-		p := plan.PowerState.ValueString() // "" clears the wish
+		p := api.PowerState(plan.PowerState.ValueString()) // "" clears the wish
 		u.PowerState = &p
 	}
 	if !plan.Metadata.Equal(state.Metadata) {
@@ -487,8 +478,8 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if inst.State == instanceActive && desired.ValueString() != "" && u.PowerState != nil {
-		r.convergePower(ctx, &plan, inst, desired.ValueString(), timeout, &resp.Diagnostics)
+	if inst.State == api.InstanceActive && desired.ValueString() != "" && u.PowerState != nil {
+		r.convergePower(ctx, &plan, inst, api.PowerState(desired.ValueString()), timeout, &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 }
@@ -539,16 +530,16 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 	switch observed := in.ObservedPowerState; {
 	case prevPower.IsNull() && in.PowerState == "":
 		m.PowerState = types.StringNull() // power not managed
-	case observed == "on" || observed == "off":
-		m.PowerState = types.StringValue(observed)
+	case observed == api.PowerOn || observed == api.PowerOff:
+		m.PowerState = types.StringValue(string(observed))
 	case !prevPower.IsNull() && !prevPower.IsUnknown():
 		// No observation (the BMC does not answer: the node's fault says
 		// so). Not knowing is not drift: keep the last value.
 		m.PowerState = prevPower
 	default:
-		m.PowerState = types.StringValue(in.PowerState)
+		m.PowerState = types.StringValue(string(in.PowerState))
 	}
-	m.State = types.StringValue(in.State)
+	m.State = types.StringValue(string(in.State))
 	m.Ready = types.BoolValue(in.Ready)
 	m.LastError = types.StringValue(in.LastError)
 	// The controller writes durations its own way ("30m" may come back

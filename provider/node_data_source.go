@@ -57,7 +57,7 @@ func (d *NodeDataSource) Metadata(_ context.Context, req datasource.MetadataRequ
 func nodeDataAttributes() map[string]schema.Attribute {
 	return map[string]schema.Attribute{
 		"driver": schema.StringAttribute{
-			MarkdownDescription: "BMC driver: `redfish` or `ipmi`.",
+			MarkdownDescription: "BMC driver: " + codeList(api.Drivers()) + ".",
 			Computed:            true,
 		},
 		"resource_class": schema.StringAttribute{
@@ -83,11 +83,11 @@ func nodeDataAttributes() map[string]schema.Attribute {
 			Computed:            true,
 		},
 		"power_state": schema.StringAttribute{
-			MarkdownDescription: "Power state last observed on the BMC: `on`, `off` or `unknown`.",
+			MarkdownDescription: "Power state last observed on the BMC: " + codeList(api.PowerStates()) + ".",
 			Computed:            true,
 		},
 		"provision_state": schema.StringAttribute{
-			MarkdownDescription: "Where the node is in its life cycle: `enroll`, `available`, `deploying`, `active`, `deploy_failed`, `cleaning` or `deleting`.",
+			MarkdownDescription: "Where the node is in its life cycle: " + codeList(api.ProvisionStates()) + ".",
 			Computed:            true,
 		},
 		"fault": schema.StringAttribute{
@@ -164,15 +164,15 @@ func (d *NodeDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
 	m.ID = types.StringValue(n.ID)
 	m.Name = types.StringValue(n.Name)
-	m.Driver = types.StringValue(n.Driver)
+	m.Driver = types.StringValue(string(n.Driver))
 	m.ResourceClass = types.StringValue(n.ResourceClass)
 	var diags diag.Diagnostics
 	m.Properties, diags = propertiesObject(n.Properties)
 	m.Maintenance = types.BoolValue(n.Maintenance)
 	m.MaintenanceReason = types.StringValue(n.MaintenanceReason)
-	m.PowerState = types.StringValue(n.PowerState)
-	m.ProvisionState = types.StringValue(n.ProvisionState)
-	m.Fault = types.StringValue(n.Fault)
+	m.PowerState = types.StringValue(string(n.PowerState))
+	m.ProvisionState = types.StringValue(string(n.ProvisionState))
+	m.Fault = types.StringValue(string(n.Fault))
 	m.FaultSince = types.StringValue("")
 	if n.FaultSince != nil {
 		m.FaultSince = types.StringValue(n.FaultSince.UTC().Format(time.RFC3339))

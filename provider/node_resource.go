@@ -35,10 +35,6 @@ import (
 const (
 	defaultNodeCreateTimeout = 10 * time.Minute
 	defaultNodeUpdateTimeout = 10 * time.Minute
-
-	stateEnroll    = "enroll"
-	stateAvailable = "available"
-	stateDeleting  = "deleting"
 )
 
 // The controller's own rules, repeated here so a bad value fails at plan
@@ -47,7 +43,6 @@ const (
 var (
 	nameRE          = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 	resourceClassRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-	drivers         = []string{"redfish", "ipmi"}
 )
 
 const nameRule = "must be a DNS label: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit"
@@ -140,9 +135,9 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				Validators:          []validator.String{stringvalidator.RegexMatches(nameRE, nameRule)},
 			},
 			"driver": schema.StringAttribute{
-				MarkdownDescription: "How the controller talks to the BMC: `redfish` or `ipmi`. Changing it updates the node in place; the controller then re-verifies the BMC.",
+				MarkdownDescription: "How the controller talks to the BMC: " + codeList(api.Drivers()) + ". Changing it updates the node in place; the controller then re-verifies the BMC.",
 				Required:            true,
-				Validators:          []validator.String{stringvalidator.OneOf(drivers...)},
+				Validators:          []validator.String{stringvalidator.OneOf(api.Drivers()...)},
 			},
 			"bmc": schema.SingleNestedAttribute{
 				MarkdownDescription: "How to reach the node's baseboard management controller. Changing `address` or `system_id` updates the node in place and makes the controller re-verify it before scheduling on it again.",
@@ -251,11 +246,11 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				Default:  booldefault.StaticBool(false),
 			},
 			"power_state": schema.StringAttribute{
-				MarkdownDescription: "Power state last observed on the BMC: `on`, `off` or `unknown`.",
+				MarkdownDescription: "Power state last observed on the BMC: " + codeList(api.PowerStates()) + ".",
 				Computed:            true,
 			},
 			"provision_state": schema.StringAttribute{
-				MarkdownDescription: "Where the node is in its life cycle: `enroll`, `available`, `deploying`, `active`, `deploy_failed`, `cleaning` or `deleting`.",
+				MarkdownDescription: "Where the node is in its life cycle: " + codeList(api.ProvisionStates()) + ".",
 				Computed:            true,
 			},
 			"fault": schema.StringAttribute{
@@ -316,7 +311,7 @@ func validateBMCForDriver(ctx context.Context, req resource.ValidateConfigReques
 	if resp.Diagnostics.HasError() || bmc == nil || driver.IsNull() || driver.IsUnknown() {
 		return
 	}
-	d := driver.ValueString()
+	d := api.Driver(driver.ValueString())
 	if !bmc.Address.IsNull() && !bmc.Address.IsUnknown() {
 		addr := bmc.Address.ValueString()
 		u, err := url.Parse(addr)
@@ -327,19 +322,19 @@ func validateBMCForDriver(ctx context.Context, req resource.ValidateConfigReques
 		case u.User != nil:
 			resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("address"), "Credentials in BMC address",
 				"bmc.address must not contain credentials; use bmc.username and bmc.password.")
-		case d == "redfish" && u.Scheme != "https" && u.Scheme != "http":
+		case d == api.DriverRedfish && u.Scheme != "https" && u.Scheme != "http":
 			resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("address"), "BMC address does not fit the driver",
 				fmt.Sprintf("bmc.address scheme %q does not fit driver redfish; use https:// (or http://).", u.Scheme))
-		case d == "ipmi" && u.Scheme != "ipmi":
+		case d == api.DriverIPMI && u.Scheme != "ipmi":
 			resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("address"), "BMC address does not fit the driver",
 				fmt.Sprintf("bmc.address scheme %q does not fit driver ipmi; use ipmi://host[:port].", u.Scheme))
 		}
 	}
-	if d == "ipmi" && !bmc.SystemID.IsNull() && !bmc.SystemID.IsUnknown() && bmc.SystemID.ValueString() != "" {
+	if d == api.DriverIPMI && !bmc.SystemID.IsNull() && !bmc.SystemID.IsUnknown() && bmc.SystemID.ValueString() != "" {
 		resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("system_id"), "system_id needs driver redfish",
 			"bmc.system_id is a Redfish system path; it does not apply to driver ipmi.")
 	}
-	if d == "redfish" && !bmc.CipherSuite.IsNull() && !bmc.CipherSuite.IsUnknown() && bmc.CipherSuite.ValueInt64() != 0 {
+	if d == api.DriverRedfish && !bmc.CipherSuite.IsNull() && !bmc.CipherSuite.IsUnknown() && bmc.CipherSuite.ValueInt64() != 0 {
 		resp.Diagnostics.AddAttributeError(path.Root("bmc").AtName("cipher_suite"), "cipher_suite needs driver ipmi",
 			"bmc.cipher_suite is an IPMI lanplus setting; it does not apply to driver redfish.")
 	}
@@ -361,7 +356,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 
 	in := api.NodeCreate{
 		Name:   plan.Name.ValueString(),
-		Driver: plan.Driver.ValueString(),
+		Driver: api.Driver(plan.Driver.ValueString()),
 		BMC: api.BMCInput{
 			Address:     plan.BMC.Address.ValueString(),
 			Username:    plan.BMC.Username.ValueString(),
@@ -412,7 +407,7 @@ func (r *NodeResource) createNode(ctx context.Context, in api.NodeCreate) (*api.
 			return node, err
 		}
 		old, gerr := r.client.GetNode(ctx, in.Name)
-		if gerr != nil || old.ProvisionState != stateDeleting {
+		if gerr != nil || old.ProvisionState != api.StateDeleting {
 			return nil, err
 		}
 		tflog.Info(ctx, "a node of the same name is being retired; waiting for it to go", map[string]any{"name": in.Name, "old_id": old.ID})
@@ -438,9 +433,9 @@ func (r *NodeResource) waitVerified(ctx context.Context, id string, timeout time
 		return r.client.GetNode(ctx, id)
 	}, func(n *api.Node) (bool, error) {
 		switch n.ProvisionState {
-		case stateEnroll:
+		case api.StateEnroll:
 			return false, nil
-		case stateDeleting:
+		case api.StateDeleting:
 			return false, fmt.Errorf("node %s is being deleted (by someone else?) while waiting for it to become available", n.Name)
 		default:
 			return true, nil
@@ -474,7 +469,7 @@ func (r *NodeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		return
 	}
 	node, err := r.client.GetNode(ctx, state.ID.ValueString())
-	if errors.Is(err, apiclient.ErrNotFound) || err == nil && node.ProvisionState == stateDeleting {
+	if errors.Is(err, apiclient.ErrNotFound) || err == nil && node.ProvisionState == api.StateDeleting {
 		tflog.Info(ctx, "node is gone or being deleted; removing it from the state", map[string]any{"id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
 		return
@@ -537,7 +532,7 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if node.ProvisionState != stateEnroll || !plan.WaitForAvailable.ValueBool() || plan.Maintenance.ValueBool() {
+	if node.ProvisionState != api.StateEnroll || !plan.WaitForAvailable.ValueBool() || plan.Maintenance.ValueBool() {
 		return
 	}
 	node, err := r.waitVerified(ctx, node.ID, timeout)
@@ -554,15 +549,16 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 // whole when any of it (or the driver, which the address must fit)
 // changes, the password only when it changed: the controller keeps the
 // stored one otherwise.
-func nodePatch(plan, state *nodeResourceModel) (apiclient.NodePatch, bool) {
-	var p apiclient.NodePatch
+func nodePatch(plan, state *nodeResourceModel) (api.NodePatch, bool) {
+	var p api.NodePatch
 	changed := false
 	str := func(s types.String) *string { v := s.ValueString(); return &v }
 	if !plan.Name.Equal(state.Name) {
 		p.Name, changed = str(plan.Name), true
 	}
 	if !plan.Driver.Equal(state.Driver) {
-		p.Driver, changed = str(plan.Driver), true
+		d := api.Driver(plan.Driver.ValueString())
+		p.Driver, changed = &d, true
 	}
 	if state.BMC == nil || !plan.Driver.Equal(state.Driver) ||
 		!plan.BMC.Address.Equal(state.BMC.Address) || !plan.BMC.Username.Equal(state.BMC.Username) ||
@@ -570,7 +566,7 @@ func nodePatch(plan, state *nodeResourceModel) (apiclient.NodePatch, bool) {
 		!plan.BMC.SystemID.Equal(state.BMC.SystemID) || !plan.BMC.CipherSuite.Equal(state.BMC.CipherSuite) {
 		insecure := plan.BMC.Insecure.ValueBool()
 		cipher := int(plan.BMC.CipherSuite.ValueInt64())
-		p.BMC = &apiclient.BMCPatch{
+		p.BMC = &api.BMCPatch{
 			Address:     str(plan.BMC.Address),
 			Username:    str(plan.BMC.Username),
 			Insecure:    &insecure,
@@ -623,7 +619,7 @@ func (r *NodeResource) ImportState(ctx context.Context, req resource.ImportState
 func (m *nodeResourceModel) setFromAPI(n *api.Node, password types.String) diag.Diagnostics {
 	m.ID = types.StringValue(n.ID)
 	m.Name = types.StringValue(n.Name)
-	m.Driver = types.StringValue(n.Driver)
+	m.Driver = types.StringValue(string(n.Driver))
 	if n.BMC != nil {
 		m.BMC = &nodeBMCModel{
 			Address:     types.StringValue(n.BMC.Address),
@@ -639,9 +635,9 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, password types.String) diag.
 	m.Properties, diags = propertiesObject(n.Properties)
 	m.Maintenance = types.BoolValue(n.Maintenance)
 	m.MaintenanceReason = stringOrNull(n.MaintenanceReason)
-	m.PowerState = types.StringValue(n.PowerState)
-	m.ProvisionState = types.StringValue(n.ProvisionState)
-	m.Fault = types.StringValue(n.Fault)
+	m.PowerState = types.StringValue(string(n.PowerState))
+	m.ProvisionState = types.StringValue(string(n.ProvisionState))
+	m.Fault = types.StringValue(string(n.Fault))
 	m.LastError = types.StringValue(n.LastError)
 	m.InstanceID = types.StringValue(n.InstanceID)
 	return diags

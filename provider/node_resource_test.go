@@ -31,7 +31,7 @@ func checkNodesGone(c *apiclient.Client) func(*terraform.State) error {
 				continue
 			}
 			n, err := c.GetNode(context.Background(), rs.Primary.ID)
-			if errors.Is(err, apiclient.ErrNotFound) || err == nil && n.ProvisionState == stateDeleting {
+			if errors.Is(err, apiclient.ErrNotFound) || err == nil && n.ProvisionState == api.StateDeleting {
 				continue
 			}
 			if err != nil {
@@ -189,7 +189,7 @@ func TestAccNodeDrift(t *testing.T) {
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
 	config := providerConfig(env, env.AdminToken) + nodeHCL(env, "test", "drift", "rc1", 0, `properties = { cpus = 16 }`)
-	patch := func(p apiclient.NodePatch) func() {
+	patch := func(p api.NodePatch) func() {
 		return func() {
 			if _, err := c.PatchNode(context.Background(), "drift", p, ""); err != nil {
 				t.Fatal(err)
@@ -204,7 +204,7 @@ func TestAccNodeDrift(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				PreConfig:          patch(apiclient.NodePatch{Maintenance: &yes, MaintenanceReason: &reason}),
+				PreConfig:          patch(api.NodePatch{Maintenance: &yes, MaintenanceReason: &reason}),
 				Config:             config,
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
@@ -220,7 +220,7 @@ func TestAccNodeDrift(t *testing.T) {
 				}),
 			},
 			{
-				PreConfig:          patch(apiclient.NodePatch{ResourceClass: &class}),
+				PreConfig:          patch(api.NodePatch{ResourceClass: &class}),
 				Config:             config,
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
@@ -366,7 +366,7 @@ func TestAccNodeForceDestroy(t *testing.T) {
 				return fmt.Errorf("force_destroy node still there: %v", err)
 			}
 			n, err := c.GetNode(context.Background(), "kept-until-off")
-			if err != nil || n.ProvisionState != stateDeleting {
+			if err != nil || n.ProvisionState != api.StateDeleting {
 				return fmt.Errorf("node without force_destroy: %+v, %v; want it deleting while its BMC hangs", n, err)
 			}
 			return nil

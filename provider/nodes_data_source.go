@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -9,18 +10,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
 )
 
 var (
 	_ datasource.DataSource              = &NodesDataSource{}
 	_ datasource.DataSourceWithConfigure = &NodesDataSource{}
-)
-
-// Filter values the controller accepts.
-var (
-	provisionStates = []string{"enroll", "available", "deploying", "active", "deploy_failed", "cleaning", "deleting"}
-	faultFilters    = []string{"any", "none", "bmc_unreachable", "bmc_auth_failed", "bmc_error", "bmc_refused", "power_mismatch", "deploy_timeout", "clean_failed"}
 )
 
 // NodesDataSource lists nodes matching filters.
@@ -59,17 +55,17 @@ func (d *NodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			"provision_state": schema.StringAttribute{
 				MarkdownDescription: "Only nodes in this provision state.",
 				Optional:            true,
-				Validators:          []validator.String{stringvalidator.OneOf(provisionStates...)},
+				Validators:          []validator.String{stringvalidator.OneOf(api.ProvisionStates()...)},
 			},
 			"maintenance": schema.BoolAttribute{
 				MarkdownDescription: "Only nodes in maintenance (`true`) or not in maintenance (`false`).",
 				Optional:            true,
 			},
 			"fault": schema.StringAttribute{
-				MarkdownDescription: "Only faulted nodes (`any`), only healthy nodes (`none`), or only nodes with this fault " +
-					"(`bmc_unreachable`, `bmc_auth_failed`, `bmc_error`, `bmc_refused`, `power_mismatch`, `deploy_timeout`, `clean_failed`).",
+				MarkdownDescription: "Only faulted nodes (`" + api.FaultFilterAny + "`), only healthy nodes (`" + api.FaultFilterNone + "`), " +
+					"or only nodes with this fault (" + strings.Join(codeQuoted(api.Faults()), ", ") + ").",
 				Optional:   true,
-				Validators: []validator.String{stringvalidator.OneOf(faultFilters...)},
+				Validators: []validator.String{stringvalidator.OneOf(api.FaultFilters()...)},
 			},
 			"nodes": schema.ListNestedAttribute{
 				MarkdownDescription: "The matching nodes, in the controller's order.",
@@ -92,7 +88,7 @@ func (d *NodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	}
 	f := apiclient.NodeFilter{
 		ResourceClass:  cfg.ResourceClass.ValueString(),
-		ProvisionState: cfg.ProvisionState.ValueString(),
+		ProvisionState: api.ProvisionState(cfg.ProvisionState.ValueString()),
 		Fault:          cfg.Fault.ValueString(),
 	}
 	if !cfg.Maintenance.IsNull() {

@@ -1,16 +1,17 @@
 // Package api holds the wire types of the controller's REST API v1: the
 // JSON bodies the server (internal/httpapi) writes and the client
-// (internal/apiclient) reads. It has no logic; it is the contract.
+// (internal/apiclient) reads, and the enumerations of their values
+// (enums.go). It has no logic; it is the contract.
 //
 // Routes (all under a bearer token except healthz/readyz/openapi.json):
 //
 //	GET    /v1/nodes                  ?provision_state=&maintenance=&fault=&resource_class=&include_deleting=&limit=&cursor=
 //	POST   /v1/nodes                  NodeCreate → 201 Node            (admin)
 //	GET    /v1/nodes/{id-or-name}     → Node, ETag
-//	PATCH  /v1/nodes/{id-or-name}     JSON Merge Patch of NodeCreate fields + maintenance → Node (admin; If-Match)
+//	PATCH  /v1/nodes/{id-or-name}     NodePatch (JSON Merge Patch) → Node (admin; If-Match)
 //	DELETE /v1/nodes/{id-or-name}     ?force=true → 202 Accepted      (admin; If-Match)
 //	GET    /v1/nodes/{id}/events      → EventList
-//	POST   /v1/nodes/{id}/power       PowerRequest → 202 Accepted      (admin)
+//	POST   /v1/nodes/{id}/power       PowerRequest (on|off|soft_off|reset) → 202 Accepted (admin)
 //	GET    /v1/instances              ?limit=&cursor=  (members see their project)
 //	POST   /v1/instances              InstanceCreate → 201 Instance
 //	GET    /v1/instances/{id-or-name} → Instance, ETag
@@ -57,34 +58,56 @@ type Properties struct {
 
 // Node as returned by the API. Members see BMC as null.
 type Node struct {
-	ID                string     `json:"id"`
-	Name              string     `json:"name"`
-	Driver            string     `json:"driver"`
-	BMC               *BMC       `json:"bmc"`
-	ResourceClass     string     `json:"resource_class"`
-	Properties        Properties `json:"properties"`
-	Maintenance       bool       `json:"maintenance"`
-	MaintenanceReason string     `json:"maintenance_reason"`
-	PowerState        string     `json:"power_state"`
-	ProvisionState    string     `json:"provision_state"`
-	Fault             string     `json:"fault"`
-	LastError         string     `json:"last_error"`
-	FaultSince        *time.Time `json:"fault_since"`
-	InstanceID        string     `json:"instance_id"`
-	CreatedAt         time.Time  `json:"created_at"`
-	UpdatedAt         time.Time  `json:"updated_at"`
-	Version           int64      `json:"version"`
+	ID                string         `json:"id"`
+	Name              string         `json:"name"`
+	Driver            Driver         `json:"driver"`
+	BMC               *BMC           `json:"bmc"`
+	ResourceClass     string         `json:"resource_class"`
+	Properties        Properties     `json:"properties"`
+	Maintenance       bool           `json:"maintenance"`
+	MaintenanceReason string         `json:"maintenance_reason"`
+	PowerState        PowerState     `json:"power_state"`
+	ProvisionState    ProvisionState `json:"provision_state"`
+	Fault             Fault          `json:"fault"`
+	LastError         string         `json:"last_error"`
+	FaultSince        *time.Time     `json:"fault_since"`
+	InstanceID        string         `json:"instance_id"`
+	CreatedAt         time.Time      `json:"created_at"`
+	UpdatedAt         time.Time      `json:"updated_at"`
+	Version           int64          `json:"version"`
 }
 
 // NodeCreate is the body of POST /v1/nodes.
 type NodeCreate struct {
 	Name              string     `json:"name"`
-	Driver            string     `json:"driver"`
+	Driver            Driver     `json:"driver"`
 	BMC               BMCInput   `json:"bmc"`
 	ResourceClass     string     `json:"resource_class,omitempty"`
 	Properties        Properties `json:"properties,omitempty"`
 	Maintenance       bool       `json:"maintenance,omitempty"`
 	MaintenanceReason string     `json:"maintenance_reason,omitempty"`
+}
+
+// NodePatch is the body of PATCH /v1/nodes/{id}: a JSON Merge Patch of
+// a node, where nil fields are left alone.
+type NodePatch struct {
+	Name              *string     `json:"name,omitempty"`
+	Driver            *Driver     `json:"driver,omitempty"`
+	BMC               *BMCPatch   `json:"bmc,omitempty"`
+	ResourceClass     *string     `json:"resource_class,omitempty"`
+	Properties        *Properties `json:"properties,omitempty"`
+	Maintenance       *bool       `json:"maintenance,omitempty"`
+	MaintenanceReason *string     `json:"maintenance_reason,omitempty"`
+}
+
+// BMCPatch is the bmc member of a NodePatch.
+type BMCPatch struct {
+	Address     *string `json:"address,omitempty"`
+	Username    *string `json:"username,omitempty"`
+	Password    *string `json:"password,omitempty"`
+	Insecure    *bool   `json:"insecure,omitempty"`
+	SystemID    *string `json:"system_id,omitempty"`
+	CipherSuite *int    `json:"cipher_suite,omitempty"`
 }
 
 // NodeList is a page of nodes.
@@ -128,12 +151,12 @@ type Instance struct {
 	Image         Image             `json:"image"`
 	UserData      string            `json:"user_data"`
 	Metadata      map[string]string `json:"metadata"`
-	State         string            `json:"state"`
+	State         InstanceState     `json:"state"`
 	// PowerState is the desired power state ("" = none); ObservedPowerState
 	// is the node's.
-	PowerState         string `json:"power_state"`
-	ObservedPowerState string `json:"observed_power_state"`
-	LastError          string `json:"last_error"`
+	PowerState         PowerState `json:"power_state"`
+	ObservedPowerState PowerState `json:"observed_power_state"`
+	LastError          string     `json:"last_error"`
 	// Ready is true once the booted OS called POST /v1/instances/{id}/ready.
 	Ready bool `json:"ready"`
 	// DeployTimeout ("" = none) is how long the deploy waits for that
@@ -156,7 +179,7 @@ type InstanceCreate struct {
 	Image         Image             `json:"image"`
 	UserData      string            `json:"user_data,omitempty"`
 	Metadata      map[string]string `json:"metadata,omitempty"`
-	PowerState    string            `json:"power_state,omitempty"`
+	PowerState    PowerState        `json:"power_state,omitempty"`
 	// DeployTimeout (a Go duration, e.g. "30m") makes the deploy wait for
 	// the booted OS to call POST /v1/instances/{id}/ready with the ready
 	// token from its config drive; without the call within this time after
@@ -176,7 +199,7 @@ func ConfigDrivePath(instanceID, key string) string {
 
 // InstanceUpdate is the body of PATCH /v1/instances/{id}.
 type InstanceUpdate struct {
-	PowerState *string            `json:"power_state,omitempty"`
+	PowerState *PowerState        `json:"power_state,omitempty"` // "" clears the wish
 	Metadata   *map[string]string `json:"metadata,omitempty"`
 }
 
@@ -194,13 +217,13 @@ type Accepted struct {
 
 // PowerRequest is the body of POST /v1/nodes/{id}/power.
 type PowerRequest struct {
-	Target string `json:"target"` // on | off | reset
+	Target PowerAction `json:"target"` // one of PowerActions
 }
 
 // TokenCreate is the body of POST /v1/tokens.
 type TokenCreate struct {
 	Name      string     `json:"name,omitempty"`
-	Role      string     `json:"role"`
+	Role      Role       `json:"role"`
 	Project   string     `json:"project,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
@@ -209,7 +232,7 @@ type TokenCreate struct {
 type Token struct {
 	ID        string     `json:"id"`
 	Name      string     `json:"name"`
-	Role      string     `json:"role"`
+	Role      Role       `json:"role"`
 	Project   string     `json:"project,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
@@ -261,9 +284,43 @@ type Problem struct {
 	Detail string `json:"detail"`
 	// Code is the stable machine-readable code (also the last path element
 	// of Type); Field is the JSON path of the offending attribute, if any.
-	Code     string `json:"code"`
-	Field    string `json:"field,omitempty"`
-	Instance string `json:"instance,omitempty"`
+	Code     ProblemCode `json:"code"`
+	Field    string      `json:"field,omitempty"`
+	Instance string      `json:"instance,omitempty"`
+	// Capacity comes with no_capacity: why the nodes that were
+	// considered cannot take the instance.
+	Capacity *Capacity `json:"capacity,omitempty"`
+}
+
+// Capacity counts, by reason, the nodes a no_capacity answer considered
+// (every node of the resource class, or the pinned node). Each node is
+// counted under one reason, the first that applies in this order; the
+// problem's detail says the same in words.
+type Capacity struct {
+	// Nodes is how many nodes were considered.
+	Nodes int `json:"nodes"`
+	// Maintenance: an operator took the node out of service.
+	Maintenance int `json:"maintenance"`
+	// Fault: the controller cannot work the node's BMC (Node.Fault);
+	// the fault clears by itself once the BMC behaves.
+	Fault int `json:"fault"`
+	// UnsuitableDriver: available and healthy, but its driver cannot
+	// attach the config drive the instance needs (no virtual media).
+	UnsuitableDriver int `json:"unsuitable_driver"`
+	// Busy: the node hosts an instance (deploying, active or
+	// deploy_failed).
+	Busy int `json:"busy"`
+	// Cleaning, Enroll and Deleting count the nodes in those provision
+	// states.
+	Cleaning int `json:"cleaning"`
+	Enroll   int `json:"enroll"`
+	Deleting int `json:"deleting"`
+	// Pending counts the nodes, among those above, that will be able to
+	// take the instance without anyone acting: being cleaned (a fault
+	// left by the failed deploy clears when the cleanup succeeds) or
+	// being verified without trouble. Waiting and trying again can help
+	// only when it is not 0.
+	Pending int `json:"pending"`
 }
 
 // ProblemTypeBase prefixes every problem Type.

@@ -450,7 +450,7 @@ func decodeProblem(resp *resty.Response) api.Problem {
 			p.Status = status
 		}
 		if p.Code == "" && strings.HasPrefix(p.Type, api.ProblemTypeBase) {
-			p.Code = strings.TrimPrefix(p.Type, api.ProblemTypeBase)
+			p.Code = api.ProblemCode(strings.TrimPrefix(p.Type, api.ProblemTypeBase))
 		}
 		// The status line is the truth for retries and sentinels.
 		p.Status = status

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,8 +71,54 @@ func writeProblem(w http.ResponseWriter, status int, code, detail, field string)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(api.Problem{
 		Type: api.ProblemTypeBase + code, Title: http.StatusText(status), Status: status,
-		Detail: detail, Code: code, Field: field,
+		Detail: detail, Code: api.ProblemCode(code), Field: field,
 	})
+}
+
+// TestNoCapacityCounts: the counts of a 409 no_capacity, as the
+// controller writes them, reach the caller; other errors, and a
+// no_capacity without counts (an older controller), carry none.
+func TestNoCapacityCounts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", api.ProblemContentType)
+		switch r.URL.Query().Get("case") {
+		case "counts":
+			w.WriteHeader(409)
+			_, _ = io.WriteString(w, `{"type":"https://baremetal-tf.github.io/problems/no_capacity","title":"No capacity","status":409,`+
+				`"detail":"no node of class \"gpu\" is available: 1 cleaning, 2 in maintenance","code":"no_capacity","field":"resource_class",`+
+				`"capacity":{"nodes":3,"maintenance":2,"fault":0,"unsuitable_driver":0,"busy":0,"cleaning":1,"enroll":0,"deleting":0,"pending":1}}`)
+		case "bare":
+			writeProblem(w, 409, "no_capacity", "no node of class \"gpu\" is available: 1 in maintenance", "resource_class")
+		default:
+			writeProblem(w, 409, "conflict", "an instance named i exists", "name")
+		}
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, nil)
+	get := func(which string) error {
+		_, err := c.do(context.Background(), request{method: http.MethodGet, path: "/v1/instances",
+			query: url.Values{"case": {which}}})
+		return err
+	}
+
+	err := get("counts")
+	got, ok := NoCapacity(err)
+	want := api.Capacity{Nodes: 3, Maintenance: 2, Cleaning: 1, Pending: 1}
+	if !ok || *got != want || !errors.Is(err, ErrNoCapacity) {
+		t.Fatalf("NoCapacity(%v) = %+v, %v; want %+v", err, got, ok, want)
+	}
+	if ae, _ := AsAPIError(err); ae.Capacity() != got || !strings.Contains(ae.Detail(), "1 cleaning, 2 in maintenance") {
+		t.Fatalf("APIError %+v", ae)
+	}
+	for _, which := range []string{"bare", "conflict"} {
+		err := get(which)
+		if c, ok := NoCapacity(err); ok || c != nil || !errors.Is(err, ErrConflict) {
+			t.Fatalf("%s: NoCapacity(%v) = %+v, %v", which, err, c, ok)
+		}
+	}
+	if _, ok := NoCapacity(errors.New("dial tcp: refused")); ok {
+		t.Fatal("a transport error has counts")
+	}
 }
 
 func TestGetNodeSendsTokenAndReturnsETag(t *testing.T) {
@@ -450,7 +497,7 @@ func TestPatchNodeSendsMergePatchAndIfMatch(t *testing.T) {
 	defer srv.Close()
 	c, _ := newTestClient(t, srv, nil)
 	yes, reason, addr := true, "disk swap", "https://new"
-	patch := NodePatch{Maintenance: &yes, MaintenanceReason: &reason, BMC: &BMCPatch{Address: &addr}}
+	patch := api.NodePatch{Maintenance: &yes, MaintenanceReason: &reason, BMC: &api.BMCPatch{Address: &addr}}
 	n, err := c.PatchNode(context.Background(), "n1", patch, `"3"`)
 	if err != nil || !n.Maintenance {
 		t.Fatalf("got %+v, %v", n, err)
@@ -522,7 +569,7 @@ func TestInstancesAndEventsAndTokens(t *testing.T) {
 		case r.URL.Path == "/v1/nodes/n1/power":
 			var p api.PowerRequest
 			_ = json.NewDecoder(r.Body).Decode(&p)
-			writeJSON(w, 202, api.Accepted{JobID: 9, Message: "power " + p.Target})
+			writeJSON(w, 202, api.Accepted{JobID: 9, Message: "power " + string(p.Target)})
 		case r.URL.Path == "/v1/tokens" && r.Method == http.MethodPost:
 			writeJSON(w, 201, api.TokenCreated{Token: api.Token{ID: "t1", Role: "member", Project: "p"}, Secret: "tok"})
 		case r.URL.Path == "/v1/tokens/t1":
@@ -539,7 +586,7 @@ func TestInstancesAndEventsAndTokens(t *testing.T) {
 	if err != nil || len(ins) != 2 || ins[1].ID != "i2" {
 		t.Fatalf("instances %+v %v", ins, err)
 	}
-	off := "off"
+	off := api.PowerOff
 	in, err := c.PatchInstance(ctx, "i1", api.InstanceUpdate{PowerState: &off})
 	if err != nil || in.PowerState != "off" {
 		t.Fatalf("patch %+v %v", in, err)

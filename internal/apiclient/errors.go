@@ -24,20 +24,21 @@ var (
 	ErrServer             = errors.New("server error")
 )
 
-// codeSentinels maps the API's stable problem codes to sentinels.
-var codeSentinels = map[string]error{
-	"invalid":             ErrInvalid,
-	"payload_too_large":   ErrInvalid,
-	"unauthorized":        ErrUnauthorized,
-	"forbidden":           ErrForbidden,
-	"not_found":           ErrNotFound,
-	"conflict":            ErrConflict,
-	"precondition_failed": ErrPreconditionFailed,
-	"invalid_state":       ErrInvalidState,
-	"quota_exceeded":      ErrQuotaExceeded,
-	"no_capacity":         ErrNoCapacity,
-	"unavailable":         ErrUnavailable,
-	"internal":            ErrServer,
+// codeSentinels maps the API's stable problem codes to sentinels. Codes
+// without one (method_not_allowed, unsupported_media_type) match by status.
+var codeSentinels = map[api.ProblemCode]error{
+	api.CodeInvalid:       ErrInvalid,
+	api.CodeTooLarge:      ErrInvalid,
+	api.CodeUnauthorized:  ErrUnauthorized,
+	api.CodeForbidden:     ErrForbidden,
+	api.CodeNotFound:      ErrNotFound,
+	api.CodeConflict:      ErrConflict,
+	api.CodePrecondition:  ErrPreconditionFailed,
+	api.CodeInvalidState:  ErrInvalidState,
+	api.CodeQuotaExceeded: ErrQuotaExceeded,
+	api.CodeNoCapacity:    ErrNoCapacity,
+	api.CodeUnavailable:   ErrUnavailable,
+	api.CodeInternal:      ErrServer,
 }
 
 // statusSentinels is the fallback when a response carries no known code
@@ -81,7 +82,7 @@ func (e *APIError) Detail() string {
 }
 
 func (e *APIError) Error() string {
-	code := e.Problem.Code
+	code := string(e.Problem.Code)
 	if code == "" {
 		code = http.StatusText(e.Problem.Status)
 	}
@@ -91,6 +92,12 @@ func (e *APIError) Error() string {
 	}
 	return msg
 }
+
+// Capacity returns the counts a no_capacity answer carries: why the nodes
+// it considered cannot take the instance, and whether any will be able to
+// soon (Pending). It is nil for other errors, and from a controller too
+// old to send them.
+func (e *APIError) Capacity() *api.Capacity { return e.Problem.Capacity }
 
 // Is lets errors.Is(err, ErrNotFound) and friends work. An error matches
 // the sentinel of its code and that of its status: a 409 no_capacity is
@@ -110,4 +117,14 @@ func AsAPIError(err error) (*APIError, bool) {
 	var ae *APIError
 	ok := errors.As(err, &ae)
 	return ae, ok
+}
+
+// NoCapacity returns the counts of the no_capacity answer in err's chain;
+// ok is false when err is no such answer or carries no counts.
+func NoCapacity(err error) (c *api.Capacity, ok bool) {
+	ae, isAPI := AsAPIError(err)
+	if !isAPI || ae.Problem.Code != api.CodeNoCapacity || ae.Problem.Capacity == nil {
+		return nil, false
+	}
+	return ae.Problem.Capacity, true
 }

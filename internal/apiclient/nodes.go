@@ -12,10 +12,10 @@ import (
 
 // NodeFilter narrows ListNodes. Zero fields do not filter.
 type NodeFilter struct {
-	ProvisionState string
+	ProvisionState api.ProvisionState
 	Maintenance    *bool
-	// Fault is "any" (faulted nodes), "none" (healthy ones) or one fault
-	// (e.g. "bmc_unreachable").
+	// Fault is one of api.FaultFilters: api.FaultFilterAny (faulted
+	// nodes), api.FaultFilterNone (healthy ones) or one fault.
 	Fault           string
 	ResourceClass   string
 	IncludeDeleting bool
@@ -26,7 +26,7 @@ type NodeFilter struct {
 func (f NodeFilter) values() url.Values {
 	v := url.Values{}
 	if f.ProvisionState != "" {
-		v.Set("provision_state", f.ProvisionState)
+		v.Set("provision_state", string(f.ProvisionState))
 	}
 	if f.Maintenance != nil {
 		v.Set("maintenance", strconv.FormatBool(*f.Maintenance))
@@ -44,27 +44,6 @@ func (f NodeFilter) values() url.Values {
 		v.Set("limit", strconv.Itoa(f.PageSize))
 	}
 	return v
-}
-
-// NodePatch is a JSON Merge Patch of a node: nil fields are left alone.
-type NodePatch struct {
-	Name              *string         `json:"name,omitempty"`
-	Driver            *string         `json:"driver,omitempty"`
-	BMC               *BMCPatch       `json:"bmc,omitempty"`
-	ResourceClass     *string         `json:"resource_class,omitempty"`
-	Properties        *api.Properties `json:"properties,omitempty"`
-	Maintenance       *bool           `json:"maintenance,omitempty"`
-	MaintenanceReason *string         `json:"maintenance_reason,omitempty"`
-}
-
-// BMCPatch is the bmc member of a NodePatch.
-type BMCPatch struct {
-	Address     *string `json:"address,omitempty"`
-	Username    *string `json:"username,omitempty"`
-	Password    *string `json:"password,omitempty"`
-	Insecure    *bool   `json:"insecure,omitempty"`
-	SystemID    *string `json:"system_id,omitempty"`
-	CipherSuite *int    `json:"cipher_suite,omitempty"`
 }
 
 // GetNode returns the node with that id or name.
@@ -121,7 +100,7 @@ func (c *Client) CreateNode(ctx context.Context, in api.NodeCreate) (*api.Node, 
 	return &n, nil
 }
 
-// PatchNode applies a JSON Merge Patch (a NodePatch, a map or any value
+// PatchNode applies a JSON Merge Patch (an api.NodePatch, a map or any value
 // that encodes to a JSON object) to the node. A non-empty ifMatch is sent
 // as If-Match: the server then answers 412 (ErrPreconditionFailed) when
 // the node changed since that ETag.
@@ -166,8 +145,8 @@ func (c *Client) ListNodeEvents(ctx context.Context, idOrName string) ([]api.Eve
 	}
 }
 
-// NodePower asks for a power action: "on", "off" or "reset".
-func (c *Client) NodePower(ctx context.Context, idOrName, target string) (*api.Accepted, error) {
+// NodePower asks for a power action (one of api.PowerActions).
+func (c *Client) NodePower(ctx context.Context, idOrName string, target api.PowerAction) (*api.Accepted, error) {
 	var a api.Accepted
 	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + escape(idOrName) + "/power",
 		body: api.PowerRequest{Target: target}, out: &a})

@@ -104,7 +104,7 @@ func (r Response) Problem(t testing.TB) api.Problem {
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		t.Fatalf("problem body: %v: %s", err, r.Body)
 	}
-	if p.Status != r.Status || p.Code == "" || p.Detail == "" || !strings.HasSuffix(p.Type, p.Code) {
+	if p.Status != r.Status || p.Code == "" || p.Detail == "" || !strings.HasSuffix(p.Type, string(p.Code)) {
 		t.Fatalf("incomplete problem document: %s", r.Body)
 	}
 	return p

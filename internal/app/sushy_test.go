@@ -47,7 +47,7 @@ func TestSushyLifecycle(t *testing.T) {
 		member.call("POST", "/v1/instances", fmt.Sprintf(`{"name":%q,"resource_class":"sushy","image":{"url":%q}}`, name, images.URL+path), 201, &inst)
 		return inst
 	}
-	waitInstance := func(id, state string) api.Instance {
+	waitInstance := func(id string, state api.InstanceState) api.Instance {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {

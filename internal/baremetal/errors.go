@@ -35,6 +35,9 @@ type Error struct {
 	Code    Code
 	Message string
 	Field   string
+	// Capacity, on a no_capacity error, counts why the nodes considered
+	// cannot take the instance; the API sends it along with Message.
+	Capacity *Capacity
 	// Err is the wrapped cause; it is logged, never sent to clients.
 	Err error
 }

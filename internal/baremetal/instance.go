@@ -11,6 +11,9 @@ const (
 	InstanceError     InstanceState = "error"
 )
 
+// InstanceStates lists every instance state.
+var InstanceStates = []InstanceState{InstanceDeploying, InstanceActive, InstanceError}
+
 // Image is what an instance boots.
 type Image struct {
 	URL      string `json:"url"`
@@ -68,6 +71,9 @@ const (
 	RoleAdmin  Role = "admin"
 	RoleMember Role = "member"
 )
+
+// Roles lists every role.
+var Roles = []Role{RoleAdmin, RoleMember}
 
 // Token is an API credential. Only the hash of its secret is stored.
 type Token struct {

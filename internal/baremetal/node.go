@@ -24,6 +24,9 @@ const (
 	PowerUnknown PowerState = "unknown"
 )
 
+// PowerStates lists every observed power state.
+var PowerStates = []PowerState{PowerOn, PowerOff, PowerUnknown}
+
 // Fault is controller-set BMC trouble. The empty Fault means healthy.
 type Fault string
 

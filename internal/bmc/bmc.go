@@ -32,6 +32,9 @@ const (
 	ActionReset   PowerAction = "reset"
 )
 
+// PowerActions lists every power action.
+var PowerActions = []PowerAction{ActionOn, ActionOff, ActionSoftOff, ActionReset}
+
 // Target returns the power state an action should end in.
 func (a PowerAction) Target() PowerState {
 	switch a {

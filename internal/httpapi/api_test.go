@@ -351,7 +351,7 @@ func testNodeErrors(t *testing.T, e *env) {
 			continue
 		}
 		p := r.problem(t)
-		if p.Code != c.code || p.Field != c.field {
+		if string(p.Code) != c.code || p.Field != c.field {
 			t.Errorf("%s: code %q field %q, want %q %q (detail %q)", c.name, p.Code, p.Field, c.code, c.field, p.Detail)
 		}
 		if c.field != "" && !strings.Contains(p.Detail, c.field) {
@@ -446,6 +446,9 @@ func testInstances(t *testing.T, e *env) {
 	if p := r.problem(t); r.status != 409 || p.Code != "no_capacity" || p.Field != "node_id" {
 		t.Fatalf("pinned busy node: %d %s", r.status, r.body)
 	}
+	if p := r.problem(t); p.Capacity == nil || *p.Capacity != (api.Capacity{Nodes: 1, Busy: 1}) {
+		t.Fatalf("pinned busy node: counts %s", r.body)
+	}
 	// Delete: 202 with a cleanup job, gone at once, quota freed.
 	var acc api.Accepted
 	e.mustJSON("DELETE", "/v1/instances/web-1", e.member, "", 202, &acc)
@@ -476,6 +479,24 @@ func testInstances(t *testing.T, e *env) {
 	if p := r.problem(t); r.status != 409 || p.Code != "no_capacity" ||
 		!strings.Contains(p.Detail, `no node of class "gpu" is available: 1 cleaning, 1 in maintenance`) {
 		t.Fatalf("no capacity: %d %s", r.status, r.body)
+	}
+	// ... and in numbers, every reason present on the wire (zeros
+	// included) so a client need not know which are omitted: the cleaning
+	// node frees up by itself, the one in maintenance does not.
+	var wire struct {
+		Capacity map[string]int `json:"capacity"`
+	}
+	if err := json.Unmarshal(r.body, &wire); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"nodes": 2, "maintenance": 1, "fault": 0, "unsuitable_driver": 0, "busy": 0,
+		"cleaning": 1, "enroll": 0, "deleting": 0, "pending": 1}
+	if fmt.Sprint(wire.Capacity) != fmt.Sprint(want) {
+		t.Fatalf("no capacity counts %v, want %v", wire.Capacity, want)
+	}
+	// Other errors carry no counts.
+	if r := e.do("GET", "/v1/instances/nope", e.member, ""); bytes.Contains(r.body, []byte("capacity")) {
+		t.Fatalf("a 404 with counts: %s", r.body)
 	}
 }
 

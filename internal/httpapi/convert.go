@@ -18,11 +18,11 @@ import (
 // password.
 func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 	out := api.Node{
-		ID: n.ID, Name: n.Name, Driver: string(n.Driver), ResourceClass: n.ResourceClass,
+		ID: n.ID, Name: n.Name, Driver: api.Driver(n.Driver), ResourceClass: n.ResourceClass,
 		Properties:  api.Properties(n.Properties),
 		Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
-		PowerState: string(n.PowerState), ProvisionState: string(n.ProvisionState),
-		Fault: string(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince,
+		PowerState: api.PowerState(n.PowerState), ProvisionState: api.ProvisionState(n.ProvisionState),
+		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince,
 		InstanceID: n.InstanceID, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
 	}
 	if !c.Admin() {
@@ -46,8 +46,8 @@ func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Insta
 	}
 	return api.Instance{
 		ID: i.ID, Name: i.Name, Project: i.Project, NodeID: i.NodeID, ResourceClass: i.ResourceClass,
-		Image: api.Image(i.Image), UserData: i.UserData, Metadata: md, State: string(i.State),
-		PowerState: string(i.PowerState), ObservedPowerState: string(observed), LastError: i.LastError,
+		Image: api.Image(i.Image), UserData: i.UserData, Metadata: md, State: api.InstanceState(i.State),
+		PowerState: api.PowerState(i.PowerState), ObservedPowerState: api.PowerState(observed), LastError: i.LastError,
 		Ready: i.Ready, DeployTimeout: durationOut(i.DeployTimeout), BootedAt: i.BootedAt,
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
 	}
@@ -75,7 +75,7 @@ func eventOut(e *baremetal.Event) api.Event {
 }
 
 func tokenOut(t *baremetal.Token) api.Token {
-	return api.Token{ID: t.ID, Name: t.Name, Role: string(t.Role), Project: t.Project, ExpiresAt: t.ExpiresAt, CreatedAt: t.CreatedAt}
+	return api.Token{ID: t.ID, Name: t.Name, Role: api.Role(t.Role), Project: t.Project, ExpiresAt: t.ExpiresAt, CreatedAt: t.CreatedAt}
 }
 
 // page reads ?limit= and ?cursor=.
@@ -123,7 +123,7 @@ func nodeFilter(r *http.Request) (store.NodeFilter, error) {
 		return f, err
 	}
 	if fl := q.Get("fault"); fl != "" {
-		if fl != "any" && fl != "none" && !slices.Contains(baremetal.Faults, baremetal.Fault(fl)) {
+		if !slices.Contains(api.FaultFilters(), fl) {
 			return f, &baremetal.Error{Code: baremetal.CodeInvalid, Field: "fault", Message: "fault must be any, none or a fault name, got " + strconv.Quote(fl)}
 		}
 		f.Fault = fl

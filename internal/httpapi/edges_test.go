@@ -207,7 +207,7 @@ func testInputEdges(t *testing.T, e *env) {
 			continue
 		}
 		p := r.problem(t)
-		if p.Code != c.code || p.Field != c.field {
+		if string(p.Code) != c.code || p.Field != c.field {
 			t.Errorf("%s: code %q field %q, want %q %q (detail %q)", c.name, p.Code, p.Field, c.code, c.field, p.Detail)
 		}
 		if c.field != "" && !strings.Contains(p.Detail, c.field) {

@@ -94,7 +94,12 @@ func (s *Server) patchInstance(w http.ResponseWriter, r *http.Request, c service
 	if !s.decodeWith(w, r, &in, true) {
 		return
 	}
-	inst, err := s.svc.UpdateInstance(r.Context(), c, r.PathValue("id"), match, in.PowerState, in.Metadata)
+	var power *string
+	if in.PowerState != nil {
+		p := string(*in.PowerState)
+		power = &p
+	}
+	inst, err := s.svc.UpdateInstance(r.Context(), c, r.PathValue("id"), match, power, in.Metadata)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

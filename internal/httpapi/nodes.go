@@ -98,7 +98,7 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 	n, err := s.svc.UpdateNode(r.Context(), c, r.PathValue("id"), match, func(cur *baremetal.Node) (service.NodeSpec, error) {
 		spec := service.SpecOf(cur)
 		doc, err := toMap(api.NodeCreate{
-			Name: spec.Name, Driver: string(spec.Driver), ResourceClass: spec.ResourceClass,
+			Name: spec.Name, Driver: api.Driver(spec.Driver), ResourceClass: spec.ResourceClass,
 			BMC: api.BMCInput{Address: spec.BMC.Address, Username: spec.BMC.Username, Insecure: spec.BMC.Insecure,
 				SystemID: spec.BMC.SystemID, CipherSuite: spec.BMC.CipherSuite},
 			Properties:  api.Properties(spec.Properties),
@@ -233,10 +233,10 @@ func (s *Server) powerNode(w http.ResponseWriter, r *http.Request, c service.Cal
 	if !s.decode(w, r, &in) {
 		return
 	}
-	jobID, err := s.svc.PowerNode(r.Context(), c, r.PathValue("id"), in.Target)
+	jobID, err := s.svc.PowerNode(r.Context(), c, r.PathValue("id"), string(in.Target))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, api.Accepted{JobID: jobID, Message: "power " + in.Target + " queued"})
+	writeJSON(w, http.StatusAccepted, api.Accepted{JobID: jobID, Message: "power " + string(in.Target) + " queued"})
 }

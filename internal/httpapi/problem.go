@@ -69,10 +69,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Type:     api.ProblemTypeBase + string(code),
 		Title:    titleOf[code],
 		Status:   status,
-		Code:     string(code),
+		Code:     api.ProblemCode(code),
 		Detail:   baremetal.ErrorMessage(err),
 		Field:    baremetal.ErrorField(err),
 		Instance: logPath(r),
+	}
+	if c := baremetal.ErrorCapacity(err); c != nil && code == baremetal.CodeNoCapacity {
+		// A conversion, not a copy field by field: it stops compiling
+		// when the domain's counts and the wire's drift apart.
+		wire := api.Capacity(*c)
+		p.Capacity = &wire
 	}
 	switch {
 	case store.IsUnavailable(err):

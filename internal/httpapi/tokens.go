@@ -86,8 +86,6 @@ func (s *Server) putQuota(w http.ResponseWriter, r *http.Request, c service.Call
 	s.getQuota(w, r, c)
 }
 
-var jobStates = []string{"available", "cancelled", "completed", "discarded", "pending", "retryable", "running", "scheduled"}
-
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c service.Caller) {
 	if !c.Admin() {
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may list jobs"))
@@ -100,7 +98,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c service.Call
 	}
 	q := r.URL.Query()
 	state := q.Get("state")
-	if state != "" && !slices.Contains(jobStates, state) {
+	if jobStates := api.JobStates(); state != "" && !slices.Contains(jobStates, state) {
 		s.writeError(w, r, baremetal.FieldErrorf("state", "state %q must be one of %v", state, jobStates))
 		return
 	}

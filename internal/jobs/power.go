@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -29,18 +30,15 @@ func (w *powerWorker) Work(ctx context.Context, job *river.Job[PowerArgs]) error
 }
 
 func parseAction(s string) (bmc.PowerAction, bool) {
-	switch a := bmc.PowerAction(s); a {
-	case bmc.ActionOn, bmc.ActionOff, bmc.ActionSoftOff, bmc.ActionReset:
-		return a, true
-	}
-	return "", false
+	a := bmc.PowerAction(s)
+	return a, slices.Contains(bmc.PowerActions, a)
 }
 
 func (w *powerWorker) power(ctx context.Context, job *river.Job[PowerArgs]) error {
 	a := job.Args
 	action, ok := parseAction(a.Action)
 	if !ok {
-		return river.JobCancel(fmt.Errorf("power action %q: want on, off, soft_off or reset", a.Action))
+		return river.JobCancel(fmt.Errorf("power action %q: want one of %v", a.Action, bmc.PowerActions))
 	}
 	n, err := w.begin(ctx, job.JobRow, a.NodeID, true)
 	if n == nil {

@@ -205,7 +205,9 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, c Caller, inst *bar
 					hosted = "already hosts instance " + n.InstanceID
 				}
 			}
-			return nil, &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "node_id",
+			var capa baremetal.Capacity
+			capa.Count(n, inst)
+			return nil, &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "node_id", Capacity: &capa,
 				Message: fmt.Sprintf("node %s cannot take an instance: %s", n.Name, unschedulableReason(n, hosted))}
 		}
 		if inst.NeedsConfigDrive() && !n.CanCarryConfigDrive() {
@@ -262,11 +264,13 @@ func unschedulableReason(n *baremetal.Node, hosted string) string {
 }
 
 // noCapacity counts why each node of the class is not schedulable, e.g.
-// `no node of class "gpu" is available: 2 in maintenance, 1 faulted (bmc_unreachable), 3 cleaning`.
+// `no node of class "gpu" is available: 2 in maintenance, 1 faulted (bmc_unreachable), 3 cleaning`,
+// in words and in numbers (baremetal.Capacity) for clients that decide
+// whether to wait.
 func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.Instance) error {
 	class := inst.ResourceClass
 	counts := map[string]int{}
-	total := 0
+	var capa baremetal.Capacity
 	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}, ResourceClass: class, IncludeDeleting: true}
 	for {
 		nodes, next, err := tx.ListNodes(ctx, f)
@@ -274,13 +278,12 @@ func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.I
 			return err
 		}
 		for _, n := range nodes {
-			total++
-			switch {
-			case n.Maintenance:
+			switch capa.Count(n, inst) {
+			case baremetal.UnfitMaintenance:
 				counts["in maintenance"]++
-			case n.Fault != baremetal.FaultNone:
+			case baremetal.UnfitFault:
 				counts["faulted ("+string(n.Fault)+")"]++
-			case n.Schedulable() && inst.NeedsConfigDrive() && !n.CanCarryConfigDrive():
+			case baremetal.UnfitDriver:
 				counts[fmt.Sprintf("available but %s (no virtual media for the config drive %s needs)", n.Driver, configDriveReason(inst))]++
 			default:
 				counts[string(n.ProvisionState)]++
@@ -291,8 +294,8 @@ func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.I
 		}
 		f.After = next
 	}
-	if total == 0 {
-		return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class",
+	if capa.Nodes == 0 {
+		return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class", Capacity: &capa,
 			Message: fmt.Sprintf("no node of class %q is available: no node has that resource class", class)}
 	}
 	parts := make([]string, 0, len(counts))
@@ -300,7 +303,7 @@ func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.I
 		parts = append(parts, fmt.Sprintf("%d %s", v, k))
 	}
 	sort.Slice(parts, func(i, j int) bool { return strings.SplitN(parts[i], " ", 2)[1] < strings.SplitN(parts[j], " ", 2)[1] })
-	return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class",
+	return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class", Capacity: &capa,
 		Message: fmt.Sprintf("no node of class %q is available: %s", class, strings.Join(parts, ", "))}
 }
 

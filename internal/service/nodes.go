@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
@@ -339,10 +343,8 @@ func (s *Service) PowerNode(ctx context.Context, c Caller, idOrName, target stri
 	if err := requireAdmin(c, "change node power"); err != nil {
 		return 0, err
 	}
-	switch target {
-	case "on", "off", "reset", "soft_off":
-	default:
-		return 0, baremetal.FieldErrorf("target", "target %q must be one of on, off, soft_off, reset", target)
+	if !slices.Contains(bmc.PowerActions, bmc.PowerAction(target)) {
+		return 0, baremetal.FieldErrorf("target", "target %q must be one of %s", target, strings.Join(api.PowerActions(), ", "))
 	}
 	var jobID int64
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {

@@ -1,0 +1,111 @@
+package baremetal
+
+import "errors"
+
+// Unfit is why a node cannot take an instance now.
+type Unfit string
+
+const (
+	UnfitMaintenance Unfit = "maintenance"       // an operator took it out of service
+	UnfitFault       Unfit = "fault"             // its BMC is in trouble (Node.Fault)
+	UnfitDriver      Unfit = "unsuitable_driver" // free, but no virtual media for the config drive the instance needs
+	UnfitBusy        Unfit = "busy"              // it hosts an instance
+	UnfitCleaning    Unfit = "cleaning"
+	UnfitEnroll      Unfit = "enroll"
+	UnfitDeleting    Unfit = "deleting"
+)
+
+// UnfitFor says why n cannot take inst, or "" when it can. A node has one
+// reason, the first that applies: maintenance (only an operator ends it),
+// then a fault, then a driver that cannot carry the config drive inst
+// needs, then its provision state.
+func (n *Node) UnfitFor(inst *Instance) Unfit {
+	switch {
+	case n.Maintenance:
+		return UnfitMaintenance
+	case n.Fault != FaultNone:
+		return UnfitFault
+	case n.Schedulable() && inst.NeedsConfigDrive() && !n.CanCarryConfigDrive():
+		return UnfitDriver
+	case n.Schedulable():
+		return ""
+	}
+	switch n.ProvisionState {
+	case StateCleaning:
+		return UnfitCleaning
+	case StateEnroll:
+		return UnfitEnroll
+	case StateDeleting:
+		return UnfitDeleting
+	default:
+		// deploying, active, deploy_failed, or available while an
+		// instance is still recorded on it.
+		return UnfitBusy
+	}
+}
+
+// FreesUpFor reports whether n, though it cannot take inst now, will be
+// able to without anyone acting: its cleanup is under way (a fault it
+// carries, e.g. from the deploy that failed, clears when the cleanup
+// succeeds), or its BMC is being verified without trouble so far. A node
+// in maintenance waits for an operator, and a driver without virtual
+// media never carries a config drive.
+func (n *Node) FreesUpFor(inst *Instance) bool {
+	if n.Maintenance || (inst.NeedsConfigDrive() && !n.CanCarryConfigDrive()) {
+		return false
+	}
+	return n.ProvisionState == StateCleaning || (n.ProvisionState == StateEnroll && n.Fault == FaultNone)
+}
+
+// Capacity counts, by reason, the nodes that could not take an instance;
+// a no_capacity Error carries it. The API shows it as api.Capacity, field
+// for field.
+type Capacity struct {
+	Nodes            int // nodes considered
+	Maintenance      int
+	Fault            int
+	UnsuitableDriver int
+	Busy             int
+	Cleaning         int
+	Enroll           int
+	Deleting         int
+	// Pending counts the nodes (whatever their reason) that free up
+	// without anyone acting (FreesUpFor): waiting can help only if > 0.
+	Pending int
+}
+
+// Count adds n, considered for inst, to c and returns why n cannot take
+// inst ("" if it can: it is then counted in Nodes only).
+func (c *Capacity) Count(n *Node, inst *Instance) Unfit {
+	c.Nodes++
+	u := n.UnfitFor(inst)
+	switch u {
+	case UnfitMaintenance:
+		c.Maintenance++
+	case UnfitFault:
+		c.Fault++
+	case UnfitDriver:
+		c.UnsuitableDriver++
+	case UnfitBusy:
+		c.Busy++
+	case UnfitCleaning:
+		c.Cleaning++
+	case UnfitEnroll:
+		c.Enroll++
+	case UnfitDeleting:
+		c.Deleting++
+	}
+	if u != "" && n.FreesUpFor(inst) {
+		c.Pending++
+	}
+	return u
+}
+
+// ErrorCapacity returns the counts a no_capacity error carries, if any.
+func ErrorCapacity(err error) *Capacity {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Capacity
+	}
+	return nil
+}
