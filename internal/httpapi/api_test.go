@@ -119,16 +119,8 @@ func (e *env) do(method, path, token, body string, hdr ...string) resp {
 
 func (e *env) mustJSON(method, path, token, body string, want int, out any) resp {
 	e.t.Helper()
-	r := e.do(method, path, token, body)
-	if r.status != want {
-		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, want, r.body)
-	}
-	if out != nil {
-		if err := json.Unmarshal(r.body, out); err != nil {
-			e.t.Fatalf("%s %s: decode: %v: %s", method, path, err, r.body)
-		}
-	}
-	return r
+	r := apitest.Client{T: e.t, URL: e.srv.URL, Token: token, Record: e.bodies}.Call(method, path, body, want, out)
+	return resp{status: r.Status, header: r.Header, body: r.Body}
 }
 
 func nodeBody(name string) string {

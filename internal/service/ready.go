@@ -60,15 +60,9 @@ func (s *Service) InstanceReady(ctx context.Context, id, token, from string) err
 	}
 	// Check the token on a plain read first: a junk token must not queue
 	// for the write lock (on SQLite, the one writer connection).
-	pre, err := s.store.GetInstance(ctx, id)
-	if baremetal.IsCode(err, baremetal.CodeNotFound) {
-		return errBadReadyToken
-	}
+	pre, err := readyInstance(ctx, s.store, id, token)
 	if err != nil {
 		return err
-	}
-	if pre.ReadyTokenHash == "" || subtle.ConstantTimeCompare([]byte(HashSecret(token)), []byte(pre.ReadyTokenHash)) != 1 {
-		return errBadReadyToken
 	}
 	if pre.Ready {
 		return nil
@@ -76,15 +70,9 @@ func (s *Service) InstanceReady(ctx context.Context, id, token, from string) err
 	var msg string
 	err = s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		msg = ""
-		inst, err := tx.GetInstance(ctx, id)
-		if baremetal.IsCode(err, baremetal.CodeNotFound) {
-			return errBadReadyToken
-		}
+		inst, err := readyInstance(ctx, tx, id, token)
 		if err != nil {
 			return err
-		}
-		if inst.ReadyTokenHash == "" || subtle.ConstantTimeCompare([]byte(HashSecret(token)), []byte(inst.ReadyTokenHash)) != 1 {
-			return errBadReadyToken
 		}
 		if inst.Ready {
 			return nil
@@ -121,4 +109,20 @@ func (s *Service) InstanceReady(ctx context.Context, id, token, from string) err
 	}
 	s.log.InfoContext(ctx, "instance ready callback", "instance_id", id, "from", from, "activated", msg != "")
 	return nil
+}
+
+// readyInstance reads instance id and checks that token is its ready
+// token; any mismatch, including an unknown id, is errBadReadyToken.
+func readyInstance(ctx context.Context, q store.Queries, id, token string) (*baremetal.Instance, error) {
+	inst, err := q.GetInstance(ctx, id)
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return nil, errBadReadyToken
+	}
+	if err != nil {
+		return nil, err
+	}
+	if inst.ReadyTokenHash == "" || subtle.ConstantTimeCompare([]byte(HashSecret(token)), []byte(inst.ReadyTokenHash)) != 1 {
+		return nil, errBadReadyToken
+	}
+	return inst, nil
 }
