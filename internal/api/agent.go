@@ -1,0 +1,142 @@
+package api
+
+// The deploy agent's protocol (pull model): the agent, booted on a node by
+// the controller, POSTs an AgentHeartbeat to AgentHeartbeatPath with its
+// per-boot token as the bearer token; the AgentReply may carry the one
+// command the agent is to run. The agent reports on that command (by id)
+// in every later heartbeat until it has reported the command finished and
+// the controller has stopped handing it out. The controller never needs a
+// route to the node.
+//
+//	POST /v1/agent/heartbeat   (Bearer: per-boot agent token) AgentHeartbeat → 200 AgentReply
+//	401                        token unknown or its session over: the agent retries with backoff
+//	anything else / no answer  retried with backoff
+
+// AgentHeartbeatPath is where the agent reports.
+const AgentHeartbeatPath = "/v1/agent/heartbeat"
+
+// AgentHeartbeat is what the agent reports, every few seconds.
+type AgentHeartbeat struct {
+	AgentVersion string `json:"agent_version"`
+	// BootID is the kernel's random id of this boot: a new value means the
+	// node rebooted under the agent.
+	BootID        string          `json:"boot_id,omitempty"`
+	UptimeSeconds float64         `json:"uptime_seconds"`
+	Inventory     *AgentInventory `json:"inventory,omitempty"`
+	// Command reports on the command last handed out, if any.
+	Command *AgentCommandStatus `json:"command,omitempty"`
+}
+
+// AgentReply is the controller's answer to a heartbeat.
+type AgentReply struct {
+	// NextHeartbeatSeconds asks for the next heartbeat after this long;
+	// 0 keeps the agent's default.
+	NextHeartbeatSeconds int `json:"next_heartbeat_seconds,omitempty"`
+	// Command is the work to do. The same command (same ID) is handed out
+	// until the agent reports it finished; an agent already running it
+	// carries on, one that has finished it reports the outcome again.
+	Command *AgentCommand `json:"command,omitempty"`
+}
+
+// AgentCommandKind is what an agent command does.
+type AgentCommandKind string
+
+const (
+	// AgentWriteImage writes Image to the root disk chosen by
+	// RootDeviceHints (the largest non-removable disk when none), verifying
+	// its checksum while streaming, then appends ConfigDriveURL's ISO when
+	// given.
+	AgentWriteImage AgentCommandKind = "write_image"
+	// AgentErase erases every non-removable disk: Erase "metadata" wipes
+	// partition tables and filesystem signatures at both ends of the disk,
+	// "full" overwrites every byte.
+	AgentErase AgentCommandKind = "erase"
+)
+
+// AgentCommandKinds lists every agent command kind.
+func AgentCommandKinds() []string { return []string{string(AgentWriteImage), string(AgentErase)} }
+
+// AgentCommand is one piece of disk work for the agent.
+type AgentCommand struct {
+	ID   string           `json:"id"`
+	Kind AgentCommandKind `json:"kind"`
+	// Image is write_image's image.
+	Image *Image `json:"image,omitempty"`
+	// RootDeviceHints select write_image's disk; every hint given must
+	// match (size_gb: "100" or ">= 100"; serial; wwn; model; vendor; name).
+	RootDeviceHints map[string]string `json:"root_device_hints,omitempty"`
+	// ConfigDriveURL, when set, is an ISO 9660 config drive the agent
+	// appends at the end of the root disk after writing the image.
+	ConfigDriveURL string `json:"config_drive_url,omitempty"`
+	// Erase is erase's method: "metadata" or "full".
+	Erase string `json:"erase,omitempty"`
+}
+
+// AgentCommandState is where a command stands, as the agent reports it.
+type AgentCommandState string
+
+const (
+	AgentCommandRunning   AgentCommandState = "running"
+	AgentCommandSucceeded AgentCommandState = "succeeded"
+	AgentCommandFailed    AgentCommandState = "failed"
+)
+
+// AgentCommandStates lists every command state.
+func AgentCommandStates() []string {
+	return []string{string(AgentCommandRunning), string(AgentCommandSucceeded), string(AgentCommandFailed)}
+}
+
+// AgentCommandStatus is the agent's report on a command.
+type AgentCommandStatus struct {
+	ID    string            `json:"id"`
+	State AgentCommandState `json:"state"`
+	// Progress is a percentage (0–100) while running.
+	Progress int `json:"progress,omitempty"`
+	// Message says what was done (succeeded) or what went wrong (failed),
+	// never with credentials of the image URL.
+	Message string `json:"message,omitempty"`
+	// Input is true when a failure is the user's input (image unreachable,
+	// checksum mismatch, not a disk image, no disk matches the hints), not
+	// the machine: the instance fails and the node stays healthy.
+	Input bool `json:"input,omitempty"`
+	// Disk is the device written (write_image), e.g. /dev/vda.
+	Disk string `json:"disk,omitempty"`
+}
+
+// AgentInventory is the hardware the agent sees.
+type AgentInventory struct {
+	System      AgentSystem `json:"system"`
+	CPUs        int         `json:"cpus"`
+	MemoryBytes int64       `json:"memory_bytes"`
+	Disks       []AgentDisk `json:"disks"`
+	NICs        []AgentNIC  `json:"nics"`
+}
+
+// AgentSystem is the machine's DMI identity (empty where the firmware
+// gives none).
+type AgentSystem struct {
+	Vendor  string `json:"vendor,omitempty"`
+	Product string `json:"product,omitempty"`
+	Serial  string `json:"serial,omitempty"`
+	UUID    string `json:"uuid,omitempty"`
+}
+
+// AgentDisk is a block device backed by hardware.
+type AgentDisk struct {
+	Name       string `json:"name"`
+	Path       string `json:"path"`
+	SizeBytes  int64  `json:"size_bytes"`
+	Model      string `json:"model,omitempty"`
+	Serial     string `json:"serial,omitempty"`
+	WWN        string `json:"wwn,omitempty"`
+	Rotational bool   `json:"rotational"`
+	Removable  bool   `json:"removable"`
+}
+
+// AgentNIC is an ethernet interface backed by hardware.
+type AgentNIC struct {
+	Name   string   `json:"name"`
+	MAC    string   `json:"mac"`
+	LinkUp bool     `json:"link_up"`
+	IPv4   []string `json:"ipv4,omitempty"`
+}
