@@ -105,6 +105,24 @@ type Queries interface {
 	// CountTokens counts all tokens (bootstrap: is this a first start?).
 	CountTokens(ctx context.Context) (int, error)
 
+	// PutAgentSession stores s as its node's one agent session, replacing
+	// any earlier one (whose token then stops working); it sets CreatedAt,
+	// UpdatedAt and Version=1. The token is sealed at rest.
+	PutAgentSession(ctx context.Context, s *baremetal.AgentSession) error
+	// GetAgentSession returns a node's agent session.
+	GetAgentSession(ctx context.Context, nodeID string) (*baremetal.AgentSession, error)
+	// GetAgentSessionByTokenHash finds a session by the hash of its token.
+	GetAgentSessionByTokenHash(ctx context.Context, hash string) (*baremetal.AgentSession, error)
+	// UpdateAgentSession writes s if the stored version is s.Version.
+	UpdateAgentSession(ctx context.Context, s *baremetal.AgentSession) error
+	// DeleteAgentSession removes a node's session (none is no error).
+	DeleteAgentSession(ctx context.Context, nodeID string) error
+	// SetInventory stores a node's inventory, replacing the last one.
+	SetInventory(ctx context.Context, inv *baremetal.Inventory) error
+	// GetInventory returns a node's inventory; not found before the first
+	// inspection. Sessions and inventories go with their node.
+	GetInventory(ctx context.Context, nodeID string) (*baremetal.Inventory, error)
+
 	// GetQuota returns a project's quota; Instances is -1 when none is set.
 	GetQuota(ctx context.Context, project string) (*baremetal.Quota, error)
 	// SetQuota creates or replaces a project's quota.

@@ -413,11 +413,16 @@ func (q queries) DeleteNode(ctx context.Context, id string, version int64) error
 // right error: the row is gone (not found) or has another version
 // (conflict). table is a constant, never input.
 func (q queries) checkWritten(ctx context.Context, tag pgconn.CommandTag, kind, table, id string, version int64) error {
+	return q.checkWrittenBy(ctx, tag, kind, table, "id", id, version)
+}
+
+// checkWrittenBy is checkWritten for a table whose key column is column.
+func (q queries) checkWrittenBy(ctx context.Context, tag pgconn.CommandTag, kind, table, column, id string, version int64) error {
 	if tag.RowsAffected() > 0 {
 		return nil
 	}
 	var stored int64
-	err := q.db.QueryRow(ctx, `SELECT version FROM `+table+` WHERE id = $1`, id).Scan(&stored)
+	err := q.db.QueryRow(ctx, `SELECT version FROM `+table+` WHERE `+column+` = $1`, id).Scan(&stored)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.NotFound(kind, id)
 	}

@@ -403,6 +403,11 @@ func (q queries) DeleteNode(ctx context.Context, id string, version int64) error
 // right error: the row is gone (not found) or has another version
 // (conflict). table is a constant, never input.
 func (q queries) checkWritten(ctx context.Context, res sql.Result, kind, table, id string, version int64) error {
+	return q.checkWrittenBy(ctx, res, kind, table, "id", id, version)
+}
+
+// checkWrittenBy is checkWritten for a table whose key column is column.
+func (q queries) checkWrittenBy(ctx context.Context, res sql.Result, kind, table, column, id string, version int64) error {
 	n, err := res.RowsAffected()
 	if err != nil {
 		return wrap("write "+kind, err)
@@ -411,7 +416,7 @@ func (q queries) checkWritten(ctx context.Context, res sql.Result, kind, table, 
 		return nil
 	}
 	var stored int64
-	err = q.w.QueryRowContext(ctx, `SELECT version FROM `+table+` WHERE id = ?`, id).Scan(&stored)
+	err = q.w.QueryRowContext(ctx, `SELECT version FROM `+table+` WHERE `+column+` = ?`, id).Scan(&stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.NotFound(kind, id)
 	}

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"InstanceList", testInstanceList},
 		{"Tokens", testTokens},
 		{"Quotas", testQuotas},
+		{"AgentSessions", testAgentSessions},
 		{"TxCommit", testTxCommit},
 		{"TxRollback", testTxRollback},
 		{"TxPanic", testTxPanic},

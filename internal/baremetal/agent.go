@@ -1,0 +1,47 @@
+package baremetal
+
+import "time"
+
+// AgentPurpose is why the controller booted the deploy agent on a node.
+type AgentPurpose string
+
+const (
+	// AgentInspect: report the hardware, then power off.
+	AgentInspect AgentPurpose = "inspect"
+)
+
+// AgentSession is one boot of the deploy agent on a node: the controller
+// creates it before booting the agent, and the agent authenticates every
+// heartbeat with the session's per-boot token. A node has at most one
+// session; a new boot replaces it, which revokes the old token.
+type AgentSession struct {
+	NodeID  string
+	Purpose AgentPurpose
+	// Token is the per-boot token (sealed at rest): the agent's boot image
+	// carries it, and it is never shown by the API or logged. TokenHash
+	// finds the session from a heartbeat.
+	Token     string
+	TokenHash string
+	// Command is the JSON of the command handed out (the API's
+	// AgentCommand), "" for none; Status the JSON of the agent's last
+	// report on it (AgentCommandStatus), "" before any.
+	Command string
+	Status  string
+	// Inventory is the JSON of the last inventory the agent reported
+	// (AgentInventory), "" before the first heartbeat.
+	Inventory string
+	// BootID is the agent's kernel boot id, as last reported.
+	BootID     string
+	LastSeenAt *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Version    int64
+}
+
+// Inventory is a node's hardware as the agent last reported it.
+type Inventory struct {
+	NodeID string
+	// Data is the JSON of the API's AgentInventory.
+	Data        string
+	InspectedAt time.Time
+}

@@ -1,0 +1,91 @@
+package storetest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// One agent session per node: put replaces (revoking the old token),
+// updates are version-checked, the token is sealed at rest, and sessions
+// and inventories go with their node.
+func testAgentSessions(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	n := newNode("agent-node")
+	insertNode(t, s, n)
+	const token = "agt_Plaintext-Agent-Token-9c1d"
+	sess := &baremetal.AgentSession{NodeID: n.ID, Purpose: baremetal.AgentInspect, Token: token, TokenHash: strings.Repeat("d", 64)}
+	must(t, s.PutAgentSession(ctx, sess))
+	if sess.Version != 1 || sess.CreatedAt.IsZero() {
+		t.Fatalf("after put: %+v", sess)
+	}
+	got, err := s.GetAgentSession(ctx, n.ID)
+	must(t, err)
+	same(t, "session by node", sess, got)
+	got, err = s.GetAgentSessionByTokenHash(ctx, sess.TokenHash)
+	must(t, err)
+	same(t, "session by token hash", sess, got)
+	_, err = s.GetAgentSessionByTokenHash(ctx, strings.Repeat("e", 64))
+	wantCode(t, err, baremetal.CodeNotFound, "")
+	_, err = s.GetAgentSession(ctx, "no-such-node")
+	wantCode(t, err, baremetal.CodeNotFound, "")
+	wantCode(t, s.PutAgentSession(ctx, &baremetal.AgentSession{NodeID: "no-such-node", Purpose: baremetal.AgentInspect,
+		Token: "x", TokenHash: strings.Repeat("f", 64)}), baremetal.CodeNotFound, "")
+
+	seen := time.Now()
+	got.Command, got.Status, got.Inventory, got.BootID, got.LastSeenAt = `{"id":"c1"}`, `{"id":"c1","state":"running"}`, `{"cpus":2}`, "boot-1", &seen
+	must(t, s.UpdateAgentSession(ctx, got))
+	if got.Version != 2 {
+		t.Fatalf("version after update %d", got.Version)
+	}
+	again, err := s.GetAgentSession(ctx, n.ID)
+	must(t, err)
+	same(t, "session after update", got, again)
+	// A stale write is a version conflict.
+	sess.Command = "stale"
+	wantCode(t, s.UpdateAgentSession(ctx, sess), baremetal.CodeConflict, "version")
+
+	// A new boot replaces the session: the old token finds nothing.
+	next := &baremetal.AgentSession{NodeID: n.ID, Purpose: baremetal.AgentInspect, Token: token + "-2", TokenHash: strings.Repeat("9", 64)}
+	must(t, s.PutAgentSession(ctx, next))
+	_, err = s.GetAgentSessionByTokenHash(ctx, sess.TokenHash)
+	wantCode(t, err, baremetal.CodeNotFound, "")
+	if cur, err := s.GetAgentSession(ctx, n.ID); err != nil || cur.Token != token+"-2" || cur.Command != "" || cur.Version != 1 {
+		t.Fatalf("after replace: %+v %v", cur, err)
+	}
+	for _, v := range rawStrings(t, s, "SELECT token_sealed FROM agent_sessions") {
+		if !strings.HasPrefix(v, "v1:") || strings.Contains(v, token) {
+			t.Errorf("stored agent token %q is not sealed", v)
+		}
+	}
+	assertNotOnDisk(t, s, token)
+
+	// Inventories: not found before the first, replaced by the next.
+	_, err = s.GetInventory(ctx, n.ID)
+	wantCode(t, err, baremetal.CodeNotFound, "")
+	inv := &baremetal.Inventory{NodeID: n.ID, Data: `{"cpus":2}`, InspectedAt: time.Now()}
+	must(t, s.SetInventory(ctx, inv))
+	gotInv, err := s.GetInventory(ctx, n.ID)
+	must(t, err)
+	same(t, "inventory", inv, gotInv)
+	inv.Data, inv.InspectedAt = `{"cpus":4}`, time.Now().Add(time.Second)
+	must(t, s.SetInventory(ctx, inv))
+	gotInv, err = s.GetInventory(ctx, n.ID)
+	must(t, err)
+	same(t, "inventory replaced", inv, gotInv)
+	wantCode(t, s.SetInventory(ctx, &baremetal.Inventory{NodeID: "no-such-node", Data: "{}", InspectedAt: time.Now()}), baremetal.CodeNotFound, "")
+
+	// Both go with their node; deleting a session that is gone is fine.
+	must(t, s.DeleteAgentSession(ctx, n.ID))
+	must(t, s.DeleteAgentSession(ctx, n.ID))
+	must(t, s.PutAgentSession(ctx, next))
+	cur := getNode(t, s, n.ID)
+	must(t, s.DeleteNode(ctx, n.ID, cur.Version))
+	_, err = s.GetAgentSession(ctx, n.ID)
+	wantCode(t, err, baremetal.CodeNotFound, "")
+	_, err = s.GetInventory(ctx, n.ID)
+	wantCode(t, err, baremetal.CodeNotFound, "")
+}
