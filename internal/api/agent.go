@@ -56,6 +56,9 @@ const (
 // AgentCommandKinds lists every agent command kind.
 func AgentCommandKinds() []string { return []string{string(AgentWriteImage), string(AgentErase)} }
 
+// AgentEraseMethods lists erase's methods.
+func AgentEraseMethods() []string { return []string{"metadata", "full"} }
+
 // AgentCommand is one piece of disk work for the agent.
 type AgentCommand struct {
 	ID   string           `json:"id"`
@@ -139,4 +142,25 @@ type AgentNIC struct {
 	MAC    string   `json:"mac"`
 	LinkUp bool     `json:"link_up"`
 	IPv4   []string `json:"ipv4,omitempty"`
+}
+
+// AgentBootPath is where a BMC fetches the agent ISO for one boot of the
+// agent on a node; key is the capability that authorizes the fetch (it
+// changes every boot).
+func AgentBootPath(nodeID, key string) string {
+	return "/v1/agent/boot/" + nodeID + "/" + key + "/agent.iso"
+}
+
+// NodeInventory is a node's hardware as the agent last reported it
+// (GET /v1/nodes/{id}/inventory).
+type NodeInventory struct {
+	NodeID      string         `json:"node_id"`
+	InspectedAt string         `json:"inspected_at"`
+	Inventory   AgentInventory `json:"inventory"`
+}
+
+// InspectAccepted is the answer to POST /v1/nodes/{id}/inspect.
+type InspectAccepted struct {
+	JobID   int64  `json:"job_id"`
+	Message string `json:"message"`
 }

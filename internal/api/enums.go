@@ -18,12 +18,13 @@ const (
 	StateDeployFailed ProvisionState = "deploy_failed"
 	StateCleaning     ProvisionState = "cleaning"
 	StateDeleting     ProvisionState = "deleting"
+	StateInspecting   ProvisionState = "inspecting"
 )
 
 // ProvisionStates lists every provision state.
 func ProvisionStates() []string {
 	return []string{string(StateEnroll), string(StateAvailable), string(StateDeploying), string(StateActive),
-		string(StateDeployFailed), string(StateCleaning), string(StateDeleting)}
+		string(StateDeployFailed), string(StateCleaning), string(StateDeleting), string(StateInspecting)}
 }
 
 // Fault is the controller's record of BMC trouble on a node; FaultNone

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agentboot"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
@@ -66,6 +67,17 @@ type Config struct {
 	// there fails its instance with the reason. Off only where the
 	// controller cannot reach the image servers the BMCs use.
 	ImageCheck bool
+
+	// AgentKernel, when set, makes the controller serve the deploy agent:
+	// a Linux kernel (Debian's /boot/vmlinuz-*), its modules from
+	// AgentModulesDir (default /lib/modules/<its version>), and this
+	// binary (AgentBinary when set; it must be static, CGO_ENABLED=0) as
+	// the agent's /init. Inspection needs it.
+	AgentKernel     string
+	AgentModulesDir string
+	AgentBinary     string
+	// AgentTimeout bounds the wait for a booted agent's report.
+	AgentTimeout time.Duration
 
 	Logger *slog.Logger
 }
@@ -204,17 +216,33 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		// first retry too.
 		cfg.RetryBase = cfg.MaxBackoff
 	}
+	var images *agentboot.Builder
+	if cfg.AgentKernel != "" {
+		if publicURL == "" {
+			return fail(errors.New("--agent-kernel needs a --public-url: the deploy agent calls the controller there"))
+		}
+		start := time.Now()
+		if images, err = agentboot.New(agentboot.Options{Kernel: cfg.AgentKernel, ModulesDir: cfg.AgentModulesDir,
+			Agent: cfg.AgentBinary, Dir: cfg.DataDir}); err != nil {
+			return fail(err)
+		}
+		log.Info("serving the deploy agent", "kernel", cfg.AgentKernel, "built_in", time.Since(start).Round(time.Millisecond))
+	}
 	a.Jobs, err = jobs.New(jobs.Config{
 		Store: st, BMC: drivers, Logger: log, Workers: cfg.Workers,
 		BMCTimeout: cfg.BMCTimeout, PowerChangeTimeout: cfg.PowerChangeTimeout, PowerPollInterval: cfg.PowerPollInterval,
 		PowerSyncInterval: cfg.PowerSyncInterval, PowerSyncWorkers: cfg.PowerSyncWorkers,
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
 		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
+		AgentBoot: images != nil, AgentTimeout: cfg.AgentTimeout,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("jobs: %w", err))
 	}
 	a.Service = service.New(st, a.Jobs, log)
+	if images != nil {
+		a.Service.EnableAgent()
+	}
 	a.TokenFile, err = a.Service.Bootstrap(ctx, cfg.BootstrapToken, filepath.Join(cfg.DataDir, "admin-token"))
 	if err != nil {
 		return fail(fmt.Errorf("bootstrap admin token: %w", err))
@@ -225,7 +253,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err := a.Jobs.Start(ctx); err != nil {
 		return fail(fmt.Errorf("start jobs: %w", err))
 	}
-	api := httpapi.New(httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg, PublicURL: publicURL})
+	hopts := httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg, PublicURL: publicURL}
+	if images != nil {
+		hopts.AgentImages = images
+	}
+	api := httpapi.New(hopts)
 	a.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}

@@ -1,6 +1,13 @@
 package baremetal
 
-import "time"
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"time"
+)
 
 // AgentPurpose is why the controller booted the deploy agent on a node.
 type AgentPurpose string
@@ -44,4 +51,35 @@ type Inventory struct {
 	// Data is the JSON of the API's AgentInventory.
 	Data        string
 	InspectedAt time.Time
+}
+
+// AgentTokenPrefix starts every per-boot agent token, so a leaked one is
+// recognisable; it authenticates one agent boot's heartbeats, nothing
+// else.
+const AgentTokenPrefix = "agt_"
+
+// NewAgentToken returns a fresh per-boot agent token and the hash the
+// store finds its session by.
+func NewAgentToken() (token, hash string) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand: " + err.Error()) // never fails on Linux
+	}
+	token = AgentTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return token, AgentTokenHash(token)
+}
+
+// AgentTokenHash is the stored hash of an agent token.
+func AgentTokenHash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// AgentBootKey is the key in the agent ISO's URL for the boot whose token
+// is token: derived from it, so the URL changes every boot and needs no
+// state of its own, and the token cannot be recovered from the URL.
+func AgentBootKey(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("baremetal agent boot v1"))
+	return hex.EncodeToString(m.Sum(nil))
 }

@@ -13,16 +13,22 @@ const (
 	StateDeployFailed ProvisionState = "deploy_failed"
 	StateCleaning     ProvisionState = "cleaning"
 	StateDeleting     ProvisionState = "deleting"
+	// StateInspecting: the deploy agent is booted on the node to report
+	// its hardware; out of scheduling until it has (or gave up).
+	StateInspecting ProvisionState = "inspecting"
 )
 
 // ProvisionStates lists every state, for filters and validation.
-var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeploying, StateActive, StateDeployFailed, StateCleaning, StateDeleting}
+var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeploying, StateActive, StateDeployFailed, StateCleaning, StateDeleting, StateInspecting}
 
-// transitions is the one table of allowed provision-state changes. Any state may go to deleting; deleting goes nowhere (the
-// record is removed when the retire job finishes).
+// transitions is the one table of allowed provision-state changes. Any
+// state may go to deleting; deleting goes nowhere (the record is removed
+// when the retire job finishes).
 var transitions = map[ProvisionState][]ProvisionState{
 	StateEnroll:    {StateAvailable, StateDeleting},
-	StateAvailable: {StateDeploying, StateEnroll, StateDeleting},
+	StateAvailable: {StateDeploying, StateEnroll, StateInspecting, StateDeleting},
+	// inspecting → enroll: the operator changed the BMC meanwhile.
+	StateInspecting: {StateAvailable, StateEnroll, StateDeleting},
 	StateDeploying: {StateActive, StateDeployFailed, StateCleaning, StateDeleting},
 	StateActive:    {StateCleaning, StateDeleting},
 	// deploy_failed → active: the booted OS's readiness callback came

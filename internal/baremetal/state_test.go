@@ -14,6 +14,9 @@ func TestTransitions(t *testing.T) {
 		{StateDeployFailed, StateCleaning}:  true,
 		{StateDeployFailed, StateActive}:    true, // late readiness callback
 		{StateCleaning, StateAvailable}:     true,
+		{StateAvailable, StateInspecting}:   true,
+		{StateInspecting, StateAvailable}:   true,
+		{StateInspecting, StateEnroll}:      true, // BMC changed meanwhile
 	}
 	for _, from := range ProvisionStates {
 		for _, to := range ProvisionStates {

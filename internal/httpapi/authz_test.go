@@ -40,7 +40,11 @@ var authzRules = map[string]authzRule{
 	"DELETE /v1/nodes/{id}":     {want: adminOnly(202)},
 	"GET /v1/nodes/{id}/events": {want: adminOnly(200)},
 	"POST /v1/nodes/{id}/power": {body: fixed(`{"target":"on"}`), want: adminOnly(202)},
-	"GET /v1/instances":         {want: anyMember(200)},
+	// This server serves no agent image: an admin is let through and
+	// told so (422 invalid_state); inventories exist only after an inspection (404).
+	"POST /v1/nodes/{id}/inspect":  {want: adminOnly(422)},
+	"GET /v1/nodes/{id}/inventory": {want: adminOnly(404)},
+	"GET /v1/instances":            {want: anyMember(200)},
 	"POST /v1/instances": {body: func(i int) string {
 		return fmt.Sprintf(`{"name":"authz-new-%d","project":"p1","resource_class":"gpu","image":{"url":"https://images.example/u.iso"}}`, i)
 	}, want: ownerOrAdmin(201, 403)},
@@ -54,16 +58,20 @@ var authzRules = map[string]authzRule{
 	// The key in the path is the credential; a wrong one opens nothing,
 	// whatever token comes with it.
 	"GET /v1/instances/{id}/config-drive/{key}/config-2.iso": {want: public(404)},
-	"GET /v1/tokens":           {want: adminOnly(200)},
-	"POST /v1/tokens":          {body: fixed(`{"role":"member","project":"p9"}`), want: adminOnly(201)},
-	"DELETE /v1/tokens/{id}":   {want: adminOnly(204)},
-	"GET /v1/quotas/{project}": {want: ownerOrAdmin(200, 403)},
-	"PUT /v1/quotas/{project}": {body: fixed(`{"instances":-1}`), want: adminOnly(200)}, // unlimited: no effect on the other cases
-	"GET /v1/jobs":             {want: adminOnly(200)},
-	"GET /healthz":             {want: public(200)},
-	"GET /readyz":              {want: public(200)},
-	"GET /openapi.json":        {want: public(200)},
-	"GET /metrics":             {want: public(200)},
+	// The agent's per-boot token is the only credential of its heartbeat,
+	// and the key in the path the only one of its image.
+	"POST /v1/agent/heartbeat":                {body: fixed(`{"agent_version":"x"}`), want: public(401)},
+	"GET /v1/agent/boot/{id}/{key}/agent.iso": {want: public(404)},
+	"GET /v1/tokens":                          {want: adminOnly(200)},
+	"POST /v1/tokens":                         {body: fixed(`{"role":"member","project":"p9"}`), want: adminOnly(201)},
+	"DELETE /v1/tokens/{id}":                  {want: adminOnly(204)},
+	"GET /v1/quotas/{project}":                {want: ownerOrAdmin(200, 403)},
+	"PUT /v1/quotas/{project}":                {body: fixed(`{"instances":-1}`), want: adminOnly(200)}, // unlimited: no effect on the other cases
+	"GET /v1/jobs":                            {want: adminOnly(200)},
+	"GET /healthz":                            {want: public(200)},
+	"GET /readyz":                             {want: public(200)},
+	"GET /openapi.json":                       {want: public(200)},
+	"GET /metrics":                            {want: public(200)},
 }
 
 // authzFixture is what one case acts on: a free, available node; an
@@ -89,7 +97,7 @@ func (e *env) authzFixture(i int) authzFixture {
 func authzPath(pattern string, f authzFixture) (string, bool) {
 	id := ""
 	switch {
-	case strings.HasPrefix(pattern, "/v1/nodes/"):
+	case strings.HasPrefix(pattern, "/v1/nodes/"), strings.HasPrefix(pattern, "/v1/agent/boot/"):
 		id = f.node
 	case strings.HasPrefix(pattern, "/v1/instances/"):
 		id = f.instance

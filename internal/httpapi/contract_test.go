@@ -85,6 +85,9 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"Job.state":                      api.JobStates(),
 		"GET /v1/jobs ?state":            api.JobStates(),
 		"Problem.code":                   api.ProblemCodes(),
+		"AgentCommand.kind":              api.AgentCommandKinds(),
+		"AgentCommand.erase":             api.AgentEraseMethods(),
+		"AgentCommandStatus.state":       api.AgentCommandStates(),
 	}
 	got := openAPIEnums(t)
 	for where, vs := range want {
@@ -117,6 +120,10 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"InstanceList": api.InstanceList{}, "Accepted": api.Accepted{}, "PowerRequest": api.PowerRequest{},
 		"TokenCreate": api.TokenCreate{}, "Token": api.Token{}, "TokenCreated": api.TokenCreated{},
 		"TokenList": api.TokenList{}, "Quota": api.Quota{}, "Job": api.Job{}, "JobList": api.JobList{},
+		"InspectAccepted": api.InspectAccepted{}, "NodeInventory": api.NodeInventory{},
+		"AgentInventory": api.AgentInventory{}, "AgentSystem": api.AgentSystem{}, "AgentDisk": api.AgentDisk{},
+		"AgentNIC": api.AgentNIC{}, "AgentHeartbeat": api.AgentHeartbeat{}, "AgentReply": api.AgentReply{},
+		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{},
 	}
 	var doc struct {
 		Components struct {

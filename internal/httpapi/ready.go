@@ -66,19 +66,35 @@ func remoteHost(r *http.Request) string {
 }
 
 // logPath is the request path as logs and problem documents show it: a
-// config drive's key is a credential, so it is masked.
+// config drive's key and an agent image's key are credentials, so they are
+// masked.
 func logPath(r *http.Request) string {
 	p := r.URL.Path
-	const marker = "/config-drive/"
+	for _, marker := range []string{"/config-drive/", "/agent/boot/"} {
+		p = maskAfter(p, marker)
+	}
+	return p
+}
+
+// maskAfter masks the path segment that holds a key: for a config drive
+// the one right after marker, for an agent image the one after the node
+// id. Whatever stands there is masked up to the next slash, even when it
+// is not a well-formed key: a wrong key is still a guess.
+func maskAfter(p, marker string) string {
 	i := strings.Index(p, marker)
 	if i < 0 {
 		return p
 	}
-	// Whatever follows the marker is masked up to the next slash, even
-	// when it is not a well-formed key: a wrong key is still a guess.
-	rest := p[i+len(marker):]
-	if j := strings.IndexByte(rest, '/'); j >= 0 {
-		return p[:i+len(marker)] + "REDACTED" + rest[j:]
+	head, rest := p[:i+len(marker)], p[i+len(marker):]
+	if marker == "/agent/boot/" {
+		j := strings.IndexByte(rest, '/')
+		if j < 0 {
+			return p
+		}
+		head, rest = head+rest[:j+1], rest[j+1:]
 	}
-	return p[:i+len(marker)] + "REDACTED"
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		return head + "REDACTED" + rest[j:]
+	}
+	return head + "REDACTED"
 }

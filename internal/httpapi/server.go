@@ -35,6 +35,8 @@ type Server struct {
 	outage  *outage
 	// publicURL is how booted instances reach the API (ready callbacks).
 	publicURL string
+	// agentImages makes the deploy agent's ISOs; nil: none served.
+	agentImages AgentImages
 }
 
 // Options configure a Server.
@@ -46,6 +48,9 @@ type Options struct {
 	// PublicURL is the API's base URL as BMCs and booted instances reach
 	// it (scheme://host:port, no trailing slash).
 	PublicURL string
+	// AgentImages makes the deploy agent's per-boot ISOs (nil: the
+	// controller serves none, and inspection is refused).
+	AgentImages AgentImages
 }
 
 type route struct {
@@ -64,6 +69,8 @@ var routes = []route{
 	{"DELETE", "/v1/nodes/{id}", true, (*Server).deleteNode},
 	{"GET", "/v1/nodes/{id}/events", true, (*Server).listEvents},
 	{"POST", "/v1/nodes/{id}/power", true, (*Server).powerNode},
+	{"POST", "/v1/nodes/{id}/inspect", true, (*Server).inspectNode},
+	{"GET", "/v1/nodes/{id}/inventory", true, (*Server).nodeInventory},
 	{"GET", "/v1/instances", true, (*Server).listInstances},
 	{"POST", "/v1/instances", true, (*Server).createInstance},
 	{"GET", "/v1/instances/{id}", true, (*Server).getInstance},
@@ -71,6 +78,8 @@ var routes = []route{
 	{"DELETE", "/v1/instances/{id}", true, (*Server).deleteInstance},
 	{"POST", "/v1/instances/{id}/ready", false, (*Server).instanceReady},
 	{"GET", "/v1/instances/{id}/config-drive/{key}/config-2.iso", false, (*Server).configDrive},
+	{"POST", "/v1/agent/heartbeat", false, (*Server).agentHeartbeat},
+	{"GET", "/v1/agent/boot/{id}/{key}/agent.iso", false, (*Server).agentBoot},
 	{"GET", "/v1/tokens", true, (*Server).listTokens},
 	{"POST", "/v1/tokens", true, (*Server).createToken},
 	{"DELETE", "/v1/tokens/{id}", true, (*Server).deleteToken},
@@ -94,7 +103,7 @@ func New(o Options) *Server {
 		reg = prometheus.NewRegistry()
 	}
 	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg),
-		publicURL: strings.TrimSuffix(o.PublicURL, "/")}
+		publicURL: strings.TrimSuffix(o.PublicURL, "/"), agentImages: o.AgentImages}
 	s.outage = newOutage(log, o.Service.Ready)
 	for _, rt := range routes {
 		rt := rt

@@ -172,3 +172,16 @@ var mutatingKinds = []string{
 	VerifyArgs{}.Kind(), DeployArgs{}.Kind(), CleanupArgs{}.Kind(),
 	PowerArgs{}.Kind(), RetireArgs{}.Kind(),
 }
+
+// InspectArgs boots the deploy agent on a node in state inspecting and
+// records the hardware it reports. It retries BMC trouble like a cleanup
+// and gives up on the agent after Config.AgentTimeout.
+type InspectArgs struct {
+	NodeID string `json:"node_id" river:"unique"`
+}
+
+func (InspectArgs) Kind() string { return "inspect" }
+
+func (InspectArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: foreverAttempts, UniqueOpts: uniquePerNode}
+}

@@ -91,6 +91,13 @@ type Config struct {
 	// Metrics, when set, receives the runner's Prometheus collectors.
 	Metrics prometheus.Registerer
 
+	// AgentBoot says that the API serves the deploy agent's ISO
+	// (api.AgentBootPath) at PublicURL; inspection needs it.
+	AgentBoot bool
+	// AgentTimeout bounds the wait for a booted agent's report (default
+	// 15 minutes: a server's firmware POST alone can take five).
+	AgentTimeout time.Duration
+
 	// ImageCheck, when set, looks at an instance's image URL before a
 	// deploy inserts it as virtual media (imagecheck.Checker): an image
 	// that is not there fails the instance at once, with the reason.
@@ -167,4 +174,12 @@ func (c Config) validate() error {
 // plus the power-change wait. River cancels the job's context after it.
 func (c Config) jobTimeout() time.Duration {
 	return c.PowerChangeTimeout + 8*c.BMCTimeout + 30*time.Second
+}
+
+// agentTimeout is AgentTimeout or its default.
+func (c Config) agentTimeout() time.Duration {
+	if c.AgentTimeout > 0 {
+		return c.AgentTimeout
+	}
+	return 15 * time.Minute
 }

@@ -76,6 +76,8 @@ func jobFor(n *baremetal.Node) river.JobArgs {
 		return CleanupArgs{NodeID: n.ID}
 	case baremetal.StateDeleting:
 		return RetireArgs{NodeID: n.ID}
+	case baremetal.StateInspecting:
+		return InspectArgs{NodeID: n.ID}
 	}
 	return nil
 }

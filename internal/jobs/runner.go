@@ -101,6 +101,7 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &powerWorker{nodeWork: r.nodeWork})
 	river.AddWorker(workers, &retireWorker{nodeWork: r.nodeWork})
 	river.AddWorker(workers, &syncNodeWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &inspectWorker{nodeWork: r.nodeWork})
 	river.AddWorker(workers, &powerSyncWorker{r: r})
 	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
 

@@ -38,6 +38,8 @@ type Service struct {
 	log    *slog.Logger
 	now    func() time.Time
 	tokens *tokenCache
+	// agent: the controller serves the deploy agent's image (EnableAgent).
+	agent bool
 }
 
 // New returns a Service over st that enqueues jobs with ins.

@@ -1,0 +1,128 @@
+// Package agentboot makes the deploy agent's boot media that the
+// controller serves to a node's BMC: the agent ISO (kernel, the base
+// initramfs with the controller's own static binary as /init, and a
+// per-boot config archive appended to it, so the per-boot token is in the
+// image and never on a kernel command line or a console).
+package agentboot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
+)
+
+// Options say what the agent image is made of.
+type Options struct {
+	// Kernel is a Linux bzImage (Debian: /boot/vmlinuz-* of
+	// linux-image-amd64).
+	Kernel string
+	// ModulesDir is its /lib/modules/<version> (default: from the kernel).
+	ModulesDir string
+	// Agent is the static controller binary to run as /init (default:
+	// this process's executable, which must be built with CGO_ENABLED=0).
+	Agent string
+	// Dir keeps the base initramfs (default: a temporary directory).
+	Dir string
+}
+
+// Builder makes per-boot agent ISOs over one base initramfs.
+type Builder struct {
+	kernel string
+	initrd string
+
+	mu    sync.Mutex
+	cache map[string][]byte // by per-boot token: a BMC fetches one ISO many times (HEAD, ranges)
+	order []string
+}
+
+// cacheSize bounds the ISOs kept in memory (each is the kernel plus the
+// initramfs, some tens of MiB): enough for the nodes that boot at once in
+// a small rack; others are rebuilt on demand.
+const cacheSize = 4
+
+// New builds the base initramfs once; the ISOs are made per boot.
+func New(o Options) (*Builder, error) {
+	if o.Kernel == "" {
+		return nil, errors.New("agent image: no kernel (--agent-kernel)")
+	}
+	bin := o.Agent
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("agent image: find this binary: %w", err)
+		}
+		bin = exe
+	}
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "baremetal-agent-")
+		if err != nil {
+			return nil, fmt.Errorf("agent image: %w", err)
+		}
+		dir = d
+	}
+	var initrd bytes.Buffer
+	if _, err := image.BuildInitrd(&initrd, image.InitrdOptions{Agent: bin, Kernel: o.Kernel, ModulesDir: o.ModulesDir}); err != nil {
+		return nil, fmt.Errorf("agent image: %w", err)
+	}
+	path := filepath.Join(dir, "agent-initrd")
+	if err := os.WriteFile(path, initrd.Bytes(), 0o600); err != nil {
+		return nil, fmt.Errorf("agent image: %w", err)
+	}
+	return &Builder{kernel: o.Kernel, initrd: path, cache: map[string][]byte{}}, nil
+}
+
+// ISO returns the bootable agent ISO for one boot with cfg (the
+// controller's URL as the node reaches it, and the per-boot token).
+func (b *Builder) ISO(ctx context.Context, cfg agent.Config) ([]byte, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	b.mu.Lock()
+	iso, ok := b.cache[cfg.Token]
+	b.mu.Unlock()
+	if ok {
+		return iso, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	conf, err := agent.MarshalConfigFile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	appendix, err := image.ConfigArchive(map[string][]byte{agent.ConfigPath: conf})
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "baremetal-agent-iso-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }() // a temporary dir; nothing to do if it stays
+	out := filepath.Join(tmp, "agent.iso")
+	if err := image.BuildISO(out, image.ISOOptions{Kernel: b.kernel, Initrd: b.initrd, InitrdAppend: appendix}); err != nil {
+		return nil, fmt.Errorf("agent ISO: %w", err)
+	}
+	if iso, err = os.ReadFile(out); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.cache[cfg.Token]; !ok {
+		b.cache[cfg.Token] = iso
+		b.order = append(b.order, cfg.Token)
+		if len(b.order) > cacheSize {
+			delete(b.cache, b.order[0])
+			b.order = b.order[1:]
+		}
+	}
+	return iso, nil
+}

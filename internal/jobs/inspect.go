@@ -1,0 +1,262 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// inspectWorker boots the deploy agent on a node in state inspecting and
+// records the hardware the agent reports:
+//
+//  1. a new agent session (per-boot token) is stored, then the BMC gets
+//     the agent ISO's URL as virtual media, a one-time CD boot, and power
+//     on (or a reset when already on);
+//  2. the job snoozes, polling the session, until the agent's first
+//     heartbeat with an inventory has been recorded (service.AgentHeartbeat)
+//     or Config.AgentTimeout has passed since the boot;
+//  3. the inventory is stored, the properties the operator left empty are
+//     filled from it, the node is powered off and its media ejected, and
+//     it becomes available again. An agent that never reports ends the
+//     inspection the same way, with the reason in last_error: the node did
+//     nothing wrong that a retry would fix.
+//
+// BMC trouble is retried with backoff, like a cleanup.
+type inspectWorker struct {
+	river.WorkerDefaults[InspectArgs]
+	*nodeWork
+}
+
+// agentPoll is how often an inspection looks for the agent's report.
+const agentPoll = 3 * time.Second
+
+func (w *inspectWorker) NextRetry(job *river.Job[InspectArgs]) time.Time {
+	return w.nextRetry(job.JobRow)
+}
+
+func (w *inspectWorker) Work(ctx context.Context, job *river.Job[InspectArgs]) error {
+	return w.finish(ctx, job.JobRow, w.inspect(ctx, job))
+}
+
+func (w *inspectWorker) inspect(ctx context.Context, job *river.Job[InspectArgs]) error {
+	n, err := w.begin(ctx, job.JobRow, job.Args.NodeID, true)
+	if n == nil {
+		return err
+	}
+	if n.ProvisionState != baremetal.StateInspecting {
+		return nil
+	}
+	if !w.cfg.AgentBoot || w.cfg.PublicURL == "" {
+		return w.endInspection(ctx, job, n, nil, "the controller serves no deploy agent image (start it with --agent-kernel and --public-url)")
+	}
+	sess, err := w.store.GetAgentSession(ctx, n.ID)
+	switch {
+	case baremetal.IsCode(err, baremetal.CodeNotFound):
+		return w.bootAgent(ctx, job, n)
+	case err != nil:
+		return err
+	case sess.Purpose != baremetal.AgentInspect:
+		// Left by other work on this node; this boot is the inspection's.
+		return w.bootAgent(ctx, job, n)
+	case sess.LastSeenAt != nil && sess.Inventory != "":
+		var inv api.AgentInventory
+		if err := json.Unmarshal([]byte(sess.Inventory), &inv); err != nil {
+			return w.endInspection(ctx, job, n, nil, fmt.Sprintf("the agent's inventory could not be read: %v", err))
+		}
+		return w.endInspection(ctx, job, n, &inv, "")
+	case time.Since(sess.CreatedAt) > w.cfg.agentTimeout():
+		msg := fmt.Sprintf("the deploy agent did not report within %s of booting the node from %s (does the node reach the controller at --public-url?)",
+			w.cfg.agentTimeout(), w.cfg.PublicURL)
+		if sess.LastSeenAt != nil {
+			msg = fmt.Sprintf("the deploy agent reported no inventory within %s", w.cfg.agentTimeout())
+		}
+		return w.endInspection(ctx, job, n, nil, msg)
+	}
+	return river.JobSnooze(agentPoll)
+}
+
+// bootAgent starts a new agent session and boots the node from the agent
+// ISO; the job then waits for the agent's report.
+func (w *inspectWorker) bootAgent(ctx context.Context, job *river.Job[InspectArgs], n *baremetal.Node) error {
+	token, hash := baremetal.NewAgentToken()
+	sess := &baremetal.AgentSession{NodeID: n.ID, Purpose: baremetal.AgentInspect, Token: token, TokenHash: hash}
+	// Stored before the BMC sees the URL: some BMCs fetch the image as
+	// soon as it is inserted.
+	if err := w.store.PutAgentSession(ctx, sess); err != nil {
+		return ignoreGone(err)
+	}
+	url := w.cfg.PublicURL + api.AgentBootPath(n.ID, baremetal.AgentBootKey(token))
+	err := w.bootFromCD(ctx, n, url)
+	if err != nil {
+		// The next attempt boots with a new session (and token).
+		_ = w.store.DeleteAgentSession(ctx, n.ID)
+		return w.inspectError(ctx, job, n, err)
+	}
+	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+		if n.ProvisionState != baremetal.StateInspecting {
+			return ledger.ErrSkip
+		}
+		now := time.Now()
+		w.observePower(n, bmc.PowerOn, nil, now)
+		touchSeen(n, now)
+		c.Events = append(c.Events, &baremetal.Event{Type: "inspect",
+			Message: fmt.Sprintf("booted the deploy agent from virtual media; waiting up to %s for its report", w.cfg.agentTimeout())})
+		return nil
+	})
+	if err != nil {
+		return ignoreGone(err)
+	}
+	return river.JobSnooze(agentPoll)
+}
+
+// bootFromCD inserts url as virtual media, sets a one-time CD boot and
+// powers the node on (or resets it), waiting until on is observed.
+func (w *inspectWorker) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
+	vm, err := w.ejectMediaSupported(ctx, n)
+	if err != nil {
+		return err
+	}
+	if !vm {
+		return &permanentError{fmt.Sprintf("inspection boots the deploy agent from virtual media, which the %s BMC of node %s does not have", n.Driver, n.Name)}
+	}
+	if err := w.bmcCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
+		return c.(bmc.VirtualMedia).InsertMedia(ctx, url)
+	}); err != nil {
+		return err
+	}
+	if err := w.bmcCall(ctx, n, "set boot device", func(ctx context.Context, c bmc.Client) error {
+		return c.SetBootDevice(ctx, bmc.BootCD, false)
+	}); err != nil {
+		return err
+	}
+	ps, err := w.readPower(ctx, n)
+	if err != nil {
+		return err
+	}
+	action := bmc.ActionOn
+	if ps == bmc.PowerOn {
+		action = bmc.ActionReset
+	}
+	if err := w.setPower(ctx, n, action); err != nil {
+		return err
+	}
+	_, err = w.waitPower(ctx, n, bmc.PowerOn, nil)
+	return err
+}
+
+// endInspection powers the node off, clears its boot media and makes it
+// available again, with the inventory (inv) or the reason it has none
+// (failure).
+func (w *inspectWorker) endInspection(ctx context.Context, job *river.Job[InspectArgs], n *baremetal.Node, inv *api.AgentInventory, failure string) error {
+	if err := w.powerOff(ctx, n, nil); err != nil {
+		return w.inspectError(ctx, job, n, err)
+	}
+	if err := w.clearBoot(ctx, n); err != nil {
+		return w.inspectError(ctx, job, n, err)
+	}
+	var data []byte
+	if inv != nil {
+		var err error
+		if data, err = json.Marshal(inv); err != nil {
+			return err
+		}
+	}
+	_, err := w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+		if n.ProvisionState != baremetal.StateInspecting {
+			return ledger.ErrSkip
+		}
+		now := time.Now()
+		w.observePower(n, bmc.PowerOff, nil, now)
+		touchSeen(n, now)
+		if err := tx.DeleteAgentSession(ctx, n.ID); err != nil {
+			return err
+		}
+		if inv == nil {
+			n.LastError = baremetal.ClipError(scrub(n, "inspection: "+failure))
+			c.Reason = "inspection failed: " + failure
+			return n.Transition(baremetal.StateAvailable)
+		}
+		if err := tx.SetInventory(ctx, &baremetal.Inventory{NodeID: n.ID, Data: string(data), InspectedAt: now}); err != nil {
+			return err
+		}
+		fillFromAgent(&n.Properties, inv)
+		if n.Fault == baremetal.FaultNone {
+			n.LastError = ""
+		}
+		c.Reason = "inspected: " + InventorySummary(inv)
+		return n.Transition(baremetal.StateAvailable)
+	})
+	return ignoreGone(err)
+}
+
+// inspectError records BMC trouble and retries; what retrying cannot fix
+// ends the inspection.
+func (w *inspectWorker) inspectError(ctx context.Context, job *river.Job[InspectArgs], n *baremetal.Node, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch f := classify(err); {
+	case f == failPermanent:
+		var perm *permanentError
+		errors.As(err, &perm)
+		return w.endInspection(ctx, job, n, nil, perm.msg)
+	case f == failPowerTimeout:
+		w.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "inspect: "+err.Error())
+	case f == failRefused:
+		w.recordRefused(ctx, n.ID, "inspect", err)
+		return w.refusedRetry(ctx, job.Kind, fmt.Errorf("inspect node %s: %w", n.Name, err))
+	case f == failUnsupported:
+		return w.endInspection(ctx, job, n, nil, scrub(n, err.Error()))
+	case f.bmcTrouble():
+		w.recordBMCFailure(ctx, n.ID, "inspect", err)
+	}
+	return w.retryForever(job.JobRow, fmt.Errorf("inspect node %s: %w", n.Name, err))
+}
+
+// fillFromAgent fills the properties the operator left empty from the
+// agent's inventory (what the operator set always wins): CPUs, memory in
+// MiB, and the largest fixed disk in GiB.
+func fillFromAgent(p *baremetal.Properties, inv *api.AgentInventory) {
+	ok := func(q baremetal.Properties) bool { return q.Validate() == nil }
+	if p.CPUs == 0 && ok(baremetal.Properties{CPUs: inv.CPUs}) {
+		p.CPUs = inv.CPUs
+	}
+	if mb := int(inv.MemoryBytes >> 20); p.MemoryMB == 0 && ok(baremetal.Properties{MemoryMB: mb}) {
+		p.MemoryMB = mb
+	}
+	var largest int64
+	for _, d := range inv.Disks {
+		if !d.Removable {
+			largest = max(largest, d.SizeBytes)
+		}
+	}
+	if gb := int(largest >> 30); p.LocalGB == 0 && ok(baremetal.Properties{LocalGB: gb}) {
+		p.LocalGB = gb
+	}
+}
+
+// InventorySummary says what an inventory holds, in one line for events:
+// "4 CPUs, 8.0 GiB memory, 2 disks (largest 64.0 GiB), 1 NICs".
+func InventorySummary(inv *api.AgentInventory) string {
+	if inv == nil {
+		return "no inventory yet"
+	}
+	var largest int64
+	for _, d := range inv.Disks {
+		largest = max(largest, d.SizeBytes)
+	}
+	return fmt.Sprintf("%d CPUs, %s memory, %d disks (largest %s), %d NICs",
+		inv.CPUs, gib(inv.MemoryBytes), len(inv.Disks), gib(largest), len(inv.NICs))
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }

@@ -1,0 +1,172 @@
+package service
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// agentHeartbeatSeconds is how often an agent with nothing to do reports;
+// one with a command running reports sooner (its progress).
+const (
+	agentHeartbeatSeconds = 10
+	agentBusySeconds      = 3
+)
+
+var errBadAgentToken = baremetal.Errorf(baremetal.CodeUnauthorized,
+	"the bearer token is not the token of a running agent boot (each boot of the agent gets its own)")
+
+// EnableAgent tells the service that the controller serves the deploy
+// agent's image, so inspection can be asked for.
+func (s *Service) EnableAgent() { s.agent = true }
+
+// InspectNode boots the deploy agent on an available node to report its
+// hardware; the node is inspecting (out of scheduling) until it has, then
+// available again with its inventory. It returns the inspect job's id.
+func (s *Service) InspectNode(ctx context.Context, c Caller, idOrName string) (int64, error) {
+	if err := requireAdmin(c, "inspect nodes"); err != nil {
+		return 0, err
+	}
+	if !s.agent {
+		return 0, baremetal.Errorf(baremetal.CodeInvalidState,
+			"inspection boots the deploy agent, and this controller serves no agent image: start it with --agent-kernel (and --public-url)")
+	}
+	var jobID int64
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		_, _, err := tx.Mutate(ctx, idOrName, c.Actor(), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
+			switch {
+			case n.Maintenance:
+				return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is in maintenance (%s): jobs wait until it is cleared; clear it to inspect", n.Name, n.MaintenanceReason)
+			case n.ProvisionState != baremetal.StateAvailable || n.InstanceID != "":
+				return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is %s: only an available node without an instance can be inspected", n.Name, n.ProvisionState)
+			}
+			ch.Reason = "inspection requested; booting the deploy agent"
+			return n.Transition(baremetal.StateInspecting)
+		})
+		if err != nil {
+			return err
+		}
+		n, err := tx.GetNode(ctx, idOrName)
+		if err != nil {
+			return err
+		}
+		jobID, err = s.jobs.InsertTx(ctx, tx, jobs.InspectArgs{NodeID: n.ID})
+		return err
+	})
+	return jobID, err
+}
+
+// NodeInventory returns a node's inventory as the agent last reported it.
+func (s *Service) NodeInventory(ctx context.Context, c Caller, idOrName string) (*baremetal.Node, *baremetal.Inventory, error) {
+	if err := requireAdmin(c, "read node inventories"); err != nil {
+		return nil, nil, err
+	}
+	n, err := s.store.GetNode(ctx, idOrName)
+	if err != nil {
+		return nil, nil, err
+	}
+	inv, err := s.store.GetInventory(ctx, n.ID)
+	return n, inv, err
+}
+
+// AgentSessionForBoot returns the agent session whose boot key is key:
+// the BMC fetching the agent ISO. Anything else is not found (a wrong URL
+// should look like a wrong URL).
+func (s *Service) AgentSessionForBoot(ctx context.Context, nodeID, key string) (*baremetal.AgentSession, error) {
+	notFound := baremetal.Errorf(baremetal.CodeNotFound, "no such agent image")
+	sess, err := s.store.GetAgentSession(ctx, nodeID)
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(baremetal.AgentBootKey(sess.Token)), []byte(key)) != 1 {
+		return nil, notFound
+	}
+	return sess, nil
+}
+
+// AgentHeartbeat records a heartbeat of the agent holding token (from
+// the address from) and answers with the command it is to run, if any.
+func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.AgentHeartbeat, from string) (api.AgentReply, error) {
+	if !strings.HasPrefix(token, baremetal.AgentTokenPrefix) {
+		return api.AgentReply{}, errBadAgentToken
+	}
+	hash := baremetal.AgentTokenHash(token)
+	// A plain read first: a junk token must not queue for the writer.
+	if _, err := s.store.GetAgentSessionByTokenHash(ctx, hash); err != nil {
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return api.AgentReply{}, errBadAgentToken
+		}
+		return api.AgentReply{}, err
+	}
+	var (
+		reply  api.AgentReply
+		first  bool
+		nodeID string
+	)
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		reply, first = api.AgentReply{NextHeartbeatSeconds: agentHeartbeatSeconds}, false
+		sess, err := tx.GetAgentSessionByTokenHash(ctx, hash)
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return errBadAgentToken // replaced by a new boot meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		first, nodeID = sess.LastSeenAt == nil, sess.NodeID
+		sess.LastSeenAt, sess.BootID = &now, hb.BootID
+		if hb.Inventory != nil {
+			b, err := json.Marshal(hb.Inventory)
+			if err != nil {
+				return err
+			}
+			sess.Inventory = string(b)
+		}
+		if sess.Command != "" {
+			var cmd api.AgentCommand
+			if err := json.Unmarshal([]byte(sess.Command), &cmd); err != nil {
+				return fmt.Errorf("agent session of node %s: command: %w", sess.NodeID, err)
+			}
+			if hb.Command != nil && hb.Command.ID == cmd.ID {
+				b, err := json.Marshal(hb.Command)
+				if err != nil {
+					return err
+				}
+				sess.Status = string(b)
+			}
+			reply.Command = &cmd
+			reply.NextHeartbeatSeconds = agentBusySeconds
+		}
+		if err := tx.UpdateAgentSession(ctx, sess); err != nil {
+			return err
+		}
+		if !first {
+			return nil
+		}
+		n, err := tx.GetNode(ctx, sess.NodeID)
+		if err != nil {
+			return err
+		}
+		return tx.Note(ctx, n, ledger.Actor("agent:"+sess.NodeID), &baremetal.Event{Type: "agent",
+			Message: fmt.Sprintf("deploy agent %s booted for %s, reporting from %s: %s", hb.AgentVersion, sess.Purpose, from, jobs.InventorySummary(hb.Inventory))})
+	})
+	if err != nil {
+		return api.AgentReply{}, err
+	}
+	if first {
+		s.log.InfoContext(ctx, "deploy agent reporting", "node_id", nodeID, "from", from, "version", hb.AgentVersion)
+	}
+	return reply, nil
+}
+
