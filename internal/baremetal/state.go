@@ -29,8 +29,8 @@ var transitions = map[ProvisionState][]ProvisionState{
 	StateAvailable: {StateDeploying, StateEnroll, StateInspecting, StateDeleting},
 	// inspecting → enroll: the operator changed the BMC meanwhile.
 	StateInspecting: {StateAvailable, StateEnroll, StateDeleting},
-	StateDeploying: {StateActive, StateDeployFailed, StateCleaning, StateDeleting},
-	StateActive:    {StateCleaning, StateDeleting},
+	StateDeploying:  {StateActive, StateDeployFailed, StateCleaning, StateDeleting},
+	StateActive:     {StateCleaning, StateDeleting},
 	// deploy_failed → active: the booted OS's readiness callback came
 	// after its deadline (deploy_timeout); the instance works after all.
 	StateDeployFailed: {StateActive, StateCleaning, StateDeleting},

@@ -169,4 +169,3 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 	}
 	return reply, nil
 }
-
