@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -20,17 +21,25 @@ import (
 // The operator CLI talks to a controller through its API, exactly as the
 // Terraform provider does, with BAREMETAL_ENDPOINT and BAREMETAL_TOKEN.
 
+// stdout is where commands print their results (tests read it).
+var stdout io.Writer = os.Stdout
+
+const cliCommonFlags = `Flags common to all: --endpoint (BAREMETAL_ENDPOINT), --token (BAREMETAL_TOKEN), -o json.
+`
+
 var nodeUsage = fmt.Sprintf(`usage: controller node <command> [flags]
 
   list [--fault any|none|NAME] [--maintenance true|false] [--state S] [--class C]
+       [--include-deleting=false]     nodes being retired (deleting) are listed unless this is false
   show NODE
   maintenance NODE --reason "why"     set maintenance (operators only)
   maintenance NODE --off              clear it
   power NODE %-24s queue a power action
   events NODE                         what happened to the node, and who did it
+  delete NODE [--force]               retire the node (power off, then remove); --force removes
+                                      the record at once without touching the BMC
 
-Flags common to all: --endpoint (BAREMETAL_ENDPOINT), --token (BAREMETAL_TOKEN), -o json.
-`, strings.Join(api.PowerActions(), "|"))
+`+cliCommonFlags, strings.Join(api.PowerActions(), "|"))
 
 // oneOf checks a value against one of the API's lists before it is sent,
 // so a typo is answered with the valid values at once.
@@ -40,6 +49,24 @@ func oneOf(what, v string, valid []string) error {
 	}
 	return fmt.Errorf("%s %q must be one of %s", what, v, strings.Join(valid, ", "))
 }
+
+const instanceUsage = `usage: controller instance <command> [flags]
+
+  list                                instances the token may see (a member: its project's)
+  show INSTANCE                       one instance, by id or name
+  delete INSTANCE                     delete it now; the node's cleanup continues in the controller
+
+` + cliCommonFlags
+
+const tokenUsage = `usage: controller token <command> [flags]      (admin tokens only)
+
+  list
+  create --name WHO --role admin|member [--project P] [--expires 720h]
+                                      prints the secret (shown this once) on stdout;
+                                      --name says who or what uses it: events name it
+  revoke TOKEN                        by id or name
+
+` + cliCommonFlags
 
 type cliFlags struct {
 	*flags
@@ -86,20 +113,44 @@ func (f *cliFlags) client() (*apiclient.Client, error) {
 }
 
 func (f *cliFlags) printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-func runNode(ctx context.Context, args []string) error {
+// cliHelp handles a group called without a command or for help: it
+// reports whether there is nothing more to do.
+func cliHelp(group, usage string, args []string) (bool, error) {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, nodeUsage)
-		return errors.New("no node command")
+		fmt.Fprint(os.Stderr, usage)
+		return true, fmt.Errorf("no %s command", group)
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		fmt.Print(nodeUsage)
-		return nil
+		fmt.Fprint(stdout, usage)
+		return true, nil
+	}
+	return false, nil
+}
+
+// needArgs checks the number of positional arguments of a command.
+func needArgs(cmd, usage string, pos []string, n int) error {
+	if len(pos) != n {
+		return fmt.Errorf("%s: expected %d argument(s), got %d\n%s", cmd, n, len(pos), usage)
+	}
+	return nil
+}
+
+func dash[S ~string](s S) string {
+	if s == "" {
+		return "-"
+	}
+	return string(s)
+}
+
+func runNode(ctx context.Context, args []string) error {
+	if done, err := cliHelp("node", nodeUsage, args); done {
+		return err
 	}
 	f := newCLIFlags("node " + args[0])
 	fault := f.String("fault", "", "filter: "+strings.Join(api.FaultFilters(), ", "))
@@ -108,6 +159,8 @@ func runNode(ctx context.Context, args []string) error {
 	class := f.String("class", "", "filter: resource class")
 	reason := f.String("reason", "", "maintenance reason (required to set maintenance)")
 	off := f.Bool("off", false, "clear maintenance")
+	includeDeleting := f.Bool("include-deleting", true, "list nodes being retired (provision state deleting) too")
+	force := f.Bool("force", false, "delete: remove the record at once, without touching the BMC")
 	pos, err := f.parseCLI(args[1:])
 	if err != nil {
 		return err
@@ -118,12 +171,7 @@ func runNode(ctx context.Context, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	need := func(n int) error {
-		if len(pos) != n {
-			return fmt.Errorf("node %s: expected %d argument(s), got %d\n%s", args[0], n, len(pos), nodeUsage)
-		}
-		return nil
-	}
+	need := func(n int) error { return needArgs("node "+args[0], nodeUsage, pos, n) }
 	switch args[0] {
 	case "list":
 		if err := need(0); err != nil {
@@ -139,7 +187,9 @@ func runNode(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		filter := apiclient.NodeFilter{Fault: *fault, ProvisionState: api.ProvisionState(*state), ResourceClass: *class}
+		// The API hides deleting nodes by default; an operator looking for
+		// faulted nodes must see one whose retire waits for its BMC.
+		filter := apiclient.NodeFilter{Fault: *fault, ProvisionState: api.ProvisionState(*state), ResourceClass: *class, IncludeDeleting: *includeDeleting}
 		if *maint != "" {
 			b, err := strconv.ParseBool(*maint)
 			if err != nil {
@@ -154,18 +204,14 @@ func runNode(ctx context.Context, args []string) error {
 		if *f.output == "json" {
 			return f.printJSON(nodes)
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tSTATE\tPOWER\tMAINTENANCE\tFAULT\tCLASS\tID")
 		for _, n := range nodes {
 			m := "-"
 			if n.Maintenance {
 				m = n.MaintenanceReason
 			}
-			fl := n.Fault
-			if fl == "" {
-				fl = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ProvisionState, n.PowerState, m, fl, n.ResourceClass, n.ID)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ProvisionState, n.PowerState, m, dash(n.Fault), n.ResourceClass, n.ID)
 		}
 		return tw.Flush()
 	case "show":
@@ -193,7 +239,7 @@ func runNode(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("node %s: maintenance=%v %s\n", n.Name, n.Maintenance, n.MaintenanceReason)
+		fmt.Fprintf(stdout, "node %s: maintenance=%v %s\n", n.Name, n.Maintenance, n.MaintenanceReason)
 		return nil
 	case "power":
 		if err := need(2); err != nil {
@@ -206,7 +252,7 @@ func runNode(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("queued power %s as job %d\n", pos[1], acc.JobID)
+		fmt.Fprintf(stdout, "queued power %s as job %d\n", pos[1], acc.JobID)
 		return nil
 	case "events":
 		if err := need(1); err != nil {
@@ -219,7 +265,7 @@ func runNode(ctx context.Context, args []string) error {
 		if *f.output == "json" {
 			return f.printJSON(evs)
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "TIME\tACTOR\tTYPE\tCHANGE\tMESSAGE")
 		for _, e := range evs {
 			change := ""
@@ -229,8 +275,201 @@ func runNode(ctx context.Context, args []string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Format(time.RFC3339), e.Actor, e.Type, change, e.Message)
 		}
 		return tw.Flush()
+	case "delete":
+		if err := need(1); err != nil {
+			return err
+		}
+		acc, err := c.DeleteNode(ctx, pos[0], *force)
+		if err != nil {
+			return err
+		}
+		return printAccepted(f, acc)
 	default:
 		fmt.Fprint(os.Stderr, nodeUsage)
 		return fmt.Errorf("unknown node command %q", args[0])
 	}
+}
+
+// printAccepted prints a 202: the job that finishes the work and what the
+// controller said about it.
+func printAccepted(f *cliFlags, acc *api.Accepted) error {
+	if *f.output == "json" {
+		return f.printJSON(acc)
+	}
+	if acc.JobID != 0 {
+		fmt.Fprintf(stdout, "%s (job %d)\n", acc.Message, acc.JobID)
+		return nil
+	}
+	fmt.Fprintln(stdout, acc.Message)
+	return nil
+}
+
+func runInstance(ctx context.Context, args []string) error {
+	if done, err := cliHelp("instance", instanceUsage, args); done {
+		return err
+	}
+	f := newCLIFlags("instance " + args[0])
+	pos, err := f.parseCLI(args[1:])
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	need := func(n int) error { return needArgs("instance "+args[0], instanceUsage, pos, n) }
+	switch args[0] {
+	case "list":
+		if err := need(0); err != nil {
+			return err
+		}
+		insts, err := c.ListInstances(ctx)
+		if err != nil {
+			return err
+		}
+		if *f.output == "json" {
+			return f.printJSON(insts)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tPROJECT\tSTATE\tPOWER\tNODE\tLAST ERROR\tID")
+		for _, in := range insts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, in.Project, in.State, dash(in.ObservedPowerState),
+				dash(in.NodeID), dash(in.LastError), in.ID)
+		}
+		return tw.Flush()
+	case "show":
+		if err := need(1); err != nil {
+			return err
+		}
+		in, err := c.GetInstance(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return f.printJSON(in)
+	case "delete":
+		if err := need(1); err != nil {
+			return err
+		}
+		acc, err := c.DeleteInstance(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return printAccepted(f, acc)
+	default:
+		fmt.Fprint(os.Stderr, instanceUsage)
+		return fmt.Errorf("unknown instance command %q", args[0])
+	}
+}
+
+func runToken(ctx context.Context, args []string) error {
+	if done, err := cliHelp("token", tokenUsage, args); done {
+		return err
+	}
+	f := newCLIFlags("token " + args[0])
+	name := f.String("name", "", "create: who or what uses the token (required; events name it)")
+	role := f.String("role", "", "create: admin or member (required)")
+	project := f.String("project", "", "create: the member's project")
+	expires := f.Duration("expires", 0, "create: lifetime, e.g. 720h (default: does not expire)")
+	pos, err := f.parseCLI(args[1:])
+	if err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	need := func(n int) error { return needArgs("token "+args[0], tokenUsage, pos, n) }
+	switch args[0] {
+	case "list":
+		if err := need(0); err != nil {
+			return err
+		}
+		toks, err := c.ListTokens(ctx)
+		if err != nil {
+			return err
+		}
+		if *f.output == "json" {
+			return f.printJSON(toks)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tROLE\tPROJECT\tEXPIRES\tCREATED\tID")
+		for _, t := range toks {
+			exp := "-"
+			if t.ExpiresAt != nil {
+				exp = t.ExpiresAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(t.Name), t.Role, dash(t.Project), exp, t.CreatedAt.Format(time.RFC3339), t.ID)
+		}
+		return tw.Flush()
+	case "create":
+		if err := need(0); err != nil {
+			return err
+		}
+		// Checked here too so the mistake costs no round trip; the
+		// controller is the authority and checks again.
+		if *name == "" {
+			return errors.New("--name is required: say who or what uses the token (e.g. alice, ci-deploy); events name it")
+		}
+		if *role == "" {
+			return fmt.Errorf("--role %s is required", strings.Join(api.Roles(), "|"))
+		}
+		if err := oneOf("--role", *role, api.Roles()); err != nil {
+			return err
+		}
+		in := api.TokenCreate{Name: *name, Role: api.Role(*role), Project: *project}
+		if *expires < 0 {
+			return errors.New("--expires must be positive")
+		}
+		if *expires > 0 {
+			at := time.Now().Add(*expires).UTC()
+			in.ExpiresAt = &at
+		}
+		tc, err := c.CreateToken(ctx, in)
+		if err != nil {
+			return err
+		}
+		if *f.output == "json" {
+			return f.printJSON(tc)
+		}
+		// Only the secret on stdout, so TOKEN=$(controller token create ...)
+		// captures it; the rest is for the operator's eyes.
+		fmt.Fprintf(os.Stderr, "created token %s (%s, role %s); its secret is shown this once:\n", tc.ID, tc.Name, tc.Role)
+		fmt.Fprintln(stdout, tc.Secret)
+		return nil
+	case "revoke", "delete":
+		if err := need(1); err != nil {
+			return err
+		}
+		id, err := tokenID(ctx, c, pos[0])
+		if err != nil {
+			return err
+		}
+		if err := c.DeleteToken(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "token %s revoked\n", id)
+		return nil
+	default:
+		fmt.Fprint(os.Stderr, tokenUsage)
+		return fmt.Errorf("unknown token command %q", args[0])
+	}
+}
+
+// tokenID resolves a token's id or name (names are unique) to its id:
+// the API revokes by id, operators remember names.
+func tokenID(ctx context.Context, c *apiclient.Client, idOrName string) (string, error) {
+	toks, err := c.ListTokens(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range toks {
+		if t.ID == idOrName || t.Name == idOrName {
+			return t.ID, nil
+		}
+	}
+	return "", fmt.Errorf("no token with id or name %q", idOrName)
 }

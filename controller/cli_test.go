@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
 )
@@ -91,5 +97,174 @@ func TestCLIPowerAndFilters(t *testing.T) {
 		return e.Type == "power_requested" && strings.Contains(e.Message, "power soft_off")
 	}) {
 		t.Fatalf("no soft_off request among the events %+v", evs)
+	}
+}
+
+// cliRun runs one CLI command and returns what it printed on stdout.
+func cliRun(t *testing.T, run func(context.Context, []string) error, args ...string) (string, error) {
+	t.Helper()
+	var b bytes.Buffer
+	old := stdout
+	stdout = &b
+	defer func() { stdout = old }()
+	err := run(t.Context(), args)
+	return b.String(), err
+}
+
+// mustCLI is cliRun that fails the test on an error.
+func mustCLI(t *testing.T, run func(context.Context, []string) error, args ...string) string {
+	t.Helper()
+	out, err := cliRun(t, run, args...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// rowOf returns the table row of name (its first column), or "".
+func rowOf(table, name string) string {
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return line
+		}
+	}
+	return ""
+}
+
+// TestCLINodeListShowsDeleting: a faulted node being retired (its BMC is
+// down, so the retire waits) is in node list and in --fault any, with its
+// state; --include-deleting=false leaves it out; node delete --force
+// removes it.
+func TestCLINodeListShowsDeleting(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Systems: 2, PowerSyncInterval: 300 * time.Millisecond})
+	nodes := env.EnrollNodes(t, 2, "cli", "gpu")
+	t.Setenv("BAREMETAL_ENDPOINT", env.URL)
+	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
+	if err := env.Sim.SetFault(env.Sim.SystemIDs()[0], sim.FaultDown); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitNode(t, nodes[0].ID, 30*time.Second, func(n *baremetal.Node) bool { return n.Fault == baremetal.FaultBMCUnreachable })
+
+	if out := mustCLI(t, runNode, "delete", "cli-0"); !strings.Contains(out, "retire job") {
+		t.Errorf("node delete printed %q; want the controller's message", out)
+	}
+	env.WaitNode(t, nodes[0].ID, 10*time.Second, func(n *baremetal.Node) bool { return n.ProvisionState == baremetal.StateDeleting })
+
+	out := mustCLI(t, runNode, "list")
+	if row := rowOf(out, "cli-0"); !strings.Contains(row, "deleting") || !strings.Contains(row, "bmc_unreachable") {
+		t.Errorf("node list: cli-0 row %q; want it deleting with its fault:\n%s", row, out)
+	}
+	if rowOf(out, "cli-1") == "" {
+		t.Errorf("node list lacks cli-1:\n%s", out)
+	}
+	out = mustCLI(t, runNode, "list", "--fault", "any")
+	if row := rowOf(out, "cli-0"); !strings.Contains(row, "deleting") || rowOf(out, "cli-1") != "" {
+		t.Errorf("node list --fault any: want only cli-0, deleting:\n%s", out)
+	}
+	out = mustCLI(t, runNode, "list", "--fault", "any", "--include-deleting=false")
+	if rowOf(out, "cli-0") != "" {
+		t.Errorf("node list --include-deleting=false still lists the node being retired:\n%s", out)
+	}
+	var listed []api.Node
+	if err := json.Unmarshal([]byte(mustCLI(t, runNode, "list", "-o", "json")), &listed); err != nil || len(listed) != 2 {
+		t.Errorf("node list -o json: %d nodes, %v; want 2", len(listed), err)
+	}
+
+	if out := mustCLI(t, runNode, "delete", "cli-0", "--force"); !strings.Contains(out, "without touching its BMC") {
+		t.Errorf("node delete --force printed %q", out)
+	}
+	if _, err := env.App.Store.GetNode(context.Background(), nodes[0].ID); !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		t.Errorf("after delete --force: %v; want the node gone", err)
+	}
+}
+
+// TestCLIInstance lists, shows and deletes instances, each project seeing
+// only its own.
+func TestCLIInstance(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Systems: 1})
+	env.EnrollNodes(t, 1, "cli", "gpu")
+	member := env.MemberToken(t, "p1")
+	c, err := apiclient.New(env.URL, apiclient.Options{Token: member})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := c.CreateInstance(t.Context(), api.InstanceCreate{Name: "web-1", ResourceClass: "gpu",
+		Image: api.Image{URL: env.Sim.URL() + "/sim/images/demo.img"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BAREMETAL_ENDPOINT", env.URL)
+	t.Setenv("BAREMETAL_TOKEN", member)
+
+	out := mustCLI(t, runInstance, "list")
+	if row := rowOf(out, "web-1"); !strings.Contains(row, "p1") || !strings.Contains(row, inst.ID) || !strings.Contains(row, inst.NodeID) {
+		t.Errorf("instance list: web-1 row %q; want its project, node and id:\n%s", row, out)
+	}
+	var shown api.Instance
+	if err := json.Unmarshal([]byte(mustCLI(t, runInstance, "show", "web-1")), &shown); err != nil || shown.ID != inst.ID {
+		t.Errorf("instance show web-1: %+v, %v", shown, err)
+	}
+
+	t.Setenv("BAREMETAL_TOKEN", env.MemberToken(t, "p2"))
+	if out := mustCLI(t, runInstance, "list"); rowOf(out, "web-1") != "" {
+		t.Errorf("another project's member lists web-1:\n%s", out)
+	}
+	if _, err := cliRun(t, runInstance, "delete", "web-1"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("another project's member deleting web-1: %v; want not found", err)
+	}
+
+	t.Setenv("BAREMETAL_TOKEN", member)
+	if out := mustCLI(t, runInstance, "delete", "web-1"); !strings.Contains(out, "(job ") {
+		t.Errorf("instance delete printed %q; want the cleanup job", out)
+	}
+	if _, err := cliRun(t, runInstance, "show", "web-1"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("instance show after delete: %v; want not found", err)
+	}
+	if _, err := cliRun(t, runInstance, "list", "extra"); err == nil || !strings.Contains(err.Error(), "expected 0 argument") {
+		t.Errorf("instance list extra: %v", err)
+	}
+}
+
+// TestCLIToken: a token needs a name, its secret is the only thing on
+// stdout, the events of what it does name it, and it is revoked by name.
+func TestCLIToken(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Systems: 1})
+	env.EnrollNodes(t, 1, "cli", "gpu")
+	t.Setenv("BAREMETAL_ENDPOINT", env.URL)
+	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
+
+	if _, err := cliRun(t, runToken, "create", "--role", "admin"); err == nil || !strings.Contains(err.Error(), "--name is required") {
+		t.Fatalf("token create without a name: %v", err)
+	}
+	out := mustCLI(t, runToken, "create", "--name", "alice", "--role", "admin", "--expires", "24h")
+	secret := strings.TrimSpace(out)
+	if !strings.HasPrefix(secret, "bmt_") || strings.Contains(secret, "\n") {
+		t.Fatalf("token create printed %q; want only the secret", out)
+	}
+	list := mustCLI(t, runToken, "list")
+	row := rowOf(list, "alice")
+	if !strings.Contains(row, "admin") || strings.Contains(list, secret) {
+		t.Fatalf("token list: alice row %q (the secret must not be listed):\n%s", row, list)
+	}
+	aliceID := strings.Fields(row)[len(strings.Fields(row))-1]
+
+	// What alice does is recorded as alice's.
+	t.Setenv("BAREMETAL_TOKEN", secret)
+	mustCLI(t, runNode, "maintenance", "cli-0", "--reason", "reseat DIMM")
+	events := mustCLI(t, runNode, "events", "cli-0")
+	if want := "token:alice (" + aliceID + ")"; !strings.Contains(events, want) {
+		t.Errorf("node events do not name alice (%q):\n%s", want, events)
+	}
+
+	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
+	if _, err := cliRun(t, runToken, "create", "--name", "alice", "--role", "member", "--project", "p1"); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("a second token named alice: %v; want a conflict", err)
+	}
+	if out := mustCLI(t, runToken, "revoke", "alice"); !strings.Contains(out, aliceID) {
+		t.Errorf("token revoke alice printed %q", out)
+	}
+	t.Setenv("BAREMETAL_TOKEN", secret)
+	if _, err := cliRun(t, runNode, "list"); err == nil || !strings.Contains(err.Error(), "token") {
+		t.Errorf("a revoked token still works: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 // command" complaint; and version names the toolchain at least.
 func TestHelpAndVersion(t *testing.T) {
 	bin := controllerBinary(t)
-	for _, args := range [][]string{{"--help"}, {"node", "--help"}, {"node", "help"}, {"node", "-h"}} {
+	for _, args := range [][]string{{"--help"}, {"node", "--help"}, {"node", "help"}, {"node", "-h"}, {"instance", "--help"}, {"token", "-h"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err != nil {
 			t.Errorf("controller %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -5,7 +5,9 @@
 //	controller serve     run the controller (optionally with a simulated BMC fleet)
 //	controller migrate   apply database migrations and exit
 //	controller sim       run only a simulated Redfish BMC fleet
-//	controller node      operator CLI over the API (list, maintenance, power, events)
+//	controller node      operator CLI over the API (list, maintenance, power, events, delete)
+//	controller instance  the same for instances (list, show, delete)
+//	controller token     API tokens (list, create, revoke)
 //	controller agent     the deploy agent (runs as /init, PID 1, of the agent image)
 //	controller agent-image  build the agent's bootable ISO and initramfs
 //	controller version
@@ -85,7 +87,9 @@ commands:
   serve     run the controller API, jobs and power sync
   migrate   apply database migrations (ours and River's) and exit
   sim       run a simulated Redfish BMC fleet
-  node      operator commands through the API: list, show, maintenance, power, events
+  node      operator commands through the API: list, show, maintenance, power, events, delete
+  instance  the same for instances: list, show, delete
+  token     API tokens (admin): list, create, revoke
   agent-image  build the deploy agent's bootable ISO (and initramfs) from a Linux kernel
   agent     the deploy agent itself (PID 1 of the agent image)
   version   print the version
@@ -109,6 +113,10 @@ func run(args []string) error {
 		return migrate(ctx, args[1:])
 	case "node":
 		return runNode(ctx, args[1:])
+	case "instance":
+		return runInstance(ctx, args[1:])
+	case "token":
+		return runToken(ctx, args[1:])
 	case "sim":
 		return runSim(ctx, args[1:])
 	case "agent":

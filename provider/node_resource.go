@@ -117,7 +117,10 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"If the BMC cannot be reached the node stays in `enroll` with a `fault` (retried automatically) and " +
 			"creation fails when its timeout expires, reporting the fault.\n\n" +
 			"BMC trouble never puts a node in maintenance: `maintenance` is only ever set by an operator, with a reason. " +
-			"Destroying a node returns as soon as the controller has queued its retirement.\n\n" +
+			"Destroying a node returns as soon as the controller has queued its retirement, which powers the machine off " +
+			"before the record goes; meanwhile the node is in `deleting` and keeps its name. When that retire cannot finish " +
+			"by itself (the node is in maintenance, or its BMC has a fault), destroy says so in a warning, and creating a node " +
+			"of the same name is refused with the reason rather than waited on.\n\n" +
 			"**Who owns `maintenance`.** Decide per node. Either manage it in code (set `maintenance` and " +
 			"`maintenance_reason` here; a change an operator makes with the API or CLI then shows as drift and the " +
 			"next apply puts the configured value back), or leave it to operators: set neither attribute and add " +
@@ -371,6 +374,11 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 		MaintenanceReason: plan.MaintenanceReason.ValueString(),
 	}
 	node, err := r.createNode(ctx, in)
+	var held *nameHeldError
+	if errors.As(err, &held) {
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Could not create node "+in.Name, held.msg)
+		return
+	}
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "Could not create node "+in.Name, err, nodeAttrs)
 		return
@@ -397,9 +405,25 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	}
 }
 
+// retireStuckAfter is how long create waits for a node of the same name
+// that is being retired while its BMC has a fault: long enough for a
+// fault the BMC has just recovered from to go (the retire's next power-off
+// clears it), short enough that a dead BMC is reported, not waited on in
+// silence ("Still creating..." is all Terraform shows meanwhile).
+var retireStuckAfter = 15 * time.Second
+
+// nameHeldError says that a node being retired holds the name and why its
+// retire does not finish; it belongs on the name attribute.
+type nameHeldError struct{ msg string }
+
+func (e *nameHeldError) Error() string { return e.msg }
+
 // createNode enrolls a node. A name still held by a node being retired
 // (after a destroy, or when Terraform replaces a node) frees up once the
-// retire job ends, so that conflict is waited out rather than reported.
+// retire job ends, so a retire that is under way is waited for. One that
+// cannot end by itself is refused at once (the old node is in maintenance:
+// only an operator lets it go on) or after retireStuckAfter (its BMC has a
+// fault), with what holds it.
 func (r *NodeResource) createNode(ctx context.Context, in api.NodeCreate) (*api.Node, error) {
 	for {
 		node, err := r.client.CreateNode(ctx, in)
@@ -410,18 +434,71 @@ func (r *NodeResource) createNode(ctx context.Context, in api.NodeCreate) (*api.
 		if gerr != nil || old.ProvisionState != api.StateDeleting {
 			return nil, err
 		}
-		tflog.Info(ctx, "a node of the same name is being retired; waiting for it to go", map[string]any{"name": in.Name, "old_id": old.ID})
-		_, werr := waitFor(ctx, "retired node "+old.ID, func(ctx context.Context) (*api.Node, error) {
+		var faultSeen time.Time
+		logged := ""
+		last, werr := waitFor(ctx, "retired node "+old.ID, func(ctx context.Context) (*api.Node, error) {
 			n, err := r.client.GetNode(ctx, old.ID)
 			if errors.Is(err, apiclient.ErrNotFound) {
 				return nil, nil
 			}
 			return n, err
-		}, func(n *api.Node) (bool, error) { return n == nil, nil })
-		if werr != nil {
+		}, func(n *api.Node) (bool, error) {
+			if n == nil || n.ProvisionState != api.StateDeleting {
+				return true, nil
+			}
+			why := "its retire job is powering it off"
+			switch {
+			case n.Maintenance:
+				return false, &nameHeldError{fmt.Sprintf("A node named %q is still being retired (id %s), and it is in maintenance (%q): "+
+					"the controller acts on nothing in maintenance, so its retire waits until an operator clears maintenance on it "+
+					"(controller node maintenance %s --off), or deletes it with force=true if the machine is gone for good "+
+					"(controller node delete %s --force). Apply again after that.", in.Name, n.ID, n.MaintenanceReason, n.ID, n.ID)}
+			case n.Fault != "":
+				if faultSeen.IsZero() {
+					faultSeen = time.Now()
+				}
+				if time.Since(faultSeen) >= retireStuckAfter {
+					return false, &nameHeldError{fmt.Sprintf("A node named %q is still being retired (id %s), waiting for its BMC: "+
+						"fault %s since %s (last error: %s). The controller powers the machine off before the record and its name go, "+
+						"and keeps retrying until the BMC answers. Fix the BMC, or delete that node with force=true if the machine "+
+						"is gone for good (controller node delete %s --force). Apply again after that.",
+						in.Name, n.ID, n.Fault, faultSince(n), orNone(n.LastError), n.ID)}
+				}
+				why = "its BMC has fault " + string(n.Fault)
+			default:
+				faultSeen = time.Time{}
+			}
+			if why != logged {
+				logged = why
+				tflog.Info(ctx, "a node of the same name is being retired; waiting for it to go", map[string]any{"name": in.Name, "old_id": n.ID, "why": why})
+			}
+			return false, nil
+		})
+		var held *nameHeldError
+		switch {
+		case errors.As(werr, &held):
+			return nil, held
+		case werr != nil && last != nil:
+			return nil, fmt.Errorf("%w\n\nWaited for the node being retired under that name (%s) to go; it is still in provision_state %q"+
+				" (fault %q, last error: %s): %v", err, old.ID, last.ProvisionState, last.Fault, orNone(last.LastError), werr)
+		case werr != nil:
 			return nil, fmt.Errorf("%w\n\nWaited for the node being retired under that name (%s) to go, but: %v", err, old.ID, werr)
 		}
 	}
+}
+
+func faultSince(n *api.Node) string {
+	if n.FaultSince == nil {
+		return "unknown"
+	}
+	return n.FaultSince.UTC().Format(time.RFC3339)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // waitVerified waits until the controller has verified the node's BMC
@@ -607,6 +684,40 @@ func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 		return
 	}
 	tflog.Info(ctx, "node deletion queued", map[string]any{"id": state.ID.ValueString(), "job_id": accepted.JobID, "message": accepted.Message})
+	if !state.ForceDestroy.ValueBool() {
+		r.warnIfRetireWaits(ctx, state.ID.ValueString(), state.Name.ValueString(), accepted.Message, &resp.Diagnostics)
+	}
+}
+
+// warnIfRetireWaits tells, as a warning, when the retire just queued
+// cannot finish by itself: Terraform says "Destruction complete" either
+// way, but the node then stays in deleting, holding its name, until an
+// operator clears maintenance or its BMC answers. A failed look is only
+// logged: the delete itself succeeded.
+func (r *NodeResource) warnIfRetireWaits(ctx context.Context, id, name, apiMessage string, diags *diag.Diagnostics) {
+	n, err := r.client.GetNode(ctx, id)
+	if errors.Is(err, apiclient.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		tflog.Warn(ctx, "could not read the node after queuing its retire", map[string]any{"id": id, "error": err.Error()})
+		return
+	}
+	if n.ProvisionState != api.StateDeleting {
+		return
+	}
+	const after = "\n\nTerraform no longer manages the node; the controller keeps it in provision_state deleting " +
+		"(its name stays taken, and node lists show it) until the retire has powered the machine off."
+	switch {
+	case n.Maintenance:
+		diags.AddWarning("Node "+name+" is in maintenance: its retire waits",
+			fmt.Sprintf("The controller answered: %s.%s\n\nMaintenance reason: %s", apiMessage, after, n.MaintenanceReason))
+	case n.Fault != "":
+		diags.AddWarning("Node "+name+" has a BMC fault: its retire waits for the BMC",
+			fmt.Sprintf("The node has fault %s (last error: %s); the retire job keeps retrying until the BMC answers.%s "+
+				"For a machine that is gone for good, set force_destroy = true before destroying, or delete the node with force=true "+
+				"(controller node delete %s --force).", n.Fault, orNone(n.LastError), after, n.ID))
+	}
 }
 
 func (r *NodeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {

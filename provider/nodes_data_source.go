@@ -28,11 +28,12 @@ type NodesDataSource struct {
 func NewNodesDataSource() datasource.DataSource { return &NodesDataSource{} }
 
 type nodesDataModel struct {
-	ResourceClass  types.String    `tfsdk:"resource_class"`
-	ProvisionState types.String    `tfsdk:"provision_state"`
-	Maintenance    types.Bool      `tfsdk:"maintenance"`
-	Fault          types.String    `tfsdk:"fault"`
-	Nodes          []nodeDataModel `tfsdk:"nodes"`
+	ResourceClass   types.String    `tfsdk:"resource_class"`
+	ProvisionState  types.String    `tfsdk:"provision_state"`
+	Maintenance     types.Bool      `tfsdk:"maintenance"`
+	Fault           types.String    `tfsdk:"fault"`
+	IncludeDeleting types.Bool      `tfsdk:"include_deleting"`
+	Nodes           []nodeDataModel `tfsdk:"nodes"`
 }
 
 func (d *NodesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -45,8 +46,9 @@ func (d *NodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 	element["name"] = schema.StringAttribute{MarkdownDescription: "The node's name.", Computed: true}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists the nodes that match all the given filters (all nodes without filters), " +
-			"with their capacity, state and health; never BMC details. Nodes being deleted are left out " +
-			"unless `provision_state` is `deleting`.",
+			"with their capacity, state and health; never BMC details. Nodes being retired (`provision_state` " +
+			"`deleting`) are listed too, unless `include_deleting` is `false`: a faulted node whose retire waits for its BMC " +
+			"is still faulted, and a `check` block on `fault = \"any\"` should see it.",
 		Attributes: map[string]schema.Attribute{
 			"resource_class": schema.StringAttribute{
 				MarkdownDescription: "Only nodes of this resource class.",
@@ -66,6 +68,12 @@ func (d *NodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 					"or only nodes with this fault (" + strings.Join(codeQuoted(api.Faults()), ", ") + ").",
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.OneOf(api.FaultFilters()...)},
+			},
+			"include_deleting": schema.BoolAttribute{
+				MarkdownDescription: "Whether nodes being retired (`provision_state` `deleting`: destroyed, waiting for their " +
+					"retire job to power them off) are listed. Defaults to `true` (the API's own default is `false`); " +
+					"with `false` only nodes in service are.",
+				Optional: true,
 			},
 			"nodes": schema.ListNestedAttribute{
 				MarkdownDescription: "The matching nodes, in the controller's order.",
@@ -90,6 +98,9 @@ func (d *NodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		ResourceClass:  cfg.ResourceClass.ValueString(),
 		ProvisionState: api.ProvisionState(cfg.ProvisionState.ValueString()),
 		Fault:          cfg.Fault.ValueString(),
+		// The API leaves deleting nodes out by default; a data source
+		// that hid them would hide a faulted node being retired.
+		IncludeDeleting: cfg.IncludeDeleting.IsNull() || cfg.IncludeDeleting.ValueBool(),
 	}
 	if !cfg.Maintenance.IsNull() {
 		m := cfg.Maintenance.ValueBool()
@@ -98,7 +109,7 @@ func (d *NodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	nodes, err := d.client.ListNodes(ctx, f)
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "Could not list nodes", err,
-			map[string]attrKind{"resource_class": attrPlain, "provision_state": attrPlain, "maintenance": attrPlain, "fault": attrPlain})
+			map[string]attrKind{"resource_class": attrPlain, "provision_state": attrPlain, "maintenance": attrPlain, "fault": attrPlain, "include_deleting": attrPlain})
 		return
 	}
 	cfg.Nodes = make([]nodeDataModel, len(nodes))

@@ -82,8 +82,8 @@ func newEnv(t testing.TB, open func(testing.TB) store.Store) *env {
 	}
 	e.srv = httptest.NewServer(httpapi.New(httpapi.Options{Service: svc, Jobs: e.jobs, Logger: log, PublicURL: testPublicURL}))
 	t.Cleanup(e.srv.Close)
-	e.member = e.createToken(`{"role":"member","project":"p1"}`)
-	e.other = e.createToken(`{"role":"member","project":"p2"}`)
+	e.member = e.createToken(`{"role":"member","project":"p1","name":"member-p1"}`)
+	e.other = e.createToken(`{"role":"member","project":"p2","name":"member-p2"}`)
 	t.Cleanup(func() {
 		for what, s := range map[string]string{"responses": e.bodies.String(), "logs": e.logs.String()} {
 			if strings.Contains(s, bmcPassword) {
@@ -203,7 +203,7 @@ func testNodes(t *testing.T, e *env) {
 	e.mustJSON("GET", "/v1/nodes/"+n.ID+"/events", adminSecret, "", 200, &evs)
 	var sawMaint, sawPw bool
 	for _, ev := range evs.Items {
-		if ev.Type == "maintenance" && ev.New == "true" && strings.Contains(ev.Message, "replacing DIMM") && strings.HasPrefix(ev.Actor, "token:") {
+		if ev.Type == "maintenance" && ev.New == "true" && strings.Contains(ev.Message, "replacing DIMM") && strings.HasPrefix(ev.Actor, "token:bootstrap-admin (") {
 			sawMaint = true
 		}
 		if ev.Field == "bmc.password" && ev.Old == "" && ev.New == "" {
@@ -517,6 +517,8 @@ func testTokens(t *testing.T, e *env) {
 		{"POST", "/v1/tokens", adminSecret, `{"role":"member"}`, 400, "project"},
 		{"POST", "/v1/tokens", adminSecret, `{"role":"admin","x":1}`, 400, "x"},
 		{"POST", "/v1/tokens", adminSecret, `{"role":"admin","expires_at":"2001-01-01T00:00:00Z"}`, 400, "expires_at"},
+		{"POST", "/v1/tokens", adminSecret, `{"role":"admin"}`, 400, "name"}, // events name the token: a name is required
+		{"POST", "/v1/tokens", adminSecret, `{"role":"admin","name":"  "}`, 400, "name"},
 		{"DELETE", "/v1/tokens/nope", adminSecret, "", 404, ""},
 		{"PUT", "/v1/quotas/p1", adminSecret, `{"instances":-5}`, 400, "instances"},
 		{"PUT", "/v1/quotas/p1", e.member, `{"instances":5}`, 403, ""},

@@ -63,7 +63,7 @@ var authzRules = map[string]authzRule{
 	"POST /v1/agent/heartbeat":                {body: fixed(`{"agent_version":"x"}`), want: public(401)},
 	"GET /v1/agent/boot/{id}/{key}/agent.iso": {want: public(404)},
 	"GET /v1/tokens":                          {want: adminOnly(200)},
-	"POST /v1/tokens":                         {body: fixed(`{"role":"member","project":"p9"}`), want: adminOnly(201)},
+	"POST /v1/tokens":                         {body: fixed(`{"role":"member","project":"p9","name":"authz"}`), want: adminOnly(201)},
 	"DELETE /v1/tokens/{id}":                  {want: adminOnly(204)},
 	"GET /v1/quotas/{project}":                {want: ownerOrAdmin(200, 403)},
 	"PUT /v1/quotas/{project}":                {body: fixed(`{"instances":-1}`), want: adminOnly(200)}, // unlimited: no effect on the other cases

@@ -40,6 +40,15 @@ const Controller Actor = baremetal.ActorController
 // Token is an operator or member acting through the API with a token.
 func Token(id string) Actor { return Actor("token:" + id) }
 
+// NamedToken is Token with the token's name, which says who: "token:alice
+// (<id>)". The id stays, as a name is free again once its token is revoked.
+func NamedToken(id, name string) Actor {
+	if name == "" {
+		return Token(id) // a token made before names were required
+	}
+	return Actor("token:" + name + " (" + id + ")")
+}
+
 // Instance is an instance's booted OS (its readiness callback).
 func Instance(id string) Actor { return Actor("instance:" + id) }
 

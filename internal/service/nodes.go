@@ -189,7 +189,7 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 	}
 	var out *baremetal.Node
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
-		var bmcChanged, reverify bool
+		var bmcChanged, reverify, maintenanceCleared bool
 		n, wrote, err := tx.Mutate(ctx, idOrName, c.Actor(), func(tx store.Tx, n *baremetal.Node, ch *ledger.Change) error {
 			cur := *n
 			if ifMatch != 0 && cur.Version != ifMatch {
@@ -225,6 +225,7 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				return ledger.ErrSkip
 			}
 			bmcChanged = cur.Driver != n.Driver || cur.BMC != n.BMC
+			maintenanceCleared = cur.Maintenance && !n.Maintenance
 			reverify = cur.Driver != n.Driver || cur.BMC.Address != n.BMC.Address || cur.BMC.SystemID != n.BMC.SystemID
 			if bmcChanged {
 				// New credentials deserve an immediate try, not the rest of
@@ -254,7 +255,9 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				return err
 			}
 		}
-		if k, ok := s.jobs.(nodeKicker); ok && bmcChanged {
+		// Work that waited for maintenance (a retire, a cleanup) goes on
+		// now that it is cleared, not at its next snooze.
+		if k, ok := s.jobs.(nodeKicker); ok && (bmcChanged || maintenanceCleared) {
 			if err := k.KickNodeTx(ctx, tx, n.ID); err != nil {
 				return err
 			}

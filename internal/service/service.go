@@ -20,15 +20,18 @@ import (
 // Caller is the authenticated principal of a request.
 type Caller struct {
 	TokenID string
-	Role    baremetal.Role
-	Project string
+	// TokenName is the token's name, given at creation: who uses it.
+	TokenName string
+	Role      baremetal.Role
+	Project   string
 }
 
 // Admin reports whether the caller has the admin role.
 func (c Caller) Admin() bool { return c.Role == baremetal.RoleAdmin }
 
-// Actor is how events name the caller.
-func (c Caller) Actor() ledger.Actor { return ledger.Token(c.TokenID) }
+// Actor is how events name the caller: by the token's name, which says
+// who, and its id, as a name is free again once its token is revoked.
+func (c Caller) Actor() ledger.Actor { return ledger.NamedToken(c.TokenID, c.TokenName) }
 
 // Service implements the API's operations.
 type Service struct {

@@ -108,7 +108,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 	if tok.Expired(now) {
 		return Caller{}, errBadToken
 	}
-	return Caller{TokenID: tok.ID, Role: tok.Role, Project: tok.Project}, nil
+	return Caller{TokenID: tok.ID, TokenName: tok.Name, Role: tok.Role, Project: tok.Project}, nil
 }
 
 // TokenInput is what an admin asks for.
@@ -145,12 +145,15 @@ func (s *Service) CreateToken(ctx context.Context, c Caller, in TokenInput) (*ba
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.now()) {
 		return nil, "", baremetal.FieldErrorf("expires_at", "expires_at must be in the future")
 	}
+	if strings.TrimSpace(in.Name) == "" {
+		return nil, "", baremetal.FieldErrorf("name", "name is required: say who or what uses the token (e.g. alice, ci-deploy); events name the token by it")
+	}
 	secret := NewSecret()
 	t := &baremetal.Token{Name: in.Name, Role: in.Role, Project: in.Project, Hash: HashSecret(secret), ExpiresAt: in.ExpiresAt}
 	if err := s.store.InsertToken(ctx, t); err != nil {
 		return nil, "", err
 	}
-	s.log.InfoContext(ctx, "token created", "token_id", t.ID, "role", t.Role, "project", t.Project, "by", c.Actor())
+	s.log.InfoContext(ctx, "token created", "token_id", t.ID, "name", t.Name, "role", t.Role, "project", t.Project, "by", c.Actor())
 	return t, secret, nil
 }
 

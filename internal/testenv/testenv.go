@@ -122,7 +122,9 @@ func (e *Env) Admin() service.Caller { return e.admin }
 // MemberToken creates a member token for project and returns its secret.
 func (e *Env) MemberToken(t testing.TB, project string) string {
 	t.Helper()
-	_, secret, err := e.App.Service.CreateToken(context.Background(), e.admin, service.TokenInput{Role: baremetal.RoleMember, Project: project})
+	// Token names are required and unique; a test may ask twice.
+	name := fmt.Sprintf("member-%s-%d", project, time.Now().UnixNano())
+	_, secret, err := e.App.Service.CreateToken(context.Background(), e.admin, service.TokenInput{Name: name, Role: baremetal.RoleMember, Project: project})
 	if err != nil {
 		t.Fatalf("testenv: member token: %v", err)
 	}
