@@ -413,3 +413,45 @@ func (p *Process) Killed() bool { return p.killed.Load() }
 func IsReset(reason string) bool {
 	return strings.HasSuffix(reason, "-reset")
 }
+
+// ovmfPairs are Debian's UEFI firmware images (package ovmf): the code and
+// the template of its variable store, which must match in size.
+var ovmfPairs = [][2]string{
+	{"/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_VARS_4M.fd"},
+	{"/usr/share/OVMF/OVMF_CODE.fd", "/usr/share/OVMF/OVMF_VARS.fd"},
+}
+
+// FindOVMF returns the installed OVMF firmware and variable store
+// template; ok is false when there is none (Debian: apt-get install ovmf).
+func FindOVMF() (code, vars string, ok bool) {
+	for _, p := range ovmfPairs {
+		if _, err := os.Stat(p[0]); err != nil {
+			continue
+		}
+		if _, err := os.Stat(p[1]); err != nil {
+			continue
+		}
+		return p[0], p[1], true
+	}
+	return "", "", false
+}
+
+// UEFIArgs are the qemu arguments that boot OVMF with a private copy of
+// its variable store in dir (made on first use, kept after: the firmware
+// remembers its boot entries there).
+func UEFIArgs(code, varsTemplate, dir string) ([]string, error) {
+	vars := filepath.Join(dir, "OVMF_VARS.fd")
+	if _, err := os.Stat(vars); errors.Is(err, os.ErrNotExist) {
+		b, err := os.ReadFile(varsTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("UEFI variable store: %w", err)
+		}
+		if err := os.WriteFile(vars, b, 0o644); err != nil {
+			return nil, fmt.Errorf("UEFI variable store: %w", err)
+		}
+	}
+	return []string{
+		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + code,
+		"-drive", "if=pflash,format=raw,unit=1,file=" + vars,
+	}, nil
+}

@@ -37,7 +37,8 @@ func BuildController(t testing.TB, dir string) string {
 	return bin
 }
 
-// AgentISO builds the agent's BIOS-bootable ISO into dir, from kernel and
+// AgentISO builds the agent's bootable ISO (BIOS, and UEFI where GRUB is
+// installed) into dir, from kernel and
 // the static controller binary, with cfg baked into its initramfs (as the
 // controller does per boot). The console is the serial port, so tests
 // read the agent's log there.
@@ -65,6 +66,8 @@ func AgentISO(t testing.TB, dir, kernel, controller string, cfg agent.Config) st
 	}
 	iso := filepath.Join(dir, "agent.iso")
 	err = image.BuildISO(iso, image.ISOOptions{Kernel: kernel, Initrd: initrd, InitrdAppend: appendix,
+		// As `controller agent-image --uefi auto` builds it.
+		UEFI: image.UEFIAvailable("", "") == nil,
 		// Serial last: /dev/console, where the agent logs, is the serial
 		// port the test reads.
 		Cmdline: "console=tty0 console=ttyS0,115200 loglevel=4"})

@@ -76,6 +76,20 @@ type Options struct {
 	MAC string
 	// MemoryMB defaults to 512.
 	MemoryMB int
+	// UEFI boots OVMF instead of SeaBIOS (see RequireOVMF).
+	UEFI bool
+}
+
+// RequireOVMF fails (in CI) or skips the test without UEFI firmware.
+func RequireOVMF(t testing.TB) {
+	t.Helper()
+	if _, _, ok := qemu.FindOVMF(); !ok {
+		msg := "no OVMF UEFI firmware in /usr/share/OVMF (Debian: apt-get install ovmf)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
 }
 
 // VM is a running qemu.
@@ -123,9 +137,23 @@ func Start(t testing.TB, o Options) *VM {
 	case o.Kernel != "":
 		args = append(args, "-kernel", o.Kernel, "-initrd", o.Initrd, "-append", o.Append)
 	case o.CDROM != "":
-		args = append(args, "-cdrom", o.CDROM, "-boot", "d")
+		// bootindex rather than -boot d: UEFI firmware reads only the
+		// former.
+		args = append(args, "-drive", "if=none,id=cd0,media=cdrom,readonly=on,format=raw,file="+o.CDROM,
+			"-device", "ide-cd,drive=cd0,bootindex=1")
 	default:
 		t.Fatal("testvm: neither a kernel nor a CD to boot")
+	}
+	if o.UEFI {
+		code, vars, ok := qemu.FindOVMF()
+		if !ok {
+			t.Fatal("testvm: UEFI without OVMF (RequireOVMF first)")
+		}
+		fw, err := qemu.UEFIArgs(code, vars, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, fw...)
 	}
 	out, err := os.Create(filepath.Join(dir, "qemu.log"))
 	if err != nil {

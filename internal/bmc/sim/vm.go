@@ -66,11 +66,6 @@ const (
 // vmBootTargets are the boot overrides a VM-backed system can honour.
 var vmBootTargets = []string{"None", "Pxe", "Cd", "Hdd"}
 
-var ovmfPairs = [][2]string{
-	{"/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_VARS_4M.fd"},
-	{"/usr/share/OVMF/OVMF_CODE.fd", "/usr/share/OVMF/OVMF_VARS.fd"},
-}
-
 // resolveVMOptions fills defaults and checks what can be checked before
 // any VM starts, so `controller sim --qemu-vm` fails at once and clearly.
 func resolveVMOptions(o VMOptions, slots int) (VMOptions, error) {
@@ -105,12 +100,7 @@ func resolveVMOptions(o VMOptions, slots int) (VMOptions, error) {
 		return o, fmt.Errorf("sim: VM-backed systems need %s (Debian: apt-get install qemu-system-x86): %w", o.Qemu, err)
 	}
 	if o.OVMFCode == "" {
-		for _, p := range ovmfPairs {
-			if fileExists(p[0]) && fileExists(p[1]) {
-				o.OVMFCode, o.OVMFVars = p[0], p[1]
-				break
-			}
-		}
+		o.OVMFCode, o.OVMFVars, _ = qemu.FindOVMF()
 	}
 	if o.UEFI && !o.uefiAvailable() {
 		return o, errors.New("sim: UEFI boot needs OVMF firmware (Debian: apt-get install ovmf), or VMOptions.OVMFCode and OVMFVars")
@@ -507,37 +497,16 @@ func (v *vmachine) args(p bootPlan) ([]string, error) {
 		if !o.uefiAvailable() {
 			return nil, errors.New("BootSourceOverrideMode is UEFI but no OVMF firmware is installed (Debian: apt-get install ovmf)")
 		}
-		vars := filepath.Join(v.dir, "OVMF_VARS.fd")
-		if !fileExists(vars) {
-			if err := copyFile(o.OVMFVars, vars); err != nil {
-				return nil, fmt.Errorf("UEFI variable store: %w", err)
-			}
+		fw, err := qemu.UEFIArgs(o.OVMFCode, o.OVMFVars, v.dir)
+		if err != nil {
+			return nil, err
 		}
-		args = append(args,
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+o.OVMFCode,
-			"-drive", "if=pflash,format=raw,unit=1,file="+vars)
+		args = append(args, fw...)
 	}
 	return args, nil
 }
 
 func slotDevice(i int) string { return fmt.Sprintf("slot%d", i) }
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
 
 // launch starts the next boot: a new qemu process with the boot order,
 // firmware and media of this moment. A boot override of Once is used up

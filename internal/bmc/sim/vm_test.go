@@ -21,6 +21,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	redfishdrv "github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/qemu"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testvm"
 )
 
@@ -188,6 +189,21 @@ func TestVMSystemPowerAndBootOrder(t *testing.T) {
 	}
 	if target, enabled, _ := f.BootOverride("1"); target != "Cd" || enabled != "Continuous" {
 		t.Errorf("Continuous override reads %s/%s after two boots, want Cd/Continuous", target, enabled)
+	}
+
+	// BootSourceOverrideMode picks the firmware of the next boot.
+	if _, _, ok := qemu.FindOVMF(); ok {
+		patchBootMode(ctx, t, f, "UEFI")
+		if err := c.SetPower(ctx, bmc.ActionReset); err != nil {
+			t.Fatal(err)
+		}
+		waitBoots(ctx, t, f, 5)
+		waitPower(ctx, t, c, bmc.PowerOn)
+		if st, _ := f.VM("1"); st.Firmware != "uefi" {
+			t.Errorf("boot 5 in UEFI mode ran firmware %q", st.Firmware)
+		}
+	} else if os.Getenv("CI") == "true" {
+		t.Error("no OVMF UEFI firmware (CI installs ovmf)")
 	}
 
 	start := time.Now()
@@ -448,21 +464,32 @@ func TestVMSystemQemuFailsToStart(t *testing.T) {
 		}
 	}
 
-	patch := func(mode string) int {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, f.URL()+"/redfish/v1/Systems/1",
-			strings.NewReader(`{"Boot":{"BootSourceOverrideMode":"`+mode+`"}}`))
-		req.SetBasicAuth("admin", "password")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if st := patch("UEFI"); st != http.StatusBadRequest {
+	if st := patchBootModeStatus(ctx, t, f, "UEFI"); st != http.StatusBadRequest {
 		t.Errorf("UEFI without OVMF: HTTP %d, want 400", st)
 	}
-	if st := patch("Legacy"); st != http.StatusNoContent {
+	if st := patchBootModeStatus(ctx, t, f, "Legacy"); st != http.StatusNoContent {
 		t.Errorf("Legacy: HTTP %d, want 204", st)
+	}
+}
+
+// patchBootModeStatus PATCHes BootSourceOverrideMode (the driver does not
+// set it) and returns the HTTP status.
+func patchBootModeStatus(ctx context.Context, t *testing.T, f *sim.Fleet, mode string) int {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, f.URL()+"/redfish/v1/Systems/1",
+		strings.NewReader(`{"Boot":{"BootSourceOverrideMode":"`+mode+`"}}`))
+	req.SetBasicAuth("admin", "password")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func patchBootMode(ctx context.Context, t *testing.T, f *sim.Fleet, mode string) {
+	t.Helper()
+	if st := patchBootModeStatus(ctx, t, f, mode); st != http.StatusNoContent {
+		t.Fatalf("PATCH BootSourceOverrideMode %s: HTTP %d", mode, st)
 	}
 }
