@@ -6,7 +6,9 @@ import (
 )
 
 // setDeathSignal kills qemu when the process that started it dies, so a
-// crashed test or simulator leaves no virtual machine running.
+// crashed test or simulator leaves no virtual machine running. (Linux ties
+// it to the forking thread; the Go runtime ends threads only when a
+// goroutine exits while locked to one, which nothing here does.)
 func setDeathSignal(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -60,8 +60,13 @@ type Process struct {
 
 	sockDir string
 	cmd     *exec.Cmd
-	exited  chan struct{}
-	waitErr error
+	// procDone closes when the process has ended; exited once, in
+	// addition, every QMP message it sent has been read (its last words,
+	// the SHUTDOWN event, come just before the end).
+	procDone   chan struct{}
+	readerDone chan struct{}
+	exited     chan struct{}
+	waitErr    error
 
 	ready    chan struct{} // closed when QMP is negotiated or failed
 	readyErr error
@@ -111,12 +116,14 @@ func Start(cfg Config) (*Process, error) {
 	cmd.Stdout, cmd.Stderr = out, out
 	setDeathSignal(cmd)
 	p := &Process{
-		sockDir: sockDir,
-		cmd:     cmd,
-		exited:  make(chan struct{}),
-		ready:   make(chan struct{}),
-		evch:    make(chan struct{}, 1),
-		reply:   make(chan qmpReply, 1),
+		sockDir:    sockDir,
+		cmd:        cmd,
+		exited:     make(chan struct{}),
+		procDone:   make(chan struct{}),
+		readerDone: make(chan struct{}),
+		ready:      make(chan struct{}),
+		evch:       make(chan struct{}, 1),
+		reply:      make(chan qmpReply, 1),
 	}
 	p.Started = time.Now()
 	if err := cmd.Start(); err != nil {
@@ -126,6 +133,11 @@ func Start(cfg Config) (*Process, error) {
 	go func() {
 		p.waitErr = cmd.Wait()
 		_ = os.RemoveAll(sockDir)
+		close(p.procDone)
+		<-p.ready
+		if p.readyErr == nil {
+			<-p.readerDone // EOF comes once the process is gone
+		}
 		close(p.exited)
 	}()
 	go p.connect(sock)
@@ -196,7 +208,7 @@ func (p *Process) dial(path string) error {
 			return fmt.Errorf("no QMP socket after %s: %w", connectTimeout, err)
 		}
 		select {
-		case <-p.exited:
+		case <-p.procDone:
 			return fmt.Errorf("qemu exited: %v", p.waitErr)
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -234,6 +246,7 @@ func (p *Process) dial(path string) error {
 }
 
 func (p *Process) read(sc *bufio.Scanner) {
+	defer close(p.readerDone)
 	defer p.conn.Close()
 	for sc.Scan() {
 		var ev Event

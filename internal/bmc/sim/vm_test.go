@@ -191,16 +191,30 @@ func TestVMSystemPowerAndBootOrder(t *testing.T) {
 		t.Errorf("Continuous override reads %s/%s after two boots, want Cd/Continuous", target, enabled)
 	}
 
+	// A restart keeps the power on: every reset is a new qemu process,
+	// and none of them reads as Off, however quickly they follow.
+	st, _ = f.VM("1")
+	for n := st.Boots + 1; n <= st.Boots+5; n++ {
+		if err := c.SetPower(ctx, bmc.ActionReset); err != nil {
+			t.Fatal(err)
+		}
+		if ps, err := c.PowerState(ctx); err != nil || ps == bmc.PowerOff {
+			t.Fatalf("right after reset %d: power %s, %v", n, ps, err)
+		}
+		waitBoots(ctx, t, f, n)
+	}
+	boots := st.Boots + 5
+
 	// BootSourceOverrideMode picks the firmware of the next boot.
 	if _, _, ok := qemu.FindOVMF(); ok {
 		patchBootMode(ctx, t, f, "UEFI")
 		if err := c.SetPower(ctx, bmc.ActionReset); err != nil {
 			t.Fatal(err)
 		}
-		waitBoots(ctx, t, f, 5)
+		waitBoots(ctx, t, f, boots+1)
 		waitPower(ctx, t, c, bmc.PowerOn)
 		if st, _ := f.VM("1"); st.Firmware != "uefi" {
-			t.Errorf("boot 5 in UEFI mode ran firmware %q", st.Firmware)
+			t.Errorf("boot %d in UEFI mode ran firmware %q", boots+1, st.Firmware)
 		}
 	} else if os.Getenv("CI") == "true" {
 		t.Error("no OVMF UEFI firmware (CI installs ovmf)")
