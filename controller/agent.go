@@ -28,15 +28,30 @@ func runAgentImage(args []string) error {
 	kernel := f.String("kernel", "", "Linux kernel (bzImage), e.g. Debian's /boot/vmlinuz-<version> from linux-image-amd64 (required)")
 	modulesDir := f.String("modules-dir", "", "the kernel's modules (default /lib/modules/<the kernel's version>)")
 	modules := f.String("modules", strings.Join(image.DefaultModules, ","), "kernel modules to include, comma-separated (their dependencies come along)")
-	out := f.String("out", "", "write the bootable ISO here (BIOS, isolinux)")
+	out := f.String("out", "", "write the bootable ISO here (BIOS with isolinux; UEFI with GRUB, see --uefi)")
 	initrdOut := f.String("initrd-out", "", "also keep the base initramfs here (without --agent-config), for PXE or qemu -kernel/-initrd")
 	cmdline := f.String("cmdline", image.DefaultCmdline, "kernel command line baked into the ISO")
 	agentConfig := f.String("agent-config", "", "JSON file baked into the ISO's initramfs as "+agent.ConfigPath+" ({\"api\":...,\"token\":...}); the controller does this per boot")
 	agentBin := f.String("agent-binary", "", "static controller binary to use as /init (default: this binary)")
 	isolinux := f.String("isolinux-bin", image.DefaultIsolinuxBin, "syslinux's isolinux.bin (Debian: isolinux)")
 	ldlinux := f.String("ldlinux", image.DefaultLdlinux, "syslinux's BIOS ldlinux.c32 (Debian: syslinux-common)")
+	uefi := f.String("uefi", "auto", "UEFI boot of the ISO (GRUB by grub-mkstandalone; Debian: grub-efi-amd64-bin): on, off, or auto (on when GRUB is installed)")
+	grubDir := f.String("grub-dir", image.DefaultGrubDir, "GRUB's x86_64-efi modules, for --uefi")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	var withUEFI bool
+	switch *uefi {
+	case "on":
+		if err := image.UEFIAvailable("", *grubDir); err != nil {
+			return fmt.Errorf("--uefi on: %w", err)
+		}
+		withUEFI = true
+	case "auto":
+		withUEFI = image.UEFIAvailable("", *grubDir) == nil
+	case "off":
+	default:
+		return fmt.Errorf("--uefi %q: want on, off or auto", *uefi)
 	}
 	if *kernel == "" || (*out == "" && *initrdOut == "") {
 		return errors.New("--kernel and --out (or --initrd-out) are required")
@@ -88,9 +103,15 @@ func runAgentImage(args []string) error {
 		}
 	}
 	if err := image.BuildISO(*out, image.ISOOptions{Kernel: *kernel, Initrd: initrdPath, InitrdAppend: appendix, Cmdline: *cmdline,
-		IsolinuxBin: *isolinux, Ldlinux: *ldlinux}); err != nil {
+		IsolinuxBin: *isolinux, Ldlinux: *ldlinux, UEFI: withUEFI, GrubDir: *grubDir}); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s\n", *out)
+	boots := "BIOS"
+	if withUEFI {
+		boots = "BIOS and UEFI"
+	} else if *uefi == "auto" {
+		boots += " only (no GRUB for UEFI: apt-get install grub-efi-amd64-bin)"
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s (boots on %s)\n", *out, boots)
 	return nil
 }

@@ -309,8 +309,30 @@ func runSim(ctx context.Context, args []string) error {
 	osBootDelay := f.Duration("os-boot-delay", 0, "how long after power-on the simulated OS calls the config drive's ready URL (negative: never)")
 	dialect := f.String("dialect", "standard", "Redfish implementation to imitate: standard, or sushy (sushy-tools: boot override always Continuous, clearing needs a target, media under the system, images fetched at insert)")
 	fetchMedia := f.Bool("fetch-media", false, "fetch boot CD images at insert time, as real BMCs do (an unfetchable image fails the insert); sushy always does")
+	qemuVM := f.Bool("qemu-vm", false, "back each system with a real qemu VM (TCG, user-mode network: the guest reaches this host's 127.0.0.1 at 10.0.2.2): power starts and stops qemu, virtual media are its CD-ROM drives, the boot override is its boot order; --systems defaults to 1")
+	vmDir := f.String("vm-dir", "", "with --qemu-vm: directory for each system's disk.img, serial.log and qemu.log (default: a new temporary directory; an existing disk.img is kept)")
+	vmDiskMB := f.Int("vm-disk-mb", 1024, "with --qemu-vm: size of each VM's raw disk in MiB (a sparse file)")
+	vmMemoryMB := f.Int("vm-memory-mb", sim.MaxVMMemoryMB, fmt.Sprintf("with --qemu-vm: memory of each VM in MiB (at most %d)", sim.MaxVMMemoryMB))
+	vmCPUs := f.Int("vm-cpus", 1, "with --qemu-vm: virtual CPUs of each VM (1 or 2)")
+	vmUEFI := f.Bool("vm-uefi", false, "with --qemu-vm: start systems in UEFI boot mode (OVMF firmware, Debian package ovmf) instead of Legacy BIOS")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	var vm *sim.VMOptions
+	if *qemuVM {
+		set := map[string]bool{}
+		f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		if !set["systems"] {
+			*systems = 1
+		}
+		dir := *vmDir
+		if dir == "" {
+			var err error
+			if dir, err = os.MkdirTemp("", "baremetal-sim-vm-"); err != nil {
+				return err
+			}
+		}
+		vm = &sim.VMOptions{Dir: dir, DiskBytes: int64(*vmDiskMB) << 20, MemoryMB: *vmMemoryMB, CPUs: *vmCPUs, UEFI: *vmUEFI}
 	}
 	d, err := sim.ParseDialect(*dialect)
 	if err != nil {
@@ -326,7 +348,7 @@ func runSim(ctx context.Context, args []string) error {
 		}
 	}
 	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls,
-		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia})
+		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm})
 	if err != nil {
 		return err
 	}
@@ -336,7 +358,15 @@ func runSim(ctx context.Context, args []string) error {
 	fmt.Printf("silent OS (never reports ready): curl -X POST %s/sim/systems/<id>/os -d '{\"enabled\":false}'\n", fleet.URL())
 	ids := fleet.SystemIDs()
 	for _, id := range ids {
-		fmt.Println(id)
+		if vm == nil {
+			fmt.Println(id)
+			continue
+		}
+		st, err := fleet.VM(id)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s  qemu VM: disk %s (%d MiB), MAC %s, console %s\n", id, st.Disk, st.DiskBytes>>20, st.MAC, st.Serial)
 	}
 	fmt.Println(strconv.Itoa(len(ids)) + " systems; Ctrl-C to stop")
 	<-ctx.Done()

@@ -9,21 +9,18 @@
 package testvm
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/qemu"
 )
 
 // HostAddr is the host's 127.0.0.1 as the guest sees it (qemu user-mode
@@ -79,30 +76,32 @@ type Options struct {
 	MAC string
 	// MemoryMB defaults to 512.
 	MemoryMB int
+	// UEFI boots OVMF instead of SeaBIOS (see RequireOVMF).
+	UEFI bool
+}
+
+// RequireOVMF fails (in CI) or skips the test without UEFI firmware.
+func RequireOVMF(t testing.TB) {
+	t.Helper()
+	if _, _, ok := qemu.FindOVMF(); !ok {
+		msg := "no OVMF UEFI firmware in /usr/share/OVMF (Debian: apt-get install ovmf)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
 }
 
 // VM is a running qemu.
 type VM struct {
 	Started time.Time
 
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
-
-	cmdMu  sync.Mutex // one QMP command at a time
-	mu     sync.Mutex
-	qmp    net.Conn
-	events []Event
-	evch   chan struct{}
-	reply  chan json.RawMessage
+	dir  string
+	proc *qemu.Process
 }
 
 // Event is an asynchronous QMP event.
-type Event struct {
-	Name string          `json:"event"`
-	Data json.RawMessage `json:"data"`
-}
+type Event = qemu.Event
 
 // Start boots the machine. The VM is killed at the end of the test.
 func Start(t testing.TB, o Options) *VM {
@@ -116,12 +115,10 @@ func Start(t testing.TB, o Options) *VM {
 	if mem == 0 {
 		mem = 512
 	}
-	qmpPath := filepath.Join(dir, "qmp.sock")
 	args := []string{
 		"-accel", "tcg", "-m", strconv.Itoa(mem), "-smp", "1",
 		"-display", "none", "-monitor", "none",
 		"-serial", "file:" + filepath.Join(dir, "serial.log"),
-		"-qmp", "unix:" + qmpPath + ",server,nowait",
 		// A guest reboot (e.g. a kernel panic with panic=N) ends qemu
 		// instead of looping; -no-shutdown keeps it up after a guest power
 		// off so the test can read the final state over QMP.
@@ -140,32 +137,37 @@ func Start(t testing.TB, o Options) *VM {
 	case o.Kernel != "":
 		args = append(args, "-kernel", o.Kernel, "-initrd", o.Initrd, "-append", o.Append)
 	case o.CDROM != "":
-		args = append(args, "-cdrom", o.CDROM, "-boot", "d")
+		// bootindex rather than -boot d: UEFI firmware reads only the
+		// former.
+		args = append(args, "-drive", "if=none,id=cd0,media=cdrom,readonly=on,format=raw,file="+o.CDROM,
+			"-device", "ide-cd,drive=cd0,bootindex=1")
 	default:
 		t.Fatal("testvm: neither a kernel nor a CD to boot")
 	}
-	cmd := exec.Command(Qemu, args...)
+	if o.UEFI {
+		code, vars, ok := qemu.FindOVMF()
+		if !ok {
+			t.Fatal("testvm: UEFI without OVMF (RequireOVMF first)")
+		}
+		fw, err := qemu.UEFIArgs(code, vars, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, fw...)
+	}
 	out, err := os.Create(filepath.Join(dir, "qemu.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	vm := &VM{dir: dir, cmd: cmd, exited: make(chan struct{}), evch: make(chan struct{}, 1), reply: make(chan json.RawMessage, 1)}
-	vm.Started = time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start qemu: %v", err)
-	}
-	go func() {
-		vm.err = cmd.Wait()
+	proc, err := qemu.Start(qemu.Config{Binary: Qemu, Args: args, Output: out})
+	if err != nil {
 		out.Close()
-		close(vm.exited)
-	}()
+		t.Fatal(err)
+	}
+	vm := &VM{Started: proc.Started, dir: dir, proc: proc}
 	t.Cleanup(func() {
-		if vm.qmp != nil {
-			vm.qmp.Close()
-		}
-		_ = cmd.Process.Kill()
-		<-vm.exited
+		proc.Kill()
+		out.Close()
 		if t.Failed() {
 			t.Logf("serial console:\n%s", vm.Serial())
 			if b, _ := os.ReadFile(filepath.Join(dir, "qemu.log")); len(b) > 0 {
@@ -173,8 +175,10 @@ func Start(t testing.TB, o Options) *VM {
 			}
 		}
 	})
-	if err := vm.connectQMP(qmpPath); err != nil {
-		t.Fatalf("qemu QMP: %v\n%s", err, vm.Serial())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := proc.WaitReady(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, vm.Serial())
 	}
 	return vm
 }
@@ -185,149 +189,39 @@ func (vm *VM) Serial() string {
 	return string(b)
 }
 
-func (vm *VM) connectQMP(path string) error {
-	var c net.Conn
-	var err error
-	// qemu creates the socket a moment after it starts.
-	for i := 0; i < 100; i++ {
-		if c, err = net.Dial("unix", path); err == nil {
-			break
-		}
-		select {
-		case <-vm.exited:
-			return fmt.Errorf("qemu exited: %v", vm.err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	if err != nil {
-		return err
-	}
-	vm.qmp = c
-	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	if !sc.Scan() { // the greeting
-		return fmt.Errorf("no QMP greeting: %v", sc.Err())
-	}
-	go vm.readQMP(sc)
-	_, err = vm.Command("qmp_capabilities")
-	return err
-}
-
-func (vm *VM) readQMP(sc *bufio.Scanner) {
-	for sc.Scan() {
-		var m struct {
-			Event  string          `json:"event"`
-			Data   json.RawMessage `json:"data"`
-			Return json.RawMessage `json:"return"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(sc.Bytes(), &m) != nil {
-			continue
-		}
-		switch {
-		case m.Event != "":
-			vm.mu.Lock()
-			vm.events = append(vm.events, Event{Name: m.Event, Data: m.Data})
-			vm.mu.Unlock()
-			select {
-			case vm.evch <- struct{}{}:
-			default:
-			}
-		default:
-			vm.reply <- append(json.RawMessage(nil), sc.Bytes()...)
-		}
-	}
-}
-
 // Command runs a QMP command (query-status, system_powerdown, quit, ...)
 // and returns its "return" value.
 func (vm *VM) Command(name string) (json.RawMessage, error) {
-	vm.cmdMu.Lock()
-	defer vm.cmdMu.Unlock()
-	if _, err := fmt.Fprintf(vm.qmp, "{\"execute\":%q}\n", name); err != nil {
-		return nil, fmt.Errorf("QMP %s: %w", name, err)
-	}
-	select {
-	case raw := <-vm.reply:
-		var m struct {
-			Return json.RawMessage `json:"return"`
-			Error  *struct {
-				Class, Desc string
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("QMP %s: %w", name, err)
-		}
-		if m.Error != nil {
-			return nil, fmt.Errorf("QMP %s: %s: %s", name, m.Error.Class, m.Error.Desc)
-		}
-		return m.Return, nil
-	case <-vm.exited:
-		return nil, fmt.Errorf("QMP %s: qemu exited", name)
-	case <-time.After(30 * time.Second):
-		return nil, fmt.Errorf("QMP %s: no answer", name)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return vm.proc.Command(ctx, name, nil)
 }
 
 // Status is QMP query-status's "status" (running, shutdown, ...).
 func (vm *VM) Status() (string, error) {
-	raw, err := vm.Command("query-status")
-	if err != nil {
-		return "", err
-	}
-	var s struct {
-		Status string `json:"status"`
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", err
-	}
-	return s.Status, nil
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return vm.proc.Status(ctx)
 }
 
 // WaitEvent waits for the first QMP event with this name.
 func (vm *VM) WaitEvent(ctx context.Context, name string) (Event, error) {
-	for {
-		vm.mu.Lock()
-		for _, e := range vm.events {
-			if e.Name == name {
-				vm.mu.Unlock()
-				return e, nil
-			}
-		}
-		vm.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return Event{}, fmt.Errorf("waiting for QMP event %s: %w", name, ctx.Err())
-		case <-vm.exited:
-			return Event{}, errors.New("qemu exited before QMP event " + name)
-		case <-vm.evch:
-		}
-	}
+	return vm.proc.WaitEvent(ctx, name)
 }
 
 // ShutdownReason waits for the guest to stop and returns why, as QMP's
 // SHUTDOWN event says: "guest-shutdown" for a power off by the guest,
 // "guest-reset" for a reboot (with -no-reboot), "guest-panic", ...
 func (vm *VM) ShutdownReason(ctx context.Context) (string, error) {
-	e, err := vm.WaitEvent(ctx, "SHUTDOWN")
-	if err != nil {
+	if _, err := vm.proc.WaitEvent(ctx, "SHUTDOWN"); err != nil {
 		return "", err
 	}
-	var d struct {
-		Reason string `json:"reason"`
-	}
-	if err := json.Unmarshal(e.Data, &d); err != nil {
-		return "", fmt.Errorf("SHUTDOWN event %s: %w", e.Data, err)
-	}
-	return d.Reason, nil
+	return vm.proc.ShutdownReason(), nil
 }
 
 // Quit ends qemu and waits for it.
 func (vm *VM) Quit() error {
-	_, err := vm.Command("quit")
-	<-vm.exited
-	if err != nil && !strings.Contains(err.Error(), "exited") {
-		return err
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return vm.proc.Quit(ctx)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cavaliergopher/cpio"
 	"github.com/diskfs/go-diskfs/backend/file"
+	"github.com/diskfs/go-diskfs/filesystem/fat12"
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 )
 
@@ -231,4 +232,127 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// requireGrub fails (in CI) or skips the test without GRUB's UEFI pieces.
+func requireGrub(t *testing.T) {
+	t.Helper()
+	if err := UEFIAvailable("", ""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// With UEFI the ISO carries a second El Torito entry, for EFI, pointing at
+// a FAT image whose removable-media loader is GRUB; a marker file unique
+// to the image lets GRUB find its CD.
+func TestISOWithUEFIEntry(t *testing.T) {
+	requireGrub(t)
+	dir := t.TempDir()
+	loader := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(name+strings.Repeat("\x00", 2048)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	kernel := fakeKernel(t, "6.1.0-99-amd64")
+	initrd := filepath.Join(dir, "initrd")
+	if err := os.WriteFile(initrd, []byte("BASE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "agent.iso")
+	err := BuildISO(out, ISOOptions{Kernel: kernel, Initrd: initrd, Cmdline: "console=ttyS0 x=$y;z", UEFI: true,
+		IsolinuxBin: loader("isolinux.bin"), Ldlinux: loader("ldlinux.c32")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fs, err := iso9660.Read(file.New(f, true), int64(len(raw)), 0, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The boot catalog: validation entry, the BIOS default entry, then a
+	// final section header for platform 0xEF and its entry.
+	cat, err := fs.ReadFile("isolinux/boot.cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat) < 0x80 || cat[0x20] != 0x88 || cat[0x40] != 0x91 || cat[0x41] != 0xef || cat[0x60] != 0x88 {
+		t.Fatalf("boot catalog has no EFI section after the BIOS entry: % x", cat[:min(len(cat), 0x80)])
+	}
+	efiLBA := binary.LittleEndian.Uint32(cat[0x68:0x6c])
+	img, err := fs.ReadFile(efiImagePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw[int(efiLBA)*2048:int(efiLBA)*2048+len(img)], img) {
+		t.Errorf("the EFI entry points at sector %d, which does not hold %s", efiLBA, efiImagePath)
+	}
+	// The image is FAT12 (UEFI tells FAT types by cluster count) with
+	// the removable-media loader, a PE image.
+	espPath := filepath.Join(dir, "efi.img")
+	if err := os.WriteFile(espPath, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	espFile, err := os.Open(espPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer espFile.Close()
+	esp, err := fat12.Read(file.New(espFile, true), int64(len(img)), 0, 512)
+	if err != nil {
+		t.Fatalf("EFI image is not FAT12: %v", err)
+	}
+	bootx64, err := esp.ReadFile("/EFI/BOOT/BOOTX64.EFI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bootx64) < 64<<10 || string(bootx64[:2]) != "MZ" {
+		t.Errorf("BOOTX64.EFI is %d bytes starting %q, want GRUB's PE image", len(bootx64), bootx64[:min(len(bootx64), 2)])
+	}
+	entries, err := fs.ReadDir("boot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	markers := 0
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "agent-") && strings.HasSuffix(e.Name(), ".id") {
+			markers++
+		}
+	}
+	if markers != 1 {
+		t.Errorf("%d marker files in /boot, want 1", markers)
+	}
+}
+
+// GRUB takes every kernel argument literally; arguments it could not
+// quote are refused rather than mangled.
+func TestGrubConfigQuotesTheCommandLine(t *testing.T) {
+	cfg, err := grubConfig("console=ttyS0,115200 baremetal.api=http://10.0.2.2:8080/x;y $z", "boot/agent-1.id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"search --no-floppy --set=root --file /boot/agent-1.id\n",
+		"linux /boot/vmlinuz 'console=ttyS0,115200' 'baremetal.api=http://10.0.2.2:8080/x;y' '$z'\n",
+		"initrd /boot/initrd\n",
+	} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("grub.cfg has no %q:\n%s", want, cfg)
+		}
+	}
+	if _, err := grubConfig("a='b'", "m"); err == nil {
+		t.Error("a quote in the command line was accepted")
+	}
 }

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -42,11 +43,16 @@ type ISOOptions struct {
 	IsolinuxBin, Ldlinux string
 	// Files are extra files on the CD, path to content.
 	Files map[string][]byte
+	// UEFI adds a UEFI boot entry next to the BIOS one: an EFI system
+	// partition image holding GRUB (built by grub-mkstandalone from
+	// GrubDir, defaults DefaultGrubMkstandalone and DefaultGrubDir), which
+	// boots the same kernel, initramfs and command line.
+	UEFI                      bool
+	GrubMkstandalone, GrubDir string
 }
 
-// BuildISO writes a BIOS-bootable ISO 9660 image (El Torito, no
-// emulation, isolinux) to out. UEFI boot is not there yet: it needs an EFI
-// system partition image with a loader in the El Torito catalog.
+// BuildISO writes a bootable ISO 9660 image to out: El Torito, no
+// emulation, isolinux for BIOS and, with UEFI, GRUB for UEFI firmware.
 func BuildISO(out string, o ISOOptions) error {
 	isolinux := orString(o.IsolinuxBin, DefaultIsolinuxBin)
 	ldlinux := orString(o.Ldlinux, DefaultLdlinux)
@@ -91,6 +97,29 @@ func BuildISO(out string, o ISOOptions) error {
 	for name, data := range o.Files {
 		steps = append(steps, func() error { return put(name, data) })
 	}
+	if o.UEFI {
+		steps = append(steps, func() error {
+			initrd, err := os.ReadFile(o.Initrd)
+			if err != nil {
+				return err
+			}
+			// Named after what it boots, so it is unique to this image
+			// (the appendix holds the boot's token) yet reproducible.
+			h := sha256.New()
+			h.Write(initrd)
+			h.Write(o.InitrdAppend)
+			h.Write([]byte(cmdline))
+			marker := fmt.Sprintf("boot/agent-%x.id", h.Sum(nil)[:8])
+			img, err := buildEFIImage(ws, o.GrubMkstandalone, o.GrubDir, cmdline, marker)
+			if err != nil {
+				return err
+			}
+			if err := put(marker, []byte("baremetal agent CD\n")); err != nil {
+				return err
+			}
+			return put(efiImagePath, img)
+		})
+	}
 	for _, s := range steps {
 		if err := s(); err != nil {
 			return fmt.Errorf("assemble ISO: %w", err)
@@ -116,12 +145,18 @@ func BuildISO(out string, o ISOOptions) error {
 		BootTable: true,
 	}
 	boot.SetLoadSize(4)
+	entries := []*iso9660.ElToritoEntry{boot}
+	if o.UEFI {
+		// UEFI firmware mounts this FAT image and starts
+		// /EFI/BOOT/BOOTX64.EFI from it.
+		entries = append(entries, &iso9660.ElToritoEntry{Platform: iso9660.EFI, Emulation: iso9660.NoEmulation, BootFile: "/" + efiImagePath})
+	}
 	err = fs.Finalize(iso9660.FinalizeOptions{
 		RockRidge:        true,
 		VolumeIdentifier: VolumeLabel,
 		ElTorito: &iso9660.ElTorito{
 			BootCatalog: "/isolinux/boot.cat",
-			Entries:     []*iso9660.ElToritoEntry{boot},
+			Entries:     entries,
 		},
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/qemu"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testvm"
 )
 
@@ -73,10 +76,11 @@ func buildController(t *testing.T, dir string) string {
 
 const mac = "52:54:00:12:34:56"
 
-// TestAgentBootsAndReportsInAVM boots the agent image in qemu twice: from
-// the ISO through the BIOS and isolinux (the path a BMC's virtual media
-// takes; settings in the per-boot config appended to the initramfs), and
-// with -kernel/-initrd (settings on the kernel command line). Each time the
+// TestAgentBootsAndReportsInAVM boots the agent image in qemu three times:
+// from the ISO through the BIOS and isolinux (the path a BMC's virtual
+// media takes; settings in the per-boot config appended to the
+// initramfs), from the same ISO through UEFI (OVMF) and GRUB, and with
+// -kernel/-initrd (settings on the kernel command line). Each time the
 // agent must load its drivers, get a DHCP lease, send a heartbeat that
 // shows the 64 MiB virtio disk and the NIC's MAC, and power the VM off; the
 // token must never reach the console.
@@ -105,9 +109,20 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	iso, initrd := filepath.Join(dir, "agent.iso"), filepath.Join(dir, "agent.initrd")
+	uefiErr := image.UEFIAvailable("", "")
+	if _, _, ok := qemu.FindOVMF(); !ok && uefiErr == nil {
+		uefiErr = errors.New("no OVMF UEFI firmware (apt-get install ovmf)")
+	}
+	if uefiErr != nil && os.Getenv("CI") == "true" {
+		t.Fatal(uefiErr) // CI installs them (.ci/run)
+	}
+	uefi := "on"
+	if uefiErr != nil {
+		uefi = "off"
+	}
 	start := time.Now()
 	build := exec.Command(bin, "agent-image", "--kernel", kernel, "--out", iso, "--initrd-out", initrd,
-		"--agent-config", cfgPath,
+		"--agent-config", cfgPath, "--uefi", uefi,
 		// Serial last: /dev/console, where the agent logs, is the
 		// serial port the test reads.
 		"--cmdline", "console=tty0 console=ttyS0,115200 loglevel=4")
@@ -188,6 +203,12 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 
 	t.Run("iso", func(t *testing.T) {
 		boot(t, isoToken, testvm.Options{CDROM: iso})
+	})
+	t.Run("iso_uefi", func(t *testing.T) {
+		if uefiErr != nil {
+			t.Skip(uefiErr)
+		}
+		boot(t, isoToken, testvm.Options{CDROM: iso, UEFI: true})
 	})
 	t.Run("kernel_initrd", func(t *testing.T) {
 		tok := token(t)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,9 +24,18 @@ type SystemStatus struct {
 	MediaSlots []MediaSlot `json:"media_slots"`
 	OS         OSStatus    `json:"os"`
 	Requests   int64       `json:"requests"`
+	// VM is the qemu side of a VM-backed system (Options.VM).
+	VM *VMStatus `json:"vm,omitempty"`
 }
 
 func (s *system) status() SystemStatus {
+	var vm *VMStatus
+	power := ""
+	if s.vm != nil {
+		st := s.vm.status()
+		vm = &st
+		power = s.vm.powerState(context.Background())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cd := s.bootSlotLocked()
@@ -33,8 +43,11 @@ func (s *system) status() SystemStatus {
 	for i, m := range s.slots {
 		slots[i] = m.status()
 	}
+	if power == "" {
+		power = powerString(s.power)
+	}
 	return SystemStatus{
-		ID: s.id, Path: s.path, Power: powerString(s.power), Fault: string(s.fault),
+		ID: s.id, Path: s.path, Power: power, Fault: string(s.fault), VM: vm,
 		IgnorePower: s.ignorePower, BootTarget: s.bootTarget, BootEnabled: s.bootEnabled,
 		MediaImage: cd.image, Inserted: cd.inserted, MediaSlots: slots,
 		OS: s.osStatusLocked(), Requests: s.requests.Load(),
@@ -85,13 +98,18 @@ func (f *Fleet) control(w http.ResponseWriter, r *http.Request) {
 				fail(http.StatusBadRequest, "want {\"power\":\"On\"} or {\"power\":\"Off\"}")
 				return
 			}
+			var err error
 			switch strings.ToLower(body.Power) {
 			case "on":
-				_ = f.SetPower(s.id, true)
+				err = f.SetPower(s.id, true)
 			case "off":
-				_ = f.SetPower(s.id, false)
+				err = f.SetPower(s.id, false)
 			default:
 				fail(http.StatusBadRequest, "power must be On or Off")
+				return
+			}
+			if err != nil {
+				fail(http.StatusInternalServerError, err.Error())
 				return
 			}
 			writeJSON(w, http.StatusOK, s.status())

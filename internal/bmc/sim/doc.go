@@ -59,6 +59,38 @@
 // lives under the system, InsertMedia fetches every image and answers 500
 // when it cannot (see DialectSushy).
 //
+// VM-backed systems (Options.VM, `controller sim --qemu-vm`): each system
+// is a real qemu virtual machine (TCG, no KVM; user-mode networking, so
+// the guest reaches the host's 127.0.0.1 at 10.0.2.2; a raw disk file
+// <VMOptions.Dir>/<id>/disk.img that tests can read; the serial console
+// in serial.log). Instead of the simulated power state and OS:
+//
+//	On, ForceOn          start qemu (a new process: the boot order and media of that moment)
+//	ForceOff             QMP quit
+//	GracefulShutdown     QMP system_powerdown (ACPI power button: the guest decides)
+//	ForceRestart, PowerCycle, GracefulRestart
+//	                     QMP system_reset; qemu runs with -no-reboot, so every reset,
+//	                     the guest's own included, ends the process and the next boot
+//	                     starts at once with the boot order of that moment
+//	Nmi                  QMP inject-nmi
+//
+// PowerState is what qemu reports: Off without a process, PoweringOn until
+// QMP answers, On while it runs (and through a reset), PoweringOff from a
+// shutdown until the process has ended. Options.PowerDelay does not apply:
+// the delays are real. Virtual media are fetched whole at insert (every
+// slot, http and https; an unfetchable image fails the insert as it does on
+// the other systems) into the system's directory, and every slot is an IDE
+// CD-ROM drive of the VM (at most four): QMP blockdev-change-medium and
+// eject change it while the VM runs. The boot override sets the VM's boot
+// order (bootindex) at its next start: Cd, Pxe (the NIC's iPXE) or Hdd
+// first, then the rest in the default order disk, CD, network; a Once
+// override is used up by the boot it applies to, as real BMCs clear it.
+// BootSourceOverrideMode picks the firmware: Legacy (SeaBIOS, the default)
+// or UEFI (OVMF, when installed). The Redfish document reports the VM's
+// real CPUs and memory, and the guest's DMI serial and UUID are the
+// system's. Fault injection works as on any system: it breaks the BMC,
+// not the VM.
+//
 // Lookups are map based and per-system state has its own lock, so one process
 // serves 10,000 systems; only the Systems and Managers collections (and
 // GET /sim/systems) are O(N).

@@ -365,7 +365,7 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 	case len(rest) == 0:
 		switch r.Method {
 		case http.MethodGet:
-			writeJSON(w, http.StatusOK, s.systemJSON())
+			writeJSON(w, http.StatusOK, s.systemJSON(r.Context()))
 		case http.MethodPatch:
 			if s.sushy {
 				f.patchSystemSushy(w, r, s)
@@ -387,9 +387,32 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 		if !allow(w, r, http.MethodGet) {
 			return
 		}
-		writeJSON(w, http.StatusOK, collection(s.path+"/Processors", "#ProcessorCollection.ProcessorCollection", "Processors Collection",
-			[]any{odataID(s.path + "/Processors/CPU1"), odataID(s.path + "/Processors/CPU2")}))
-	case len(rest) == 2 && rest[0] == "Processors" && (rest[1] == "CPU1" || rest[1] == "CPU2"):
+		members := []any{odataID(s.path + "/Processors/CPU1"), odataID(s.path + "/Processors/CPU2")}
+		if s.vm != nil {
+			members = members[:1]
+		}
+		writeJSON(w, http.StatusOK, collection(s.path+"/Processors", "#ProcessorCollection.ProcessorCollection", "Processors Collection", members))
+	case s.vm != nil && len(rest) == 2 && rest[0] == "Processors" && rest[1] == "CPU1":
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		cpus := s.vm.opts.CPUs
+		writeJSON(w, http.StatusOK, map[string]any{
+			"@odata.id":             s.path + "/Processors/CPU1",
+			"@odata.type":           "#Processor.v1_18_0.Processor",
+			"Id":                    "CPU1",
+			"Name":                  "Processor",
+			"Socket":                "CPU1",
+			"ProcessorType":         "CPU",
+			"ProcessorArchitecture": "x86",
+			"InstructionSet":        "x86-64",
+			"Manufacturer":          "QEMU",
+			"Model":                 "QEMU TCG",
+			"TotalCores":            cpus,
+			"TotalThreads":          cpus,
+			"Status":                map[string]any{"State": "Enabled", "Health": "OK"},
+		})
+	case s.vm == nil && len(rest) == 2 && rest[0] == "Processors" && (rest[1] == "CPU1" || rest[1] == "CPU2"):
 		if !allow(w, r, http.MethodGet) {
 			return
 		}
@@ -413,30 +436,37 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 	}
 }
 
-func (s *system) systemJSON() map[string]any {
+func (s *system) systemJSON(ctx context.Context) map[string]any {
 	s.mu.Lock()
-	power, bootTarget, bootEnabled, bootMode := s.power, s.bootTarget, s.bootEnabled, s.bootMode
+	power, bootTarget, bootEnabled, bootMode := powerString(s.power), s.bootTarget, s.bootEnabled, s.bootMode
 	s.mu.Unlock()
-	targets, resets := bootTargets, resetTypes
+	targets, resets := s.bootTargets(), resetTypes
 	if s.sushy {
-		targets, resets = sushyBootTargets, sushyResetTypes
+		resets = sushyResetTypes
+	}
+	procs := map[string]any{"Count": 2, "CoreCount": 16, "LogicalProcessorCount": 32, "Model": "Sim Xeon 8C"}
+	var memGiB float64 = 64
+	if s.vm != nil {
+		// What qemu really runs, so an inspection can be checked against it.
+		power = s.vm.powerState(ctx)
+		cpus := s.vm.opts.CPUs
+		procs = map[string]any{"Count": 1, "CoreCount": cpus, "LogicalProcessorCount": cpus, "Model": "QEMU TCG"}
+		memGiB = float64(s.vm.opts.MemoryMB) / 1024
 	}
 	d := map[string]any{
-		"@odata.id":    s.path,
-		"@odata.type":  "#ComputerSystem.v1_20_0.ComputerSystem",
-		"Id":           s.id,
-		"Name":         "Simulated System " + s.id,
-		"SystemType":   "Physical",
-		"Manufacturer": "baremetal-sim",
-		"Model":        "SimServer 1000",
-		"SerialNumber": s.serial,
-		"UUID":         s.uuid,
-		"PowerState":   powerString(power),
-		"Status":       map[string]any{"State": "Enabled", "Health": "OK"},
-		"ProcessorSummary": map[string]any{
-			"Count": 2, "CoreCount": 16, "LogicalProcessorCount": 32, "Model": "Sim Xeon 8C",
-		},
-		"MemorySummary": map[string]any{"TotalSystemMemoryGiB": 64},
+		"@odata.id":        s.path,
+		"@odata.type":      "#ComputerSystem.v1_20_0.ComputerSystem",
+		"Id":               s.id,
+		"Name":             "Simulated System " + s.id,
+		"SystemType":       "Physical",
+		"Manufacturer":     "baremetal-sim",
+		"Model":            "SimServer 1000",
+		"SerialNumber":     s.serial,
+		"UUID":             s.uuid,
+		"PowerState":       power,
+		"Status":           map[string]any{"State": "Enabled", "Health": "OK"},
+		"ProcessorSummary": procs,
+		"MemorySummary":    map[string]any{"TotalSystemMemoryGiB": memGiB},
 		"Boot": map[string]any{
 			"BootSourceOverrideTarget":                         bootTarget,
 			"BootSourceOverrideEnabled":                        bootEnabled,
@@ -458,6 +488,28 @@ func (s *system) systemJSON() map[string]any {
 		d["VirtualMedia"] = odataID(s.path + "/VirtualMedia")
 	}
 	return d
+}
+
+// bootTargets are the override targets the system advertises and takes.
+func (s *system) bootTargets() []string {
+	switch {
+	case s.sushy:
+		return sushyBootTargets
+	case s.vm != nil:
+		return vmBootTargets
+	}
+	return bootTargets
+}
+
+// checkBootMode refuses UEFI on a VM-backed system without UEFI firmware
+// (the PATCH would otherwise be accepted and the next power-on fail).
+func (s *system) checkBootMode(w http.ResponseWriter, mode string) bool {
+	if s.vm != nil && mode == "UEFI" && !s.vm.opts.uefiAvailable() {
+		writeError(w, http.StatusBadRequest, "PropertyValueNotInList",
+			"The value UEFI for the property Boot/BootSourceOverrideMode is not in the list of acceptable values: this system has no UEFI firmware (the simulator needs OVMF).")
+		return false
+	}
+	return true
 }
 
 func (f *Fleet) patchSystem(w http.ResponseWriter, r *http.Request, s *system) {
@@ -487,7 +539,7 @@ func (f *Fleet) patchSystem(w http.ResponseWriter, r *http.Request, s *system) {
 		var allowed []string
 		switch k {
 		case "BootSourceOverrideTarget":
-			dst, allowed = &target, bootTargets
+			dst, allowed = &target, s.bootTargets()
 		case "BootSourceOverrideEnabled":
 			dst, allowed = &enabled, bootEnables
 		case "BootSourceOverrideMode":
@@ -501,6 +553,9 @@ func (f *Fleet) patchSystem(w http.ResponseWriter, r *http.Request, s *system) {
 				fmt.Sprintf("The value %s for the property Boot/%s is not in the list of acceptable values.", bytes.TrimSpace(v), k))
 			return
 		}
+	}
+	if !s.checkBootMode(w, mode) {
+		return
 	}
 	s.mu.Lock()
 	if target != "" {
@@ -538,6 +593,17 @@ func (f *Fleet) reset(w http.ResponseWriter, r *http.Request, s *system) {
 	if !slices.Contains(allowed, rt) {
 		writeError(w, http.StatusBadRequest, "ActionParameterNotSupported",
 			fmt.Sprintf("The parameter ResetType with the value %q is not supported by the action ComputerSystem.Reset.", rt))
+		return
+	}
+	if s.vm != nil {
+		s.mu.Lock()
+		ignore := s.ignorePower
+		s.mu.Unlock()
+		if ignore {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		f.resetVM(w, r, s, rt)
 		return
 	}
 	if rt == "Nmi" {
@@ -654,8 +720,7 @@ func (f *Fleet) serveSlot(w http.ResponseWriter, r *http.Request, s *system, m *
 			}
 			eject := (body.Inserted != nil && !*body.Inserted) || (body.Image != nil && *body.Image == "")
 			if eject {
-				s.eject(m)
-				w.WriteHeader(http.StatusNoContent)
+				f.eject(w, r, s, m)
 				return
 			}
 			if body.Image == nil {
@@ -681,8 +746,7 @@ func (f *Fleet) serveSlot(w http.ResponseWriter, r *http.Request, s *system, m *
 			}
 			f.insert(w, r, s, m, *body.Image, body.WriteProtected)
 		case "VirtualMedia.EjectMedia":
-			s.eject(m)
-			w.WriteHeader(http.StatusNoContent)
+			f.eject(w, r, s, m)
 		default:
 			writeError(w, http.StatusNotFound, "ActionNotSupported", fmt.Sprintf("The action %s is not supported by the resource.", rest[1]))
 		}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +53,9 @@ type mediaSlot struct {
 	inserted bool
 	wp       bool
 	drive    *configdrive.Drive // the fetched image, if it is a config drive
+	// file holds the fetched image of a VM-backed system's slot: the
+	// VM's CD-ROM drive reads it.
+	file string
 }
 
 // parseSlots turns Options.MediaSlots into slots. A name's prefix sets its
@@ -239,33 +243,32 @@ func (f *Fleet) insert(w http.ResponseWriter, r *http.Request, s *system, m *med
 		return
 	}
 	var drive *configdrive.Drive
-	if scheme := strings.ToLower(u.Scheme); m.fetch && (scheme == "http" || scheme == "https") {
-		data, status, err := f.fetch(r.Context(), image)
-		if (err != nil || status/100 != 2) && s.sushy {
-			// The words of Python's requests, which sushy-tools quotes.
-			side := "Client"
-			if status >= 500 {
-				side = "Server"
-			}
-			why := fmt.Sprintf("%d %s Error: %s for url: %s", status, side, http.StatusText(status), showURL(u))
-			if err != nil {
-				why = err.Error()
-			}
-			sushyError(w, http.StatusInternalServerError, fmt.Sprintf("Failed fetching image from URL %s: %s", showURL(u), why))
+	var file string
+	switch scheme := strings.ToLower(u.Scheme); {
+	case s.vm != nil:
+		// The VM reads the image itself, so every slot fetches it, whole.
+		if scheme != "http" && scheme != "https" {
+			writeError(w, http.StatusBadRequest, "PropertyValueFormatError",
+				"The value for the property Image is of a different format than the property can accept (this system fetches http and https images only).")
 			return
 		}
+		var status int
+		file, status, err = f.fetchMedia(r.Context(), s.vm, m.id, image)
 		if err != nil || status/100 != 2 {
-			msgID, why := "CouldNotEstablishConnection", ""
-			switch {
-			case err != nil:
-				why = err.Error()
-			case status == http.StatusUnauthorized || status == http.StatusForbidden:
-				msgID, why = "ResourceAtUriUnauthorized", fmt.Sprintf("it answered HTTP %d", status)
-			default:
-				why = fmt.Sprintf("it answered HTTP %d", status)
+			fetchFailed(w, s, m, u, status, err)
+			return
+		}
+		if fi, err := os.Stat(file); err == nil && fi.Size() <= maxFetch {
+			if data, err := os.ReadFile(file); err == nil {
+				if d, err := configdrive.Parse(bytes.NewReader(data)); err == nil {
+					drive = d
+				}
 			}
-			writeError(w, http.StatusBadRequest, msgID,
-				fmt.Sprintf("The image at %s could not be fetched for virtual media %s: %s.", showURL(u), m.id, why))
+		}
+	case m.fetch && (scheme == "http" || scheme == "https"):
+		data, status, err := f.fetch(r.Context(), image)
+		if err != nil || status/100 != 2 {
+			fetchFailed(w, s, m, u, status, err)
 			return
 		}
 		if d, err := configdrive.Parse(bytes.NewReader(data)); err == nil {
@@ -273,21 +276,90 @@ func (f *Fleet) insert(w http.ResponseWriter, r *http.Request, s *system, m *med
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if inUse() {
+		s.mu.Unlock()
+		if file != "" {
+			_ = os.Remove(file)
+		}
 		return
 	}
-	m.image, m.inserted, m.wp, m.drive = image, true, true, drive
+	m.image, m.inserted, m.wp, m.drive, m.file = image, true, true, drive, file
 	if wp != nil {
 		m.wp = *wp
+	}
+	s.mu.Unlock()
+	if s.vm != nil {
+		if err := s.vm.do(r.Context(), vmOp{kind: opMedia, slot: s.slotIndex(m), file: file}); err != nil {
+			s.mu.Lock()
+			if m.file == file {
+				m.image, m.inserted, m.drive, m.file = "", false, nil, ""
+			}
+			s.mu.Unlock()
+			_ = os.Remove(file)
+			writeError(w, http.StatusInternalServerError, "InternalError",
+				fmt.Sprintf("The image could not be attached to virtual media %s: %v.", m.id, err))
+			return
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *system) eject(m *mediaSlot) {
+// fetchFailed answers an insert whose image could not be fetched: 400
+// with a Redfish message naming the failure, or sushy-tools' 500.
+func fetchFailed(w http.ResponseWriter, s *system, m *mediaSlot, u *url.URL, status int, err error) {
+	if s.sushy {
+		// The words of Python's requests, which sushy-tools quotes.
+		side := "Client"
+		if status >= 500 {
+			side = "Server"
+		}
+		why := fmt.Sprintf("%d %s Error: %s for url: %s", status, side, http.StatusText(status), showURL(u))
+		if err != nil {
+			why = err.Error()
+		}
+		sushyError(w, http.StatusInternalServerError, fmt.Sprintf("Failed fetching image from URL %s: %s", showURL(u), why))
+		return
+	}
+	msgID, why := "CouldNotEstablishConnection", ""
+	switch {
+	case err != nil:
+		why = err.Error()
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		msgID, why = "ResourceAtUriUnauthorized", fmt.Sprintf("it answered HTTP %d", status)
+	default:
+		why = fmt.Sprintf("it answered HTTP %d", status)
+	}
+	writeError(w, http.StatusBadRequest, msgID,
+		fmt.Sprintf("The image at %s could not be fetched for virtual media %s: %s.", showURL(u), m.id, why))
+}
+
+// eject empties slot m; a VM-backed system's drive is emptied at once.
+func (f *Fleet) eject(w http.ResponseWriter, r *http.Request, s *system, m *mediaSlot) {
 	s.mu.Lock()
-	m.image, m.inserted, m.drive = "", false, nil
+	file := m.file
+	m.image, m.inserted, m.drive, m.file = "", false, nil, ""
 	s.mu.Unlock()
+	if s.vm != nil {
+		err := s.vm.do(r.Context(), vmOp{kind: opMedia, slot: s.slotIndex(m)})
+		if file != "" {
+			_ = os.Remove(file)
+		}
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "InternalError",
+				fmt.Sprintf("The virtual media %s could not be ejected from the system: %v.", m.id, err))
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *system) slotIndex(m *mediaSlot) int {
+	for i, o := range s.slots {
+		if o == m {
+			return i
+		}
+	}
+	return -1
 }
 
 // fetch GETs an image the way a BMC does at insert time: bounded by
@@ -346,14 +418,18 @@ func showURL(u *url.URL) string {
 // no keep-alive (nothing left behind by Close), no certificate checks.
 func newClient() *http.Client {
 	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: fetchTimeout}).DialContext,
-			TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // BMCs accept self-signed controller certs
-			TLSHandshakeTimeout: fetchTimeout,
-			DisableKeepAlives:   true,
-		},
-		Timeout: 2 * fetchTimeout,
+		Transport: newTransport(),
+		Timeout:   2 * fetchTimeout,
 		// A BMC follows redirects; the default policy (10) is fine.
+	}
+}
+
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: fetchTimeout}).DialContext,
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // BMCs accept self-signed controller certs
+		TLSHandshakeTimeout: fetchTimeout,
+		DisableKeepAlives:   true,
 	}
 }

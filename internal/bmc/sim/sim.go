@@ -78,6 +78,11 @@ type Options struct {
 	OSBootDelay time.Duration
 	// NoOS starts every system without a simulated OS (SetOS turns it on).
 	NoOS bool
+	// VM, when set, backs every system with a real qemu virtual machine
+	// instead of the simulated power state and OS (see VMOptions and the
+	// package doc). Keep such fleets small: each running VM is a qemu
+	// process of up to MaxVMMemoryMB.
+	VM *VMOptions
 }
 
 // Fleet is a running simulated Redfish service.
@@ -104,6 +109,9 @@ type Fleet struct {
 	stopLife context.CancelFunc
 	bg       sync.WaitGroup
 	client   *http.Client // fetches images, calls ready URLs
+	// mediaClient fetches VM media: no overall timeout (images are large;
+	// vmFetchTimeout bounds each fetch).
+	mediaClient *http.Client
 
 	sessMu      sync.RWMutex
 	sessions    map[string]*session // by token
@@ -143,6 +151,9 @@ type system struct {
 	bootEnabled string
 	bootMode    string
 	slots       []*mediaSlot // fixed at Start; their state is guarded by mu
+	// vm is the qemu machine behind the system (Options.VM), else nil.
+	// It is set at Start and never changes.
+	vm *vmachine
 
 	// The simulated OS.
 	osEnabled   bool
@@ -194,7 +205,13 @@ func Start(opts Options) (*Fleet, error) {
 	if _, err := parseSlots(opts.MediaSlots, opts.FetchCDMedia); err != nil {
 		return nil, err
 	}
-	osEnabled := !opts.NoOS && opts.OSBootDelay >= 0
+	var vmOpts VMOptions
+	if opts.VM != nil {
+		if vmOpts, err = resolveVMOptions(*opts.VM, len(opts.MediaSlots)); err != nil {
+			return nil, err
+		}
+	}
+	osEnabled := !opts.NoOS && opts.OSBootDelay >= 0 && opts.VM == nil
 	f := &Fleet{
 		opts:        opts,
 		systems:     make(map[string]*system, len(ids)),
@@ -205,6 +222,7 @@ func Start(opts Options) (*Fleet, error) {
 		serveDone:   make(chan struct{}),
 		uuid:        nameUUID("fleet"),
 		client:      newClient(),
+		mediaClient: &http.Client{Transport: newTransport()},
 	}
 	f.life, f.stopLife = context.WithCancel(context.Background())
 	for i, id := range ids {
@@ -232,6 +250,19 @@ func Start(opts Options) (*Fleet, error) {
 			s.bootTarget, s.bootEnabled = "Hdd", "Continuous"
 		}
 		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia)
+		if opts.VM != nil {
+			if s.vm, err = f.newVM(s, vmOpts); err != nil {
+				f.stopLife()
+				return nil, err
+			}
+			if !s.sushy {
+				// The agent ISO boots through the BIOS; UEFI is asked for.
+				s.bootMode = "Legacy"
+			}
+			if vmOpts.UEFI {
+				s.bootMode = "UEFI"
+			}
+		}
 		f.systems[id] = s
 		f.order = append(f.order, s)
 	}
@@ -274,6 +305,11 @@ func Start(opts Options) (*Fleet, error) {
 		defer close(f.serveDone)
 		_ = f.srv.Serve(ln)
 	}()
+	for _, s := range f.order {
+		if s.vm != nil {
+			f.goBackground(s.vm.run)
+		}
+	}
 	return f, nil
 }
 
@@ -353,11 +389,15 @@ func (s *system) setFault(fault Fault) {
 }
 
 // Power returns "On" or "Off" as the sim holds it (a pending delayed change
-// is not visible yet).
+// is not visible yet). A VM-backed system says what qemu reports, which
+// may also be PoweringOn or PoweringOff.
 func (f *Fleet) Power(system string) (string, error) {
 	s, err := f.lookup(system)
 	if err != nil {
 		return "", err
+	}
+	if s.vm != nil {
+		return s.vm.powerState(f.life), nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -365,11 +405,22 @@ func (f *Fleet) Power(system string) (string, error) {
 }
 
 // SetPower sets the power state at once, cancelling a pending change. Off
-// to on boots the simulated OS.
+// to on boots the simulated OS. A VM-backed system starts its qemu, or
+// stops it as ForceOff does; the power state lands when qemu reports it.
 func (f *Fleet) SetPower(system string, on bool) error {
 	s, err := f.lookup(system)
 	if err != nil {
 		return err
+	}
+	if s.vm != nil {
+		op := vmOp{kind: opOff}
+		if on {
+			op.kind = opOn
+		}
+		if err := s.vm.do(f.life, op); err != nil {
+			return fmt.Errorf("sim: system %s: %w", s.id, err)
+		}
+		return nil
 	}
 	s.mu.Lock()
 	s.cancelPendingLocked()

@@ -100,6 +100,9 @@ func (f *Fleet) patchSystemSushy(w http.ResponseWriter, r *http.Request, s *syst
 		sushyError(w, http.StatusBadRequest, fmt.Sprintf("Unknown boot mode %s", *m))
 		return
 	}
+	if m := b.BootSourceOverrideMode; m != nil && !s.checkBootMode(w, *m) {
+		return
+	}
 	s.mu.Lock()
 	if t := b.BootSourceOverrideTarget; t != nil {
 		s.bootTarget = *t

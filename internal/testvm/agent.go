@@ -1,0 +1,78 @@
+package testvm
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
+)
+
+// RequireISOLinux fails (in CI) or skips the test when syslinux's BIOS CD
+// loader, which the agent ISO boots through, is missing.
+func RequireISOLinux(t testing.TB) {
+	t.Helper()
+	for _, p := range []string{image.DefaultIsolinuxBin, image.DefaultLdlinux} {
+		if _, err := os.Stat(p); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%v (apt-get install isolinux syslinux-common)", err)
+			}
+			t.Skipf("%v (apt-get install isolinux syslinux-common)", err)
+		}
+	}
+}
+
+// BuildController builds the real controller binary as make build does
+// (static): the agent image's /init is that binary.
+func BuildController(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "controller")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/baremetal-tf/terraform-provider-baremetal/controller")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build controller: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// AgentISO builds the agent's bootable ISO (BIOS, and UEFI where GRUB is
+// installed) into dir, from kernel and
+// the static controller binary, with cfg baked into its initramfs (as the
+// controller does per boot). The console is the serial port, so tests
+// read the agent's log there.
+func AgentISO(t testing.TB, dir, kernel, controller string, cfg agent.Config) string {
+	t.Helper()
+	initrd := filepath.Join(dir, "agent.initrd")
+	f, err := os.Create(initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := image.BuildInitrd(f, image.InitrdOptions{Agent: controller, Kernel: kernel}); err != nil {
+		f.Close()
+		t.Fatalf("agent initramfs: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := agent.MarshalConfigFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendix, err := image.ConfigArchive(map[string][]byte{agent.ConfigPath: conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	iso := filepath.Join(dir, "agent.iso")
+	err = image.BuildISO(iso, image.ISOOptions{Kernel: kernel, Initrd: initrd, InitrdAppend: appendix,
+		// As `controller agent-image --uefi auto` builds it.
+		UEFI: image.UEFIAvailable("", "") == nil,
+		// Serial last: /dev/console, where the agent logs, is the serial
+		// port the test reads.
+		Cmdline: "console=tty0 console=ttyS0,115200 loglevel=4"})
+	if err != nil {
+		t.Fatalf("agent ISO: %v", err)
+	}
+	return iso
+}
