@@ -76,6 +76,10 @@ type Config struct {
 	AgentKernel     string
 	AgentModulesDir string
 	AgentBinary     string
+	// AgentURL is the API's base URL as booted nodes (the deploy agent)
+	// reach it, when that differs from PublicURL (a provisioning network
+	// apart from the BMCs' network). Empty: PublicURL.
+	AgentURL string
 	// AgentTimeout bounds the wait for a booted agent's report.
 	AgentTimeout time.Duration
 
@@ -255,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hopts := httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg, PublicURL: publicURL}
 	if images != nil {
-		hopts.AgentImages = images
+		hopts.AgentImages, hopts.AgentURL = images, cfg.AgentURL
 	}
 	api := httpapi.New(hopts)
 	a.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,

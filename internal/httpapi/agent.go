@@ -79,7 +79,7 @@ func (s *Server) agentBoot(w http.ResponseWriter, r *http.Request, _ service.Cal
 		s.writeError(w, r, err)
 		return
 	}
-	iso, err := s.agentImages.ISO(r.Context(), agent.Config{API: s.publicURL, Token: sess.Token})
+	iso, err := s.agentImages.ISO(r.Context(), agent.Config{API: s.agentURL, Token: sess.Token})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return

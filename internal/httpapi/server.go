@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"log/slog"
@@ -37,6 +38,8 @@ type Server struct {
 	publicURL string
 	// agentImages makes the deploy agent's ISOs; nil: none served.
 	agentImages AgentImages
+	// agentURL is how booted nodes reach the API (the agent's heartbeats).
+	agentURL string
 }
 
 // Options configure a Server.
@@ -51,6 +54,9 @@ type Options struct {
 	// AgentImages makes the deploy agent's per-boot ISOs (nil: the
 	// controller serves none, and inspection is refused).
 	AgentImages AgentImages
+	// AgentURL is the API's base URL as booted nodes reach it, when that
+	// differs from PublicURL (empty: PublicURL).
+	AgentURL string
 }
 
 type route struct {
@@ -103,7 +109,8 @@ func New(o Options) *Server {
 		reg = prometheus.NewRegistry()
 	}
 	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg),
-		publicURL: strings.TrimSuffix(o.PublicURL, "/"), agentImages: o.AgentImages}
+		publicURL: strings.TrimSuffix(o.PublicURL, "/"), agentImages: o.AgentImages,
+		agentURL: strings.TrimSuffix(cmp.Or(o.AgentURL, o.PublicURL), "/")}
 	s.outage = newOutage(log, o.Service.Ready)
 	for _, rt := range routes {
 		rt := rt

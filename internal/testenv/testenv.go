@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -40,6 +41,12 @@ type Options struct {
 	// Logs, when set, receives every log record (text, debug level), for
 	// tests that read what the controller logged.
 	Logs io.Writer
+	// AgentKernel and AgentBinary make the controller serve the deploy
+	// agent (app.Config); AgentHost, when set, is the host booted nodes
+	// reach the controller at (10.0.2.2 from a qemu VM with user
+	// networking), on the controller's own port.
+	AgentKernel, AgentBinary, AgentHost string
+	AgentTimeout                        time.Duration
 }
 
 // Env is a running controller plus its simulated BMCs.
@@ -80,6 +87,19 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.MaxBackoff = time.Second
 	cfg.FaultThreshold = 3
 	cfg.ImageCheck = opts.ImageCheck
+	cfg.AgentKernel, cfg.AgentBinary, cfg.AgentTimeout = opts.AgentKernel, opts.AgentBinary, opts.AgentTimeout
+	if opts.AgentHost != "" {
+		// The agent's URL names the controller's port, so the port is
+		// chosen first (free a moment ago; a clash fails the start).
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		cfg.Listen = fmt.Sprintf("127.0.0.1:%d", port)
+		cfg.AgentURL = fmt.Sprintf("http://%s:%d", opts.AgentHost, port)
+	}
 	w := io.Writer(io.Discard)
 	if opts.Verbose || os.Getenv("BAREMETAL_TEST_LOG") != "" {
 		w = os.Stderr
