@@ -201,6 +201,9 @@ try {
     await page.waitForFunction((n) => document.querySelectorAll('#grid a.tile').length === n, NODES);
     assert(await page.locator('#who').textContent() === 'signed in as member', 'role shown');
     assert(!(await page.locator('nav a[href="#/jobs"]').isVisible()), 'no Jobs for a member');
+    await page.goto(BASE + '/ui/#/jobs'); // by hand: a page, not a stream of 403s
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Not for this token');
+    await page.goto(BASE + '/ui/#/');
     await tile(page, 'rack1-u-1').click();
     await page.waitForFunction(() => document.querySelector('#f-state')?.textContent === 'available');
     for (const sel of ['#actions', '#node-bmc', '#events', '#node-jobs', '#f-last-error', '#power-off', '#maint-reason']) {

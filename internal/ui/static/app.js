@@ -19,7 +19,7 @@ const routes = [
   [/^\/$/, overview],
   [/^\/nodes\/([^/?]+)$/, nodeDetail],
   [/^\/instances$/, instances],
-  [/^\/jobs$/, jobs],
+  [/^\/jobs$/, jobs, 'admin'],
 ];
 
 let current = null; // the view shown: { stop() }
@@ -53,11 +53,18 @@ async function route() {
   if (!token() || !session.role) return login();
   const { path, query } = parseHash();
   markNav(path);
-  for (const [re, view] of routes) {
+  for (const [re, view, needs] of routes) {
     const m = path.match(re);
     if (m) {
       const el = h('div', { class: 'view' });
       replace(main, el);
+      if (needs && needs !== session.role) {
+        // The API would refuse every request of this view.
+        replace(el, h('h1', null, 'Not for this token'), h('p', null, `This page is for ${needs}s; you are signed in as ${session.role}.`));
+        el.querySelector('h1').tabIndex = -1;
+        el.querySelector('h1').focus();
+        return;
+      }
       current = view(el, { params: m.slice(1).map(decodeURIComponent), query, role: session.role }) || null;
       const h1 = main.querySelector('h1');
       if (h1) { h1.tabIndex = -1; h1.focus({ preventScroll: true }); }
