@@ -27,6 +27,7 @@ var nodeUsage = fmt.Sprintf(`usage: controller node <command> [flags]
   maintenance NODE --reason "why"     set maintenance (operators only)
   maintenance NODE --off              clear it
   power NODE %-24s queue a power action
+        [--wait [--timeout 10m]]      and follow it with a progress line until it is done
   events NODE                         what happened to the node, and who did it
 
 Flags common to all: --endpoint (BAREMETAL_ENDPOINT), --token (BAREMETAL_TOKEN), -o json.
@@ -78,6 +79,12 @@ func (f *cliFlags) parseCLI(args []string) ([]string, error) {
 	return pos, nil
 }
 
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 func (f *cliFlags) client() (*apiclient.Client, error) {
 	if *f.token == "" {
 		return nil, errors.New("no token: set BAREMETAL_TOKEN or --token (the first admin token is in <data-dir>/admin-token)")
@@ -108,6 +115,8 @@ func runNode(ctx context.Context, args []string) error {
 	class := f.String("class", "", "filter: resource class")
 	reason := f.String("reason", "", "maintenance reason (required to set maintenance)")
 	off := f.Bool("off", false, "clear maintenance")
+	wait := f.Bool("wait", false, "power: wait until the power job is done, showing its progress")
+	timeout := f.Duration("timeout", 2*time.Minute, "give up after this long (with --wait: default 10m)")
 	pos, err := f.parseCLI(args[1:])
 	if err != nil {
 		return err
@@ -116,7 +125,11 @@ func runNode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	limit := *timeout
+	if *wait && !flagSet(f.FlagSet, "timeout") {
+		limit = 10 * time.Minute // a BMC may take minutes; the fault backoff too
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	need := func(n int) error {
 		if len(pos) != n {
@@ -207,7 +220,14 @@ func runNode(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Printf("queued power %s as job %d\n", pos[1], acc.JobID)
-		return nil
+		if !*wait {
+			return nil
+		}
+		n, err := c.GetNode(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return waitJob(ctx, c, os.Stdout, n.ID, acc.JobID, "power "+pos[1]+" "+n.Name)
 	case "events":
 		if err := need(1); err != nil {
 			return err
