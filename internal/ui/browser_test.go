@@ -65,8 +65,16 @@ func browserTools(t *testing.T) (node, chromium string) {
 // and on; a member sees no BMC address or credential and no admin action.
 func TestDashboardInBrowser(t *testing.T) {
 	node, chromium := browserTools(t)
-	t.Run("sqlite", func(t *testing.T) { runDashboard(t, node, chromium, "") })
-	t.Run("postgres", func(t *testing.T) { runDashboard(t, node, chromium, storetest.PostgresURL(t)) })
+	// In parallel: each store has its own controller, fleet and browser,
+	// and most of a run is waiting (power sync, refresh intervals).
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		runDashboard(t, node, chromium, "")
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		runDashboard(t, node, chromium, storetest.PostgresURL(t))
+	})
 }
 
 func runDashboard(t *testing.T, node, chromium, databaseURL string) {
