@@ -35,6 +35,7 @@ var nodeUsage = fmt.Sprintf(`usage: controller node <command> [flags]
   maintenance NODE --reason "why"     set maintenance (operators only)
   maintenance NODE --off              clear it
   power NODE %-24s queue a power action
+        [--wait [--timeout 10m]]      and follow it with a progress line until it is done
   events NODE                         what happened to the node, and who did it
   delete NODE [--force]               retire the node (power off, then remove); --force removes
                                       the record at once without touching the BMC
@@ -105,6 +106,12 @@ func (f *cliFlags) parseCLI(args []string) ([]string, error) {
 	return pos, nil
 }
 
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 func (f *cliFlags) client() (*apiclient.Client, error) {
 	if *f.token == "" {
 		return nil, errors.New("no token: set BAREMETAL_TOKEN or --token (the first admin token is in <data-dir>/admin-token)")
@@ -161,6 +168,8 @@ func runNode(ctx context.Context, args []string) error {
 	off := f.Bool("off", false, "clear maintenance")
 	includeDeleting := f.Bool("include-deleting", true, "list nodes being retired (provision state deleting) too")
 	force := f.Bool("force", false, "delete: remove the record at once, without touching the BMC")
+	wait := f.Bool("wait", false, "power: wait until the power job is done, showing its progress")
+	timeout := f.Duration("timeout", 2*time.Minute, "give up after this long (with --wait: default 10m)")
 	pos, err := f.parseCLI(args[1:])
 	if err != nil {
 		return err
@@ -169,7 +178,11 @@ func runNode(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	limit := *timeout
+	if *wait && !flagSet(f.FlagSet, "timeout") {
+		limit = 10 * time.Minute // a BMC may take minutes; the fault backoff too
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	need := func(n int) error { return needArgs("node "+args[0], nodeUsage, pos, n) }
 	switch args[0] {
@@ -253,7 +266,14 @@ func runNode(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "queued power %s as job %d\n", pos[1], acc.JobID)
-		return nil
+		if !*wait {
+			return nil
+		}
+		n, err := c.GetNode(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		return waitJob(ctx, c, stdout, n.ID, acc.JobID, "power "+pos[1]+" "+n.Name)
 	case "events":
 		if err := need(1); err != nil {
 			return err

@@ -340,9 +340,16 @@ func shouldWaitForCapacity(err error) bool {
 // waitActive waits until the instance is active. An instance in error
 // fails the wait with the controller's reason.
 func (r *InstanceResource) waitActive(ctx context.Context, id string, timeout time.Duration) (*api.Instance, error) {
+	progress := &deployProgress{started: time.Now(), nodeName: func(ctx context.Context, id string) string {
+		if n, err := r.client.GetNode(ctx, id); err == nil {
+			return n.Name
+		}
+		return id // the name is a nicety; the wait goes on
+	}}
 	inst, err := waitFor(ctx, "instance "+id+" to become active", func(ctx context.Context) (*api.Instance, error) {
 		return r.client.GetInstance(ctx, id)
 	}, func(in *api.Instance) (bool, error) {
+		progress.observe(ctx, in)
 		switch in.State {
 		case api.InstanceError:
 			msg := in.LastError

@@ -19,6 +19,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ui"
 )
 
 // JobLister lists durable jobs for the admin jobs API.
@@ -131,6 +132,10 @@ func New(o Options) *Server {
 			rt.h(s, w, r, c)
 		})
 	}
+	// The dashboard: static files that call this same API with the
+	// user's token (outside routes: it is not part of the API contract).
+	s.mux.Handle("GET "+ui.Prefix, ui.Handler())
+	s.mux.Handle("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusFound))
 	// Unknown paths and wrong methods get problem documents too: 405 with
 	// an Allow header when the path exists under other methods.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

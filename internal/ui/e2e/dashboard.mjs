@@ -1,0 +1,246 @@
+// The dashboard in a real browser: run by TestDashboardInBrowser
+// (internal/ui/browser_test.go), which starts the controller and the
+// simulated BMCs and passes their addresses in the environment. Any
+// failed step, page error, console error (a CSP violation is one) or
+// request to another origin fails the run.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set (run through go test ./internal/ui)`);
+  return v;
+};
+const BASE = env('BASE_URL');
+const ADMIN = env('ADMIN_TOKEN');
+const MEMBER = env('MEMBER_TOKEN');
+const SIM = env('SIM_URL');
+const FAULT_SYSTEM = env('FAULT_SYSTEM');
+const NODES = Number(env('NODES'));
+const SHOTS = env('SCREENSHOTS');
+mkdirSync(SHOTS, { recursive: true });
+
+const t0 = Date.now();
+const problems = [];
+let stepName = '';
+async function step(name, fn) {
+  stepName = name;
+  const s = Date.now();
+  await fn();
+  console.log(`ok   ${name} (${Date.now() - s} ms)`);
+}
+
+function assert(cond, msg) {
+  if (!cond) throw new Error('assertion failed: ' + msg);
+}
+
+async function simFault(fault) {
+  const res = await fetch(`${SIM}/sim/systems/${FAULT_SYSTEM}/fault`, { method: 'POST', body: JSON.stringify({ fault }) });
+  assert(res.ok, `sim fault ${fault}: HTTP ${res.status}`);
+}
+
+// watch records what a page must never do.
+const pages = [];
+function watch(page, who) {
+  pages.push([who, page]);
+  page.on('pageerror', (e) => problems.push(`${who}: page error in "${stepName}": ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of (401|403)/.test(m.text())) {
+      problems.push(`${who}: console error in "${stepName}": ${m.text()}`);
+    }
+  });
+  page.on('request', (r) => {
+    if (!r.url().startsWith(BASE + '/')) problems.push(`${who}: request outside the controller: ${r.url()}`);
+  });
+}
+
+const tile = (page, name) => page.locator(`#grid a.tile[data-name="${name}"]`);
+
+async function login(page, token) {
+  await page.goto(BASE + '/ui/');
+  await page.locator('#token').fill(token);
+  await page.locator('#token').press('Enter');
+  await page.locator('#grid a.tile').first().waitFor();
+}
+
+// confirm answers the confirmation dialog with the keyboard: Cancel has
+// the focus, Tab moves to the action, Enter presses it.
+async function confirm(page, expectTitle) {
+  const dlg = page.locator('dialog#confirm');
+  await dlg.waitFor({ state: 'visible' });
+  assert((await page.locator('#confirm-title').textContent()) === expectTitle, `dialog title ${expectTitle}`);
+  assert(await page.evaluate(() => document.activeElement.id === 'confirm-cancel'), 'Cancel is focused first');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  await dlg.waitFor({ state: 'hidden' });
+}
+
+const browser = await chromium.launch({
+  executablePath: env('CHROMIUM'), headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+});
+try {
+  const laptop = { viewport: { width: 1366, height: 768 } };
+  const admin = await (await browser.newContext(laptop)).newPage();
+  admin.setDefaultTimeout(15000);
+  watch(admin, 'admin');
+
+  await step('the dashboard is served with a strict CSP', async () => {
+    const res = await admin.goto(BASE + '/'); // the controller's root leads to the dashboard
+    assert(new URL(admin.url()).pathname === '/ui/', 'GET / redirects to /ui/, got ' + admin.url());
+    const csp = res.headers()['content-security-policy'] || '';
+    assert(csp.includes("default-src 'none'") && csp.includes("script-src 'self'") && !csp.includes('unsafe'), 'CSP: ' + csp);
+  });
+
+  await step('a wrong token is refused', async () => {
+    await admin.locator('#token').fill('bmt_not-a-token');
+    await admin.locator('#token').press('Enter');
+    await admin.waitForFunction(() => /not accepted/.test(document.querySelector('#login-error')?.textContent || ''));
+  });
+
+  await step('admin logs in and sees the fleet', async () => {
+    await login(admin, ADMIN);
+    await admin.waitForFunction((n) => document.querySelectorAll('#grid a.tile').length === n, NODES);
+    await admin.waitForFunction(() => document.querySelectorAll('#grid a.tile.state-active').length === 1);
+    assert(await admin.locator('#who').textContent() === 'signed in as admin', 'role shown');
+    assert(await admin.evaluate(() => !!sessionStorage.getItem('baremetal.token')), 'token in sessionStorage');
+    assert(await admin.locator('nav a[href="#/jobs"]').isVisible(), 'admin sees Jobs');
+  });
+
+  await step('a node turns faulted when its BMC goes down', async () => {
+    await simFault('down');
+    await tile(admin, 'rack1-u-0').and(admin.locator('.faulted')).waitFor({ timeout: 30000 });
+    assert(await tile(admin, 'rack1-u-0').getAttribute('data-fault') === 'bmc_unreachable', 'fault is bmc_unreachable');
+    await admin.waitForFunction(() => document.querySelector('button.count[data-kind="fault"][data-value="*"] .n')?.textContent === '1');
+  });
+
+  await step('maintenance with a reason, from the keyboard, and its event', async () => {
+    const t = tile(admin, 'rack1-u-1');
+    await t.focus();
+    await admin.keyboard.press('Enter');
+    await admin.locator('#maint-reason').waitFor();
+    await admin.waitForFunction(() => document.querySelector('h1')?.textContent === 'rack1-u-1');
+    // Escape cancels: nothing changes.
+    await admin.locator('#maint-reason').fill('replacing DIMM B2');
+    await admin.locator('#maint-reason').press('Enter');
+    await admin.locator('dialog#confirm').waitFor({ state: 'visible' });
+    await admin.keyboard.press('Escape');
+    await admin.locator('dialog#confirm').waitFor({ state: 'hidden' });
+    await admin.waitForTimeout(300);
+    assert(await admin.locator('#f-maintenance').textContent() === 'no', 'cancelled maintenance changed nothing');
+    await admin.locator('#maint-reason').press('Enter');
+    await confirm(admin, 'Set maintenance');
+    await admin.waitForFunction(() => document.querySelector('#f-maintenance')?.textContent === 'yes: replacing DIMM B2');
+    await admin.locator('#events tr[data-type="maintenance"]', { hasText: 'replacing DIMM B2' }).waitFor();
+    const who = await admin.locator('#events tr[data-type="maintenance"] td:nth-child(2)').first().textContent();
+    assert(who.length > 0, 'the event names who');
+    await admin.screenshot({ path: join(SHOTS, 'node-maintenance.png') });
+  });
+
+  await step('power off and on, each confirmed', async () => {
+    await admin.goto(BASE + '/ui/#/');
+    await tile(admin, 'rack1-u-2').click();
+    await admin.locator('#power-off').click();
+    await confirm(admin, 'Power off (hard)');
+    await admin.waitForFunction(() => /Power off queued/.test(document.querySelector('#status').textContent));
+    await admin.waitForFunction(() => document.querySelector('#f-power')?.textContent === 'off', null, { timeout: 20000 });
+    await admin.locator('#power-on').click();
+    await confirm(admin, 'Power on');
+    await admin.waitForFunction(() => document.querySelector('#f-power')?.textContent === 'on', null, { timeout: 20000 });
+  });
+
+  await step('the overview shows fault, maintenance and the active node', async () => {
+    await admin.locator('nav a[href="#/"]').click();
+    await tile(admin, 'rack1-u-1').and(admin.locator('.maintenance')).waitFor();
+    assert(await tile(admin, 'rack1-u-0').getAttribute('data-fault') === 'bmc_unreachable', 'still faulted');
+    await admin.mouse.move(0, 0);
+    await admin.evaluate(() => document.getElementById('status').replaceChildren());
+    // Cut below the grid: this one is the README's picture.
+    const box = await admin.locator('#grid').boundingBox();
+    await admin.screenshot({ path: join(SHOTS, 'overview.png'), clip: { x: 0, y: 0, width: 1366, height: Math.ceil(box.y + box.height + 16) } });
+  });
+
+  await step('the node heals when its BMC returns', async () => {
+    await simFault('none');
+    await admin.locator('#grid a.tile[data-name="rack1-u-0"][data-fault=""]').waitFor({ timeout: 30000 });
+    assert(await tile(admin, 'rack1-u-0').getAttribute('data-state') === 'available', 'healed to available');
+    await tile(admin, 'rack1-u-0').click();
+    await admin.waitForFunction(() => document.querySelector('#f-fault')?.textContent === 'none');
+    // The timeline has the fault and its clearing.
+    await admin.locator('#events tr[data-type="fault"]', { hasText: '∅ → bmc_unreachable' }).waitFor();
+    await admin.locator('#events tr[data-type="fault"]', { hasText: 'bmc_unreachable → ∅' }).waitFor();
+  });
+
+  await step('clear maintenance, and its event', async () => {
+    await admin.goto(BASE + '/ui/#/');
+    await tile(admin, 'rack1-u-1').click();
+    await admin.locator('#maint-off').click();
+    await confirm(admin, 'Clear maintenance');
+    await admin.waitForFunction(() => document.querySelector('#f-maintenance')?.textContent === 'no');
+    await admin.locator('#events tr[data-type="maintenance"]', { hasText: 'true → false' }).waitFor();
+    assert(await admin.locator('#maint-reason').isVisible(), 'the set form is back');
+  });
+
+  await step('jobs and instances pages', async () => {
+    await admin.locator('nav a[href="#/jobs"]').click();
+    await admin.locator('#job-state').selectOption('all');
+    await admin.locator('#jobs tr[data-kind="power"]').first().waitFor();
+    await admin.goto(BASE + '/ui/#/instances?project=team-a');
+    await admin.locator('#instances tr[data-name="web-1"]').waitFor();
+  });
+
+  await step('a member sees no BMC address, no credentials, no admin action', async () => {
+    const page = await (await browser.newContext(laptop)).newPage();
+    page.setDefaultTimeout(15000);
+    watch(page, 'member');
+    const bodies = [];
+    page.on('response', async (r) => {
+      if (new URL(r.url()).pathname.startsWith('/v1/')) bodies.push(await r.text().catch(() => ''));
+    });
+    await login(page, MEMBER);
+    await page.waitForFunction((n) => document.querySelectorAll('#grid a.tile').length === n, NODES);
+    assert(await page.locator('#who').textContent() === 'signed in as member', 'role shown');
+    assert(!(await page.locator('nav a[href="#/jobs"]').isVisible()), 'no Jobs for a member');
+    await page.goto(BASE + '/ui/#/jobs'); // by hand: a page, not a stream of 403s
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Not for this token');
+    await page.goto(BASE + '/ui/#/');
+    await tile(page, 'rack1-u-1').click();
+    await page.waitForFunction(() => document.querySelector('#f-state')?.textContent === 'available');
+    for (const sel of ['#actions', '#node-bmc', '#events', '#node-jobs', '#f-last-error', '#power-off', '#maint-reason']) {
+      assert(await page.locator(sel).count() === 0, `member page has no ${sel}`);
+    }
+    await page.goto(BASE + '/ui/#/instances');
+    await page.locator('#instances tr[data-name="web-1"]').waitFor();
+    await page.screenshot({ path: join(SHOTS, 'member-instances.png') });
+    const host = new URL(SIM).host;
+    const text = await page.evaluate(() => document.body.innerText);
+    assert(!text.includes(host), 'the page shows no BMC address');
+    assert(bodies.length > 0, 'responses were seen');
+    for (const b of bodies) {
+      assert(!b.includes(host) && !b.includes('password') && !b.includes('"username"'), 'a response to the member holds BMC details: ' + b.slice(0, 200));
+    }
+  });
+
+  await step('log out forgets the token', async () => {
+    await admin.locator('#logout').click();
+    await admin.locator('#token').waitFor();
+    assert(await admin.evaluate(() => sessionStorage.getItem('baremetal.token') === null), 'token removed');
+  });
+} catch (e) {
+  problems.push(`step "${stepName}" failed: ${e.message}`);
+  // What the page showed when the step failed, for the test log and as
+  // a screenshot beside the others.
+  for (const [who, page] of pages) {
+    await page.screenshot({ path: join(SHOTS, `failed-${who}.png`) }).catch(() => {});
+    const text = await page.evaluate(() => document.body.innerText).catch((err) => String(err));
+    problems.push(`${who} page at ${page.url()} showed:\n${text.slice(0, 2000)}`);
+  }
+} finally {
+  await browser.close();
+}
+
+if (problems.length) {
+  for (const p of problems) console.error('FAIL ' + p);
+  process.exit(1);
+}
+console.log(`all steps passed in ${Date.now() - t0} ms`);
