@@ -163,9 +163,13 @@ type Instance struct {
 	// callback after power-on; BootedAt is when power-on was observed.
 	DeployTimeout string     `json:"deploy_timeout,omitempty"`
 	BootedAt      *time.Time `json:"booted_at,omitempty"`
-	CreatedAt     time.Time  `json:"created_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
-	Version       int64      `json:"version"`
+	// DeployMethod is how the image reached the node; RootDevice the
+	// hints that chose the disk an image deploy wrote.
+	DeployMethod DeployMethod      `json:"deploy_method"`
+	RootDevice   map[string]string `json:"root_device,omitempty"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	Version      int64             `json:"version"`
 }
 
 // InstanceCreate is the body of POST /v1/instances. Exactly one of
@@ -185,6 +189,15 @@ type InstanceCreate struct {
 	// token from its config drive; without the call within this time after
 	// power-on, the deploy fails with a deploy_timeout fault.
 	DeployTimeout string `json:"deploy_timeout,omitempty"`
+	// DeployMethod: "image" writes the image to the node's root disk with
+	// the deploy agent, "live" has the BMC boot it from virtual media.
+	// Default: image when the controller serves the deploy agent, else
+	// live.
+	DeployMethod DeployMethod `json:"deploy_method,omitempty"`
+	// RootDevice hints choose the disk an image deploy writes (size_gb
+	// "100" or ">= 100", serial, wwn, model, vendor, name); every hint
+	// given must match. None: the largest fixed disk.
+	RootDevice map[string]string `json:"root_device,omitempty"`
 }
 
 // ReadyPath is the readiness callback of an instance.

@@ -158,3 +158,14 @@ func ProblemCodes() []string {
 		string(CodeBadMediaType), string(CodeInvalidState), string(CodeQuotaExceeded), string(CodeNoCapacity),
 		string(CodeUnavailable), string(CodeInternal)}
 }
+
+// DeployMethod is how an instance's image reaches its node.
+type DeployMethod string
+
+const (
+	DeployImage DeployMethod = "image"
+	DeployLive  DeployMethod = "live"
+)
+
+// DeployMethods lists every deploy method.
+func DeployMethods() []string { return []string{string(DeployImage), string(DeployLive)} }

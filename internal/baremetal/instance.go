@@ -14,6 +14,24 @@ const (
 // InstanceStates lists every instance state.
 var InstanceStates = []InstanceState{InstanceDeploying, InstanceActive, InstanceError}
 
+// DeployMethod is how an instance's image reaches its node.
+type DeployMethod string
+
+const (
+	// DeployImage: the deploy agent writes the image to the node's root
+	// disk (verifying its checksum) and the node boots from disk.
+	DeployImage DeployMethod = "image"
+	// DeployLive: the BMC boots the image itself from virtual media (an
+	// ISO), or the node boots from the network; the disks are not touched.
+	DeployLive DeployMethod = "live"
+)
+
+// DeployMethods lists every deploy method.
+var DeployMethods = []DeployMethod{DeployImage, DeployLive}
+
+// RootDeviceHints are the keys of an instance's root_device hints.
+var RootDeviceHints = []string{"size_gb", "serial", "wwn", "model", "vendor", "name"}
+
 // Image is what an instance boots.
 type Image struct {
 	URL      string `json:"url"`
@@ -46,10 +64,15 @@ type Instance struct {
 	// comes, and fails with a deploy_timeout fault if it has not come
 	// DeployTimeout after power-on was observed (BootedAt).
 	DeployTimeout time.Duration
-	BootedAt      *time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	Version       int64
+	// DeployMethod is how the image reaches the node; RootDevice holds
+	// the hints that choose the disk an image deploy writes (every hint
+	// given must match; none: the largest fixed disk).
+	DeployMethod DeployMethod
+	RootDevice   map[string]string
+	BootedAt     *time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	Version      int64
 }
 
 // NeedsConfigDrive reports whether the instance has something only a

@@ -297,6 +297,25 @@ func (i *Instance) Validate() error {
 		return FieldErrorf("deploy_timeout", "deploy_timeout %s must be between %s and %s (or unset: do not wait for the readiness callback)",
 			i.DeployTimeout, MinDeployTimeout, MaxDeployTimeout)
 	}
+	switch i.DeployMethod {
+	case DeployImage, DeployLive, "": // "": not chosen yet (the service picks)
+	default:
+		return FieldErrorf("deploy_method", "deploy_method %q must be image (write the image to disk) or live (boot it from virtual media)", i.DeployMethod)
+	}
+	for k, v := range i.RootDevice {
+		if !slices.Contains(RootDeviceHints, k) {
+			return FieldErrorf("root_device", "root_device hint %q is not one of %s", k, strings.Join(RootDeviceHints, ", "))
+		}
+		if err := ValidateLine("root_device."+k, v, 255); err != nil {
+			return err
+		}
+		if v == "" {
+			return FieldErrorf("root_device."+k, "root_device hint %s is empty", k)
+		}
+	}
+	if len(i.RootDevice) > 0 && i.DeployMethod != DeployImage {
+		return FieldErrorf("root_device", "root_device chooses the disk an image deploy writes; deploy_method %s writes no disk", i.DeployMethod)
+	}
 	if err := ValidateProject("project", i.Project); err != nil {
 		return err
 	}

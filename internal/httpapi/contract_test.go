@@ -86,6 +86,8 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"GET /v1/jobs ?state":            api.JobStates(),
 		"Problem.code":                   api.ProblemCodes(),
 		"AgentCommand.kind":              api.AgentCommandKinds(),
+		"Instance.deploy_method":         api.DeployMethods(),
+		"InstanceCreate.deploy_method":   api.DeployMethods(),
 		"AgentCommand.erase":             api.AgentEraseMethods(),
 		"AgentCommandStatus.state":       api.AgentCommandStates(),
 	}
@@ -177,6 +179,7 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		"instance states":  {strs(baremetal.InstanceStates), api.InstanceStates()},
 		"roles":            {strs(baremetal.Roles), api.Roles()},
 		"problem codes":    {codes, api.ProblemCodes()},
+		"deploy methods":   {strs(baremetal.DeployMethods), api.DeployMethods()},
 	} {
 		if !sameSet(c.domain, c.wire) {
 			t.Errorf("%s: the domain has %q, the API %q", what, sorted(c.domain), sorted(c.wire))

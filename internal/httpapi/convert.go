@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strconv"
@@ -49,6 +50,7 @@ func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Insta
 		Image: api.Image(i.Image), UserData: i.UserData, Metadata: md, State: api.InstanceState(i.State),
 		PowerState: api.PowerState(i.PowerState), ObservedPowerState: api.PowerState(observed), LastError: i.LastError,
 		Ready: i.Ready, DeployTimeout: durationOut(i.DeployTimeout), BootedAt: i.BootedAt,
+		DeployMethod: api.DeployMethod(cmp.Or(i.DeployMethod, baremetal.DeployLive)), RootDevice: i.RootDevice,
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
 	}
 }

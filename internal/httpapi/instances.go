@@ -62,6 +62,7 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c servic
 		Name: in.Name, Project: in.Project, ResourceClass: in.ResourceClass, NodeID: in.NodeID,
 		Image: baremetal.Image(in.Image), UserData: in.UserData, Metadata: in.Metadata,
 		PowerState: baremetal.PowerState(in.PowerState), DeployTimeout: timeout,
+		DeployMethod: baremetal.DeployMethod(in.DeployMethod), RootDevice: in.RootDevice,
 	})
 	if err != nil {
 		s.writeError(w, r, err)

@@ -109,8 +109,18 @@ func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Ins
 		}
 		in.Project = c.Project
 	}
+	if in.DeployMethod == "" {
+		in.DeployMethod = baremetal.DeployLive
+		if s.agent {
+			in.DeployMethod = baremetal.DeployImage
+		}
+	}
 	if err := in.Validate(); err != nil {
 		return nil, err
+	}
+	if in.DeployMethod == baremetal.DeployImage && !s.agent {
+		return nil, baremetal.FieldErrorf("deploy_method",
+			"deploy_method image writes the image with the deploy agent, and this controller serves no agent image: start it with --agent-kernel, or use deploy_method live for an ISO")
 	}
 	inst := in
 	inst.State = baremetal.InstanceDeploying

@@ -500,11 +500,11 @@ func decodeIntCursor(c string) (int64, error) {
 
 const instanceColumns = `id, name, project, node_id, resource_class, image_url, image_checksum, user_data,
 	metadata, state, power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
-	booted_at, created_at, updated_at, version`
+	booted_at, deploy_method, root_device, created_at, updated_at, version`
 
 var instanceFields = []string{"name", "project", "node_id", "resource_class", "image_url", "image_checksum",
 	"user_data", "metadata", "state", "power_state", "last_error", "ready_token_hash", "ready", "ready_token_sealed",
-	"deploy_timeout_ms", "booted_at"}
+	"deploy_timeout_ms", "booted_at", "deploy_method", "root_device"}
 
 var (
 	insertInstanceSQL = insertSQL("instances", instanceFields)
@@ -526,9 +526,16 @@ func (q queries) instanceArgs(i *baremetal.Instance) ([]any, error) {
 			return nil, err
 		}
 	}
+	root := []byte("{}")
+	if len(i.RootDevice) > 0 {
+		var err error
+		if root, err = json.Marshal(i.RootDevice); err != nil {
+			return nil, err
+		}
+	}
 	return []any{i.Name, i.Project, i.NodeID, i.ResourceClass, i.Image.URL, i.Image.Checksum, i.UserData,
 		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, sealed,
-		i.DeployTimeout.Milliseconds(), tsPtr(i.BootedAt)}, nil
+		i.DeployTimeout.Milliseconds(), tsPtr(i.BootedAt), string(i.DeployMethod), string(root)}, nil
 }
 
 func (q queries) scanInstance(row pgx.Row) (*baremetal.Instance, error) {
@@ -539,11 +546,11 @@ func (q queries) scanInstance(row pgx.Row) (*baremetal.Instance, error) {
 		created, updated time.Time
 		timeoutMS        int64
 		booted           *time.Time
-		sealed           string
+		sealed, root     string
 	)
 	if err := row.Scan(&i.ID, &i.Name, &i.Project, &i.NodeID, &i.ResourceClass, &i.Image.URL, &i.Image.Checksum,
 		&i.UserData, &meta, &state, &power, &i.LastError, &i.ReadyTokenHash, &i.Ready,
-		&sealed, &timeoutMS, &booted, &created, &updated, &i.Version); err != nil {
+		&sealed, &timeoutMS, &booted, &i.DeployMethod, &root, &created, &updated, &i.Version); err != nil {
 		return nil, err
 	}
 	i.DeployTimeout = time.Duration(timeoutMS) * time.Millisecond
@@ -561,6 +568,12 @@ func (q queries) scanInstance(row pgx.Row) (*baremetal.Instance, error) {
 	// keeps reads identical whichever was written.
 	if len(i.Metadata) == 0 {
 		i.Metadata = nil
+	}
+	if err := json.Unmarshal([]byte(root), &i.RootDevice); err != nil {
+		return nil, fmt.Errorf("instance %s: root_device: %w", i.ID, err)
+	}
+	if len(i.RootDevice) == 0 {
+		i.RootDevice = nil
 	}
 	i.State, i.PowerState = baremetal.InstanceState(state), baremetal.PowerState(power)
 	i.CreatedAt, i.UpdatedAt = utc(created), utc(updated)

@@ -501,11 +501,11 @@ func decodeIntCursor(c string) (int64, error) {
 
 const instanceColumns = `id, name, project, node_id, resource_class, image_url, image_checksum, user_data,
 	metadata, state, power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
-	booted_at, created_at, updated_at, version`
+	booted_at, deploy_method, root_device, created_at, updated_at, version`
 
 var instanceFields = []string{"name", "project", "node_id", "resource_class", "image_url", "image_checksum",
 	"user_data", "metadata", "state", "power_state", "last_error", "ready_token_hash", "ready", "ready_token_sealed",
-	"deploy_timeout_ms", "booted_at"}
+	"deploy_timeout_ms", "booted_at", "deploy_method", "root_device"}
 
 var (
 	insertInstanceSQL = `INSERT INTO instances (id, ` + strings.Join(instanceFields, ", ") + `, created_at, updated_at, version)
@@ -529,9 +529,16 @@ func (q queries) instanceArgs(i *baremetal.Instance) ([]any, error) {
 			return nil, err
 		}
 	}
+	root := []byte("{}")
+	if len(i.RootDevice) > 0 {
+		var err error
+		if root, err = json.Marshal(i.RootDevice); err != nil {
+			return nil, err
+		}
+	}
 	return []any{i.Name, i.Project, i.NodeID, i.ResourceClass, i.Image.URL, i.Image.Checksum, i.UserData,
 		string(meta), string(i.State), string(i.PowerState), i.LastError, i.ReadyTokenHash, i.Ready, sealed,
-		i.DeployTimeout.Milliseconds(), fmtTimePtr(i.BootedAt)}, nil
+		i.DeployTimeout.Milliseconds(), fmtTimePtr(i.BootedAt), string(i.DeployMethod), string(root)}, nil
 }
 
 func (q queries) scanInstance(sc scanner) (*baremetal.Instance, error) {
@@ -540,11 +547,11 @@ func (q queries) scanInstance(sc scanner) (*baremetal.Instance, error) {
 		meta, created, updated string
 		timeoutMS              int64
 		booted                 sql.NullString
-		sealed                 string
+		sealed, root           string
 	)
 	if err := sc.Scan(&i.ID, &i.Name, &i.Project, &i.NodeID, &i.ResourceClass, &i.Image.URL, &i.Image.Checksum,
 		&i.UserData, &meta, &i.State, &i.PowerState, &i.LastError, &i.ReadyTokenHash, &i.Ready,
-		&sealed, &timeoutMS, &booted, &created, &updated, &i.Version); err != nil {
+		&sealed, &timeoutMS, &booted, &i.DeployMethod, &root, &created, &updated, &i.Version); err != nil {
 		return nil, err
 	}
 	i.DeployTimeout = time.Duration(timeoutMS) * time.Millisecond
@@ -564,6 +571,12 @@ func (q queries) scanInstance(sc scanner) (*baremetal.Instance, error) {
 	// keeps reads identical whichever was written.
 	if len(i.Metadata) == 0 {
 		i.Metadata = nil
+	}
+	if err := json.Unmarshal([]byte(root), &i.RootDevice); err != nil {
+		return nil, fmt.Errorf("instance %s: root_device: %w", i.ID, err)
+	}
+	if len(i.RootDevice) == 0 {
+		i.RootDevice = nil
 	}
 	if i.CreatedAt, err = parseTime(created); err != nil {
 		return nil, err

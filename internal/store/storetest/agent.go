@@ -89,3 +89,24 @@ func testAgentSessions(t *testing.T, s store.Store) {
 	_, err = s.GetInventory(ctx, n.ID)
 	wantCode(t, err, baremetal.CodeNotFound, "")
 }
+
+// An image deploy's method and root device hints round-trip; an instance
+// written without them reads back without them.
+func testInstanceDeployMethod(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	i := newInstance("proj-dm", "disk")
+	i.DeployMethod = baremetal.DeployImage
+	i.RootDevice = map[string]string{"size_gb": ">= 100", "serial": "S1"}
+	must(t, s.InsertInstance(ctx, i))
+	got, err := s.GetInstance(ctx, i.ID)
+	must(t, err)
+	same(t, "image instance", i, got)
+	got.RootDevice = nil
+	got.DeployMethod = baremetal.DeployLive
+	must(t, s.UpdateInstance(ctx, got))
+	again, err := s.GetInstance(ctx, i.ID)
+	must(t, err)
+	if again.DeployMethod != baremetal.DeployLive || again.RootDevice != nil {
+		t.Fatalf("after update: method %q, root_device %v", again.DeployMethod, again.RootDevice)
+	}
+}

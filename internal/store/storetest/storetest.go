@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tokens", testTokens},
 		{"Quotas", testQuotas},
 		{"AgentSessions", testAgentSessions},
+		{"InstanceDeployMethod", testInstanceDeployMethod},
 		{"TxCommit", testTxCommit},
 		{"TxRollback", testTxRollback},
 		{"TxPanic", testTxPanic},
