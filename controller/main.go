@@ -219,6 +219,7 @@ func serve(ctx context.Context, args []string) error {
 	f.StringVar(&cfg.AgentKernel, "agent-kernel", "", "serve the deploy agent (inspection): a Linux kernel, e.g. Debian's /boot/vmlinuz-<version> from linux-image-amd64; this binary (built with CGO_ENABLED=0) becomes the agent's /init; needs --public-url")
 	f.StringVar(&cfg.AgentModulesDir, "agent-modules-dir", "", "the agent kernel's modules (default /lib/modules/<its version>)")
 	f.StringVar(&cfg.AgentURL, "agent-url", "", "the API's base URL as booted nodes (the deploy agent) reach it, when that differs from --public-url (a provisioning network apart from the BMCs')")
+	f.StringVar(&cfg.CleanErase, "clean-erase", cfg.CleanErase, "with --agent-kernel, how cleaning erases a node's disks between tenants: metadata (partition tables and filesystem signatures at both ends of every disk), full (every byte) or off")
 	f.DurationVar(&cfg.AgentTimeout, "agent-timeout", 15*time.Minute, "how long a booted deploy agent may take to report before the work it was booted for gives up")
 	simSystems := f.Int("sim-systems", 0, "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)")
 	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet")

@@ -82,6 +82,9 @@ type Config struct {
 	AgentURL string
 	// AgentTimeout bounds the wait for a booted agent's report.
 	AgentTimeout time.Duration
+	// CleanErase is how cleanups erase disks with the deploy agent:
+	// "metadata" (default), "full" or "off".
+	CleanErase string
 
 	Logger *slog.Logger
 }
@@ -93,8 +96,16 @@ func Defaults() Config {
 		PowerSyncInterval: 60 * time.Second, PowerSyncWorkers: 64, BMCTimeout: 10 * time.Second,
 		PowerChangeTimeout: 60 * time.Second, PowerPollInterval: 2 * time.Second,
 		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 20,
-		ImageCheck: true,
+		ImageCheck: true, CleanErase: "metadata",
 	}
+}
+
+// cleanErase is the jobs' CleanErase for the --clean-erase value.
+func cleanErase(v string) string {
+	if v == "off" {
+		return ""
+	}
+	return v
 }
 
 // App is a running controller.
@@ -220,6 +231,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		// first retry too.
 		cfg.RetryBase = cfg.MaxBackoff
 	}
+	switch cfg.CleanErase {
+	case "", "metadata", "full", "off":
+	default:
+		return fail(fmt.Errorf("--clean-erase %q: want metadata, full or off", cfg.CleanErase))
+	}
 	var images *agentboot.Builder
 	if cfg.AgentKernel != "" {
 		if publicURL == "" {
@@ -238,7 +254,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		PowerSyncInterval: cfg.PowerSyncInterval, PowerSyncWorkers: cfg.PowerSyncWorkers,
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
 		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
-		AgentBoot: images != nil, AgentTimeout: cfg.AgentTimeout,
+		AgentBoot: images != nil, AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL, CleanErase: cleanErase(cfg.CleanErase),
 	})
 	if err != nil {
 		return fail(fmt.Errorf("jobs: %w", err))

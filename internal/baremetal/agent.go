@@ -15,6 +15,10 @@ type AgentPurpose string
 const (
 	// AgentInspect: report the hardware, then power off.
 	AgentInspect AgentPurpose = "inspect"
+	// AgentDeploy: write an instance's image to the root disk.
+	AgentDeploy AgentPurpose = "deploy"
+	// AgentClean: erase the disks between tenants.
+	AgentClean AgentPurpose = "clean"
 )
 
 // AgentSession is one boot of the deploy agent on a node: the controller

@@ -2,11 +2,13 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
@@ -49,6 +51,13 @@ func (w *cleanupWorker) cleanup(ctx context.Context, job *river.Job[CleanupArgs]
 		}
 		return cur.ProvisionState != baremetal.StateCleaning
 	}
+	erased := ""
+	if w.cfg.AgentBoot && w.cfg.CleanErase != "" {
+		var done bool
+		if erased, done, err = w.erase(ctx, job, n); !done {
+			return err
+		}
+	}
 	if err := w.powerOff(ctx, n, stop); err != nil {
 		return w.cleanupError(ctx, job, n, err)
 	}
@@ -65,9 +74,13 @@ func (w *cleanupWorker) cleanup(ctx context.Context, job *river.Job[CleanupArgs]
 		if err := baremetal.FinishCleaning(n); err != nil {
 			return err
 		}
-		c.Reason = "cleaned: powered off, boot override cleared"
+		how := "powered off, boot override cleared"
+		if erased != "" {
+			how = erased + "; " + how
+		}
+		c.Reason = "cleaned: " + how
 		if id := job.Args.InstanceID; id != "" {
-			c.Reason = fmt.Sprintf("cleaned after instance %s was deleted: powered off, boot override cleared", id)
+			c.Reason = fmt.Sprintf("cleaned after instance %s was deleted: %s", id, how)
 		}
 		return nil
 	})
@@ -102,4 +115,60 @@ func (r *nodeWork) recordActionFault(ctx context.Context, nodeID string, f barem
 	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
 		r.log.WarnContext(ctx, "record fault", "node", nodeID, "fault", f, "err", err)
 	}
+}
+
+// erase boots the deploy agent to erase the node's disks (CleanErase) and
+// waits for it, in steps like deployToDisk's. It returns what was done
+// and true once the disks are erased (or cannot be: a BMC without
+// virtual media, said in an event), else the error or snooze to return.
+// A failed or lost erase is a clean_failed fault, retried with a fresh
+// boot: the next tenant must not get this one's data.
+func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], n *baremetal.Node) (string, bool, error) {
+	cmdID := fmt.Sprintf("erase-%d", job.ID)
+	sess, err := w.store.GetAgentSession(ctx, n.ID)
+	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return "", false, err
+	}
+	if sess == nil || sess.Purpose != baremetal.AgentClean || sessionCommand(sess) != cmdID {
+		cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: w.cfg.CleanErase}
+		err := w.startAgent(ctx, n, baremetal.AgentClean, cmd)
+		var perm *permanentError
+		switch {
+		case errors.As(err, &perm):
+			note := "disks NOT erased: " + perm.msg
+			_, uerr := w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+				c.Events = append(c.Events, &baremetal.Event{Type: "clean", Message: note})
+				return nil
+			})
+			return note, uerr == nil, ignoreGone(uerr)
+		case err != nil:
+			return "", false, w.cleanupError(ctx, job, n, err)
+		}
+		msg := fmt.Sprintf("booted the deploy agent to erase the disks (%s)", w.cfg.CleanErase)
+		if err := w.agentBooted(ctx, n.ID, baremetal.StateCleaning, "clean", msg); err != nil {
+			return "", false, ignoreGone(err)
+		}
+		return "", false, river.JobSnooze(agentPoll)
+	}
+	out, err := w.commandOutcome(sess, cmdID)
+	if err != nil {
+		return "", false, err
+	}
+	var failed string
+	switch {
+	case out.lost:
+		failed = fmt.Sprintf("the deploy agent stopped reporting for %s while erasing the disks", w.cfg.agentTimeout())
+	case out.status == nil || out.status.State == api.AgentCommandRunning:
+		return "", false, river.JobSnooze(agentPoll)
+	case out.status.State == api.AgentCommandFailed:
+		failed = "erasing the disks failed: " + out.status.Message
+	}
+	if err := w.store.DeleteAgentSession(ctx, n.ID); err != nil {
+		return "", false, err
+	}
+	if failed != "" {
+		w.recordActionFault(ctx, n.ID, baremetal.FaultCleanFailed, failed)
+		return "", false, w.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %s", n.Name, failed))
+	}
+	return "disks erased (" + w.cfg.CleanErase + "): " + out.status.Message, true, nil
 }

@@ -94,6 +94,13 @@ type Config struct {
 	// AgentBoot says that the API serves the deploy agent's ISO
 	// (api.AgentBootPath) at PublicURL; inspection needs it.
 	AgentBoot bool
+	// AgentURL is the API's base URL as booted nodes (the agent) reach
+	// it; empty: PublicURL.
+	AgentURL string
+	// CleanErase is how cleanups erase a node's disks with the deploy
+	// agent when AgentBoot: "metadata" (partition tables and filesystem
+	// signatures), "full" (every byte) or "" (no erase).
+	CleanErase string
 	// AgentTimeout bounds the wait for a booted agent's report (default
 	// 15 minutes: a server's firmware POST alone can take five).
 	AgentTimeout time.Duration

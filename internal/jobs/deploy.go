@@ -96,6 +96,9 @@ func (w *deployWorker) deploy(ctx context.Context, job *river.Job[DeployArgs]) e
 		// Booted by an earlier run; what is left is waiting for the OS.
 		return w.awaitReady(ctx, n, inst)
 	}
+	if inst.DeployMethod == baremetal.DeployImage {
+		return w.deployToDisk(ctx, job, n, inst)
+	}
 	// stop is asked between steps and polls: has the deploy been
 	// overtaken (instance deleted, node deleted or put elsewhere)?
 	stop := func(ctx context.Context) bool {
@@ -135,11 +138,17 @@ func (w *deployWorker) deploy(ctx context.Context, job *river.Job[DeployArgs]) e
 		return w.deployError(ctx, job, n, err)
 	}
 
-	booted := fmt.Sprintf("booted from %s%s, power on observed after %s", dev, drive, baremetal.HumanDuration(took))
+	return w.booted(ctx, n.ID, a.InstanceID, fmt.Sprintf("booted from %s%s, power on observed after %s", dev, drive, baremetal.HumanDuration(took)))
+}
+
+// booted records that the node booted the instance's OS (booted says
+// how): the node becomes active, or waits for the OS's readiness callback
+// when the instance has a deploy_timeout.
+func (w *deployWorker) booted(ctx context.Context, nodeID, instanceID, booted string) error {
 	var wait time.Duration
-	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err := w.ledger.Update(ctx, nodeID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		wait = 0
-		inst, err := deployingInstance(ctx, tx, n, a.InstanceID)
+		inst, err := deployingInstance(ctx, tx, n, instanceID)
 		if err != nil {
 			return err
 		}

@@ -88,32 +88,14 @@ func (w *inspectWorker) inspect(ctx context.Context, job *river.Job[InspectArgs]
 // bootAgent starts a new agent session and boots the node from the agent
 // ISO; the job then waits for the agent's report.
 func (w *inspectWorker) bootAgent(ctx context.Context, job *river.Job[InspectArgs], n *baremetal.Node) error {
-	token, hash := baremetal.NewAgentToken()
-	sess := &baremetal.AgentSession{NodeID: n.ID, Purpose: baremetal.AgentInspect, Token: token, TokenHash: hash}
-	// Stored before the BMC sees the URL: some BMCs fetch the image as
-	// soon as it is inserted.
-	if err := w.store.PutAgentSession(ctx, sess); err != nil {
-		return ignoreGone(err)
-	}
-	url := w.cfg.PublicURL + api.AgentBootPath(n.ID, baremetal.AgentBootKey(token))
-	err := w.bootFromCD(ctx, n, url)
-	if err != nil {
-		// The next attempt boots with a new session (and token).
-		_ = w.store.DeleteAgentSession(ctx, n.ID)
+	if err := w.startAgent(ctx, n, baremetal.AgentInspect, nil); err != nil {
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return nil
+		}
 		return w.inspectError(ctx, job, n, err)
 	}
-	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
-		if n.ProvisionState != baremetal.StateInspecting {
-			return ledger.ErrSkip
-		}
-		now := time.Now()
-		w.observePower(n, bmc.PowerOn, nil, now)
-		touchSeen(n, now)
-		c.Events = append(c.Events, &baremetal.Event{Type: "inspect",
-			Message: fmt.Sprintf("booted the deploy agent from virtual media; waiting up to %s for its report", w.cfg.agentTimeout())})
-		return nil
-	})
-	if err != nil {
+	msg := fmt.Sprintf("booted the deploy agent from virtual media; waiting up to %s for its report", w.cfg.agentTimeout())
+	if err := w.agentBooted(ctx, n.ID, baremetal.StateInspecting, "inspect", msg); err != nil {
 		return ignoreGone(err)
 	}
 	return river.JobSnooze(agentPoll)
@@ -121,13 +103,13 @@ func (w *inspectWorker) bootAgent(ctx context.Context, job *river.Job[InspectArg
 
 // bootFromCD inserts url as virtual media, sets a one-time CD boot and
 // powers the node on (or resets it), waiting until on is observed.
-func (w *inspectWorker) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
+func (w *nodeWork) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
 	vm, err := w.ejectMediaSupported(ctx, n)
 	if err != nil {
 		return err
 	}
 	if !vm {
-		return &permanentError{fmt.Sprintf("inspection boots the deploy agent from virtual media, which the %s BMC of node %s does not have", n.Driver, n.Name)}
+		return &permanentError{fmt.Sprintf("the deploy agent boots from virtual media, which the %s BMC of node %s does not have (PXE boot of the agent is not built yet)", n.Driver, n.Name)}
 	}
 	if err := w.bmcCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
 		return c.(bmc.VirtualMedia).InsertMedia(ctx, url)
