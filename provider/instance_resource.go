@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -59,6 +60,8 @@ type instanceResourceModel struct {
 	Metadata      types.Map           `tfsdk:"metadata"`
 	PowerState    types.String        `tfsdk:"power_state"`
 	DeployTimeout types.String        `tfsdk:"deploy_timeout"`
+	DeployMethod  types.String        `tfsdk:"deploy_method"`
+	RootDevice    types.Map           `tfsdk:"root_device"`
 	State         types.String        `tfsdk:"state"`
 	Ready         types.Bool          `tfsdk:"ready"`
 	LastError     types.String        `tfsdk:"last_error"`
@@ -73,7 +76,7 @@ type instanceImageModel struct {
 var instanceAttrs = map[string]attrKind{
 	"name": attrPlain, "project": attrPlain, "resource_class": attrPlain, "node_id": attrPlain,
 	"image": attrObject, "user_data": attrPlain, "metadata": attrMap, "power_state": attrPlain,
-	"deploy_timeout": attrPlain,
+	"deploy_timeout": attrPlain, "deploy_method": attrPlain, "root_device": attrMap,
 }
 
 func (r *InstanceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -179,6 +182,26 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				PlanModifiers: replace,
 				Validators:    []validator.String{durationBetween{min: time.Minute, max: 24 * time.Hour}},
 			},
+			"deploy_method": schema.StringAttribute{
+				MarkdownDescription: "How the image reaches the node: `image` has the controller's deploy agent write it to the node's " +
+					"root disk (raw, or gzip/zstd/xz/bzip2-compressed raw; `image.checksum` is verified while it streams) and boots " +
+					"the node from disk; `live` has the BMC boot it from virtual media (an ISO) without touching the disks. " +
+					"Default: `image` when the controller serves the deploy agent (`--agent-kernel`), else `live`. Changing it replaces the instance.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: keepOrReplace,
+				Validators:    []validator.String{stringvalidator.OneOf(api.DeployMethods()...)},
+			},
+			"root_device": schema.MapAttribute{
+				MarkdownDescription: "Hints that choose the disk an `image` deploy writes, as Ironic's root device hints: `size_gb` " +
+					"(`\"100\"` or `\">= 100\"`), `serial`, `wwn`, `model`, `vendor`, `name` (`/dev/sda`). Every hint given must match; " +
+					"a deploy whose node has no such disk fails the instance with the disks it saw. Unset: the largest fixed disk. " +
+					"Changing it replaces the instance.",
+				ElementType:   types.StringType,
+				Optional:      true,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				Validators:    []validator.Map{mapvalidator.KeysAre(stringvalidator.OneOf(api.RootDeviceHints()...))},
+			},
 			"state": schema.StringAttribute{
 				MarkdownDescription: "State of the instance: " + codeList(api.InstanceStates()) + ".",
 				Computed:            true,
@@ -239,6 +262,13 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 		Metadata:      metadata,
 		PowerState:    api.PowerState(plan.PowerState.ValueString()),
 		DeployTimeout: plan.DeployTimeout.ValueString(),
+		DeployMethod:  api.DeployMethod(plan.DeployMethod.ValueString()),
+	}
+	if !plan.RootDevice.IsNull() && !plan.RootDevice.IsUnknown() {
+		resp.Diagnostics.Append(plan.RootDevice.ElementsAs(ctx, &in.RootDevice, false)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
 	}
 	// setFromAPI replaces power_state with the observed power: keep the wish.
 	desired := plan.PowerState
@@ -545,6 +575,14 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 		m.PowerState = prevPower
 	default:
 		m.PowerState = types.StringValue(string(in.PowerState))
+	}
+	m.DeployMethod = types.StringValue(string(in.DeployMethod))
+	if len(in.RootDevice) == 0 {
+		m.RootDevice = types.MapNull(types.StringType)
+	} else {
+		var d diag.Diagnostics
+		m.RootDevice, d = types.MapValueFrom(ctx, types.StringType, in.RootDevice)
+		diags.Append(d...)
 	}
 	m.State = types.StringValue(string(in.State))
 	m.Ready = types.BoolValue(in.Ready)

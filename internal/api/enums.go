@@ -169,3 +169,6 @@ const (
 
 // DeployMethods lists every deploy method.
 func DeployMethods() []string { return []string{string(DeployImage), string(DeployLive)} }
+
+// RootDeviceHints lists the keys of an instance's root_device hints.
+func RootDeviceHints() []string { return []string{"size_gb", "serial", "wwn", "model", "vendor", "name"} }

@@ -170,16 +170,17 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		codes = append(codes, string(c))
 	}
 	for what, c := range map[string]struct{ domain, wire []string }{
-		"provision states": {strs(baremetal.ProvisionStates), api.ProvisionStates()},
-		"faults":           {strs(baremetal.Faults), api.Faults()},
-		"drivers":          {strs(baremetal.Drivers), api.Drivers()},
-		"power states":     {strs(baremetal.PowerStates), api.PowerStates()},
-		"bmc power states": {strs([]bmc.PowerState{bmc.PowerOn, bmc.PowerOff, bmc.PowerUnknown}), api.PowerStates()},
-		"power actions":    {strs(bmc.PowerActions), api.PowerActions()},
-		"instance states":  {strs(baremetal.InstanceStates), api.InstanceStates()},
-		"roles":            {strs(baremetal.Roles), api.Roles()},
-		"problem codes":    {codes, api.ProblemCodes()},
-		"deploy methods":   {strs(baremetal.DeployMethods), api.DeployMethods()},
+		"provision states":  {strs(baremetal.ProvisionStates), api.ProvisionStates()},
+		"faults":            {strs(baremetal.Faults), api.Faults()},
+		"drivers":           {strs(baremetal.Drivers), api.Drivers()},
+		"power states":      {strs(baremetal.PowerStates), api.PowerStates()},
+		"bmc power states":  {strs([]bmc.PowerState{bmc.PowerOn, bmc.PowerOff, bmc.PowerUnknown}), api.PowerStates()},
+		"power actions":     {strs(bmc.PowerActions), api.PowerActions()},
+		"instance states":   {strs(baremetal.InstanceStates), api.InstanceStates()},
+		"roles":             {strs(baremetal.Roles), api.Roles()},
+		"problem codes":     {codes, api.ProblemCodes()},
+		"deploy methods":    {strs(baremetal.DeployMethods), api.DeployMethods()},
+		"root device hints": {baremetal.RootDeviceHints, api.RootDeviceHints()},
 	} {
 		if !sameSet(c.domain, c.wire) {
 			t.Errorf("%s: the domain has %q, the API %q", what, sorted(c.domain), sorted(c.wire))
