@@ -74,6 +74,7 @@ func boot(version string) error {
 	loop := &Loop{
 		Controller: NewHTTPController(cfg.API, cfg.Token),
 		Collect:    DefaultCollector().Collect,
+		Commands:   &Runner{SysRoot: "/sys", Log: logger},
 		Version:    version,
 		Log:        logger,
 	}

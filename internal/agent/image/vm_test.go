@@ -19,6 +19,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/qemu"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testvm"
 )
@@ -26,7 +27,7 @@ import (
 // heartbeat is one call the stand-in controller received.
 type heartbeat struct {
 	auth string
-	body agent.Heartbeat
+	body api.AgentHeartbeat
 	at   time.Time
 }
 
@@ -40,7 +41,7 @@ func standIn(t *testing.T) (port int, got <-chan heartbeat) {
 			http.NotFound(w, r)
 			return
 		}
-		var hb agent.Heartbeat
+		var hb api.AgentHeartbeat
 		if err := json.NewDecoder(r.Body).Decode(&hb); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -97,10 +98,10 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildController(t, dir)
 	port, got := standIn(t)
-	api := fmt.Sprintf("http://%s:%d", testvm.HostAddr, port)
+	apiURL := fmt.Sprintf("http://%s:%d", testvm.HostAddr, port)
 
 	isoToken := token(t)
-	cfg, err := agent.MarshalConfigFile(agent.Config{API: api, Token: isoToken, PowerOffAfterHeartbeat: true})
+	cfg, err := agent.MarshalConfigFile(agent.Config{API: apiURL, Token: isoToken, PowerOffAfterHeartbeat: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +155,9 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 		t.Logf("qemu start to first heartbeat: %s (guest uptime %.1fs)", hb.at.Sub(vm.Started).Round(100*time.Millisecond), hb.body.UptimeSeconds)
 		if hb.auth != "Bearer "+tok {
 			t.Errorf("Authorization = %q, want the boot's token", hb.auth)
+		}
+		if hb.body.Inventory == nil {
+			t.Fatal("heartbeat without an inventory")
 		}
 		inv := hb.body.Inventory
 		var disks, nics []string
@@ -213,6 +217,6 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	t.Run("kernel_initrd", func(t *testing.T) {
 		tok := token(t)
 		boot(t, tok, testvm.Options{Kernel: kernel, Initrd: initrd,
-			Append: "console=ttyS0 loglevel=4 baremetal.api=" + api + " baremetal.token=" + tok + " baremetal.agent.poweroff_after_heartbeat=1"})
+			Append: "console=ttyS0 loglevel=4 baremetal.api=" + apiURL + " baremetal.token=" + tok + " baremetal.agent.poweroff_after_heartbeat=1"})
 	})
 }
