@@ -225,11 +225,12 @@ func (c *testController) waitFor(what string, from int, ok func(api.AgentHeartbe
 	return api.AgentHeartbeat{}, 0
 }
 
+// statuses lists the last heartbeats' command statuses.
 func (c *testController) statuses() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var s []string
-	for _, hb := range c.beats {
+	for _, hb := range c.beats[max(0, len(c.beats)-30):] {
 		if hb.Command == nil {
 			s = append(s, "-")
 			continue
@@ -615,8 +616,10 @@ func TestEraseCommands(t *testing.T) {
 	meta := api.AgentCommand{ID: "erase-1", Kind: api.AgentErase, Erase: "metadata"}
 	full := api.AgentCommand{ID: "erase-2", Kind: api.AgentErase, Erase: "full"}
 	// erase-1 until it is reported, then erase-2 until it is, then none.
-	// The disks after erase-1 are read when its outcome arrives, before
-	// the reply hands out erase-2.
+	// Like a controller that works out the next step after the report,
+	// the reply to a report hands out nothing: only the quick heartbeat
+	// after a report brings the next command. The disks after erase-1
+	// are read when its outcome arrives, before erase-2 can run.
 	next := []api.AgentCommand{meta, full}
 	afterMeta := map[string][]byte{}
 	c.setReply(func(hb api.AgentHeartbeat) api.AgentReply {
@@ -627,6 +630,7 @@ func TestEraseCommands(t *testing.T) {
 				}
 			}
 			next = next[1:]
+			return api.AgentReply{}
 		}
 		if len(next) == 0 {
 			return api.AgentReply{}
@@ -681,20 +685,19 @@ func TestOneCommandAtATime(t *testing.T) {
 	c := newTestController(t)
 	a := api.AgentCommand{ID: "a", Kind: api.AgentWriteImage, Image: &api.Image{URL: isA.url(), Checksum: sha256Of(imgA)}, RootDeviceHints: map[string]string{"name": "vda"}}
 	b := api.AgentCommand{ID: "b", Kind: api.AgentWriteImage, Image: &api.Image{URL: isB.url(), Checksum: sha256Of(imgB)}, RootDeviceHints: map[string]string{"name": "/dev/vdb"}}
+	// Alternate a and b while a runs, b alone once a is reported
+	// finished, nothing once b is.
 	var n int
-	bFirst := -1 // the first heartbeat reporting on b
+	var aDone, bDone bool
 	c.setReply(func(hb api.AgentHeartbeat) api.AgentReply {
 		n++
-		if hb.Command != nil && hb.Command.ID == "b" {
-			if bFirst < 0 {
-				bFirst = n
-			}
-			if hb.Command.State != api.AgentCommandRunning {
-				return api.AgentReply{}
-			}
+		if s := hb.Command; s != nil && s.State != api.AgentCommandRunning {
+			aDone, bDone = aDone || s.ID == "a", bDone || s.ID == "b"
 		}
-		// Alternate while a runs; b alone once a has finished.
-		if n%2 == 0 || (hb.Command != nil && hb.Command.ID == "a" && hb.Command.State != api.AgentCommandRunning) || bFirst > 0 {
+		switch {
+		case bDone:
+			return api.AgentReply{}
+		case aDone || n%2 == 0:
 			return api.AgentReply{Command: &b}
 		}
 		return api.AgentReply{Command: &a}

@@ -40,8 +40,10 @@ type Config struct {
 	// and is never logged.
 	Token string `json:"token"`
 	// PowerOffAfterHeartbeat powers the node off after the first
-	// heartbeat the controller accepts (a test switch: the VM test ends
-	// on its own).
+	// heartbeat the controller accepts that leaves the agent nothing to
+	// run or report: at once when no command comes, else once a
+	// command's outcome was taken (a test switch: the VM test ends on its
+	// own).
 	PowerOffAfterHeartbeat bool `json:"poweroff_after_heartbeat,omitempty"`
 }
 

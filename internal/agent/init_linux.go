@@ -80,6 +80,9 @@ func boot(version string) error {
 	}
 	if cfg.PowerOffAfterHeartbeat {
 		loop.Accepted = func(int) {
+			if loop.Commands.Status() != nil {
+				return // a command runs, or its outcome is yet to be taken
+			}
 			logger.Info("poweroff_after_heartbeat is set: powering off")
 			PowerOff()
 		}
