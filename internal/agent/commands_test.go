@@ -580,8 +580,8 @@ func TestWriteImageFailures(t *testing.T) {
 				if st.Disk != m.files[tc.disk] {
 					t.Errorf("disk %q, want %q", st.Disk, m.files[tc.disk])
 				}
-				// Written (partly or wholly) and then wiped: nothing
-				// there to boot by mistake.
+				// Wiped after the failure (whether or not any of the
+				// image got there): nothing to boot by mistake.
 				if b := m.read(t, tc.disk); !bytes.Equal(b[:len(img)], make([]byte, len(img))) {
 					t.Error("the failed write left data at the start of the disk")
 				}
