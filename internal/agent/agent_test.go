@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
 func TestCmdlineOverridesTheConfigFile(t *testing.T) {
@@ -70,7 +72,7 @@ func slogText(f func(*slog.Logger)) string {
 
 func TestHTTPControllerHeartbeat(t *testing.T) {
 	var gotAuth, gotPath string
-	var gotBody Heartbeat
+	var gotBody api.AgentHeartbeat
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotAuth, gotPath = r.Header.Get("Authorization"), r.Method+" "+r.URL.Path
 		_ = json.NewDecoder(r.Body).Decode(&gotBody)
@@ -83,14 +85,14 @@ func TestHTTPControllerHeartbeat(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := NewHTTPController(srv.URL+"/", "tok")
-	r, err := c.Heartbeat(context.Background(), Heartbeat{AgentVersion: "v1", Inventory: Inventory{CPUs: 2}})
+	r, err := c.Heartbeat(context.Background(), api.AgentHeartbeat{AgentVersion: "v1", Inventory: &api.AgentInventory{CPUs: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if gotPath != "POST /v1/agent/heartbeat" || gotBody.Inventory.CPUs != 2 || r.NextHeartbeatSeconds != 7 {
 		t.Fatalf("path %q body %+v reply %+v", gotPath, gotBody, r)
 	}
-	_, err = NewHTTPController(srv.URL, "wrong").Heartbeat(context.Background(), Heartbeat{})
+	_, err = NewHTTPController(srv.URL, "wrong").Heartbeat(context.Background(), api.AgentHeartbeat{})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized {
 		t.Fatalf("err = %v, want a 401 StatusError", err)
@@ -106,17 +108,17 @@ type flaky struct {
 	calls int
 }
 
-func (f *flaky) Heartbeat(context.Context, Heartbeat) (Reply, error) {
+func (f *flaky) Heartbeat(context.Context, api.AgentHeartbeat) (api.AgentReply, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	switch f.calls {
 	case 1:
-		return Reply{}, errors.New("connection refused")
+		return api.AgentReply{}, errors.New("connection refused")
 	case 2:
 		panic("boom")
 	}
-	return Reply{}, nil
+	return api.AgentReply{}, nil
 }
 
 func TestLoopSurvivesErrorsAndPanics(t *testing.T) {
@@ -127,7 +129,7 @@ func TestLoopSurvivesErrorsAndPanics(t *testing.T) {
 	var logs strings.Builder
 	l := &Loop{
 		Controller: f,
-		Collect:    func() Inventory { return Inventory{CPUs: 1} },
+		Collect:    func() api.AgentInventory { return api.AgentInventory{CPUs: 1} },
 		Interval:   time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
 		Accepted: func(n int) {
 			accepted <- n
@@ -183,7 +185,7 @@ func TestCollectorReadsSysfs(t *testing.T) {
 	write(proc, "meminfo", "MemTotal:        2048 kB\nMemFree: 1 kB")
 	c := &Collector{Sys: sys, Proc: proc, Addrs: func(string) []string { return []string{"10.0.2.15/24"} }}
 	inv := c.Collect()
-	if len(inv.Disks) != 1 || inv.Disks[0] != (Disk{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 20, Serial: "disk-1", Rotational: true}) {
+	if len(inv.Disks) != 1 || inv.Disks[0] != (api.AgentDisk{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 20, Serial: "disk-1", Rotational: true}) {
 		t.Fatalf("disks %+v", inv.Disks)
 	}
 	if len(inv.NICs) != 1 || inv.NICs[0].MAC != "52:54:00:12:34:56" || !inv.NICs[0].LinkUp || inv.NICs[0].IPv4[0] != "10.0.2.15/24" {

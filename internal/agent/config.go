@@ -5,6 +5,17 @@
 // API with a per-boot token (pull model: the agent calls the controller,
 // the controller never needs a route to the node).
 //
+// The heartbeat (Loop, the types of internal/api) carries the inventory
+// and the state of the current command; its reply may hand out a command,
+// which a Runner runs in the background with the disk work of
+// internal/agent/disk: write_image (root disk by hints, image streamed
+// and verified, config drive appended) or erase (metadata or full, every
+// non-removable disk). One command at a time, each ID once per boot;
+// heartbeats report it running with a percentage, then succeeded or
+// failed, with Input set when the failure is the user's input, not the
+// machine. A finished command is reported at once, not at the next
+// interval.
+//
 // Configuration comes from two places, later overriding earlier:
 //
 //  1. ConfigPath (/etc/baremetal/agent.json) inside the initramfs. The
@@ -40,8 +51,10 @@ type Config struct {
 	// and is never logged.
 	Token string `json:"token"`
 	// PowerOffAfterHeartbeat powers the node off after the first
-	// heartbeat the controller accepts (a test switch: the VM test ends
-	// on its own).
+	// heartbeat the controller accepts that leaves the agent nothing to
+	// run or report: at once when no command comes, else once a
+	// command's outcome was taken (a test switch: the VM test ends on its
+	// own).
 	PowerOffAfterHeartbeat bool `json:"poweroff_after_heartbeat,omitempty"`
 }
 

@@ -9,48 +9,21 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
 // HeartbeatPath is the endpoint the agent reports to, relative to the
-// controller's base URL. The controller side does not exist yet; this is
-// the contract it will implement:
-//
-//	POST /v1/agent/heartbeat
-//	Authorization: Bearer <per-boot token>
-//	Content-Type: application/json
-//	body: Heartbeat
-//
-//	200 {"next_heartbeat_seconds": 10}  accepted (the body is optional;
-//	                                    204 is accepted too)
-//	401/403                             token unknown or revoked: the agent
-//	                                    keeps retrying with backoff (a
-//	                                    controller restored from backup may
-//	                                    learn it again)
-//	anything else / no answer           retried with backoff
-const HeartbeatPath = "/v1/agent/heartbeat"
+// controller's base URL (the protocol is described in internal/api):
+// 2xx with an api.AgentReply (an empty body is accepted too); 401 and
+// anything else, or no answer, are retried with backoff, since a
+// controller restored from backup may learn the token again.
+const HeartbeatPath = api.AgentHeartbeatPath
 
-// Heartbeat is what the agent reports.
-type Heartbeat struct {
-	AgentVersion string `json:"agent_version"`
-	// BootID is the kernel's random id of this boot
-	// (/proc/sys/kernel/random/boot_id): a new value means the node
-	// rebooted under the agent.
-	BootID        string    `json:"boot_id,omitempty"`
-	UptimeSeconds float64   `json:"uptime_seconds"`
-	Inventory     Inventory `json:"inventory"`
-}
-
-// Reply is the controller's answer to a heartbeat.
-type Reply struct {
-	// NextHeartbeatSeconds asks for the next heartbeat after this long;
-	// 0 keeps the agent's default.
-	NextHeartbeatSeconds int `json:"next_heartbeat_seconds,omitempty"`
-}
-
-// Controller is the agent's view of the controller. Small on purpose: the
-// poll-for-work calls join it when the controller serves them.
+// Controller is the agent's view of the controller: one call, since the
+// reply to a heartbeat is also how work reaches the agent.
 type Controller interface {
-	Heartbeat(ctx context.Context, hb Heartbeat) (Reply, error)
+	Heartbeat(ctx context.Context, hb api.AgentHeartbeat) (api.AgentReply, error)
 }
 
 // HTTPController talks to the controller's REST API.
@@ -84,14 +57,14 @@ func (e *StatusError) Error() string {
 }
 
 // Heartbeat posts hb.
-func (c *HTTPController) Heartbeat(ctx context.Context, hb Heartbeat) (Reply, error) {
+func (c *HTTPController) Heartbeat(ctx context.Context, hb api.AgentHeartbeat) (api.AgentReply, error) {
 	body, err := json.Marshal(hb)
 	if err != nil {
-		return Reply{}, fmt.Errorf("encode heartbeat: %w", err)
+		return api.AgentReply{}, fmt.Errorf("encode heartbeat: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+HeartbeatPath, bytes.NewReader(body))
 	if err != nil {
-		return Reply{}, fmt.Errorf("heartbeat request: %w", err)
+		return api.AgentReply{}, fmt.Errorf("heartbeat request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
@@ -99,17 +72,17 @@ func (c *HTTPController) Heartbeat(ctx context.Context, hb Heartbeat) (Reply, er
 	resp, err := c.client.Do(req)
 	if err != nil {
 		// net/http's errors name the URL, never the headers: no token here.
-		return Reply{}, fmt.Errorf("heartbeat: %w", err)
+		return api.AgentReply{}, fmt.Errorf("heartbeat: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64*1024))
 	if resp.StatusCode/100 != 2 {
-		return Reply{}, &StatusError{Status: resp.StatusCode, Body: strings.TrimSpace(string(raw[:min(len(raw), 512)]))}
+		return api.AgentReply{}, &StatusError{Status: resp.StatusCode, Body: strings.TrimSpace(string(raw[:min(len(raw), 512)]))}
 	}
-	var r Reply
+	var r api.AgentReply
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return Reply{}, fmt.Errorf("heartbeat reply: %w", err)
+			return api.AgentReply{}, fmt.Errorf("heartbeat reply: %w", err)
 		}
 	}
 	return r, nil

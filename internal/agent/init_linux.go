@@ -74,11 +74,15 @@ func boot(version string) error {
 	loop := &Loop{
 		Controller: NewHTTPController(cfg.API, cfg.Token),
 		Collect:    DefaultCollector().Collect,
+		Commands:   &Runner{SysRoot: "/sys", Log: logger},
 		Version:    version,
 		Log:        logger,
 	}
 	if cfg.PowerOffAfterHeartbeat {
 		loop.Accepted = func(int) {
+			if loop.Commands.Status() != nil {
+				return // a command runs, or its outcome is yet to be taken
+			}
 			logger.Info("poweroff_after_heartbeat is set: powering off")
 			PowerOff()
 		}

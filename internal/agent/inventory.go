@@ -9,48 +9,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
-// Inventory is the summary of the hardware the agent sees.
-type Inventory struct {
-	System      System `json:"system"`
-	CPUs        int    `json:"cpus"`
-	MemoryBytes int64  `json:"memory_bytes"`
-	Disks       []Disk `json:"disks"`
-	NICs        []NIC  `json:"nics"`
-}
-
-// System is the machine's DMI identity (empty fields where the firmware
-// gives none).
-type System struct {
-	Vendor  string `json:"vendor,omitempty"`
-	Product string `json:"product,omitempty"`
-	Serial  string `json:"serial,omitempty"`
-	UUID    string `json:"uuid,omitempty"`
-}
-
-// Disk is a block device backed by hardware.
-type Disk struct {
-	Name       string `json:"name"` // kernel name: sda, vda, nvme0n1
-	Path       string `json:"path"` // /dev/<name>
-	SizeBytes  int64  `json:"size_bytes"`
-	Model      string `json:"model,omitempty"`
-	Serial     string `json:"serial,omitempty"`
-	WWN        string `json:"wwn,omitempty"`
-	Rotational bool   `json:"rotational"`
-	Removable  bool   `json:"removable"`
-}
-
-// NIC is an ethernet interface backed by hardware.
-type NIC struct {
-	Name   string   `json:"name"`
-	MAC    string   `json:"mac"`
-	LinkUp bool     `json:"link_up"`
-	IPv4   []string `json:"ipv4,omitempty"` // CIDR notation
-}
-
-// Collector reads the inventory from a sysfs and procfs; the roots are
-// fields so tests can point them at a fake tree.
+// Collector reads the inventory (api.AgentInventory) from a sysfs and
+// procfs; the roots are fields so tests can point them at a fake tree.
 type Collector struct {
 	Sys, Proc string
 	// Addrs returns an interface's addresses (net.InterfaceByName in the
@@ -65,10 +29,10 @@ func DefaultCollector() *Collector {
 
 // Collect never fails: a field it cannot read stays empty, because a
 // partial inventory still tells the operator more than none.
-func (c *Collector) Collect() Inventory {
-	inv := Inventory{CPUs: runtime.NumCPU()}
+func (c *Collector) Collect() api.AgentInventory {
+	inv := api.AgentInventory{CPUs: runtime.NumCPU()}
 	dmi := filepath.Join(c.Sys, "class/dmi/id")
-	inv.System = System{
+	inv.System = api.AgentSystem{
 		Vendor:  c.read(dmi, "sys_vendor"),
 		Product: c.read(dmi, "product_name"),
 		Serial:  c.read(dmi, "product_serial"),
@@ -88,13 +52,13 @@ func (c *Collector) read(parts ...string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func (c *Collector) disks() []Disk {
+func (c *Collector) disks() []api.AgentDisk {
 	root := filepath.Join(c.Sys, "block")
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return nil
 	}
-	out := []Disk{}
+	out := []api.AgentDisk{}
 	for _, e := range ents {
 		name := e.Name()
 		dir := filepath.Join(root, name)
@@ -104,8 +68,8 @@ func (c *Collector) disks() []Disk {
 			continue
 		}
 		sectors, _ := strconv.ParseInt(c.read(dir, "size"), 10, 64)
-		d := Disk{
-			Name: name,
+		d := api.AgentDisk{
+			Name: name, // kernel name: sda, vda, nvme0n1
 			Path: "/dev/" + name,
 			// sysfs counts 512-byte sectors whatever the logical block size.
 			SizeBytes:  sectors * 512,
@@ -121,13 +85,13 @@ func (c *Collector) disks() []Disk {
 	return out
 }
 
-func (c *Collector) nics() []NIC {
+func (c *Collector) nics() []api.AgentNIC {
 	root := filepath.Join(c.Sys, "class/net")
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return nil
 	}
-	out := []NIC{}
+	out := []api.AgentNIC{}
 	for _, e := range ents {
 		name := e.Name()
 		dir := filepath.Join(root, name)
@@ -139,7 +103,7 @@ func (c *Collector) nics() []NIC {
 		if _, err := os.Stat(filepath.Join(dir, "device")); err != nil {
 			continue
 		}
-		n := NIC{Name: name, MAC: c.read(dir, "address"), LinkUp: c.read(dir, "operstate") == "up"}
+		n := api.AgentNIC{Name: name, MAC: c.read(dir, "address"), LinkUp: c.read(dir, "operstate") == "up"}
 		if c.Addrs != nil {
 			n.IPv4 = c.Addrs(name)
 		}

@@ -9,19 +9,31 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
 // Loop reports to the controller until its context ends, surviving
 // controller restarts, network loss and its own panics: as PID 1 the agent
-// must never exit (the kernel panics when init dies).
+// must never exit (the kernel panics when init dies). The replies hand
+// out commands, which Commands runs while the heartbeats go on.
 type Loop struct {
 	Controller Controller
 	// Collect gathers the inventory sent with every heartbeat.
-	Collect func() Inventory
-	Version string
+	Collect func() api.AgentInventory
+	// Commands runs the commands the controller hands out; nil means
+	// they are logged and not run.
+	Commands *Runner
+	Version  string
 	// Interval between accepted heartbeats (default 10s); the controller
 	// may ask for another with Reply.NextHeartbeatSeconds.
 	Interval time.Duration
+	// AfterCommand is the wait after the heartbeat that first reported
+	// a command's outcome (default 1s), when that is shorter than the
+	// interval: the controller's next step for the node (the next
+	// command, or word that there is none) then comes without delay.
+	// The report itself goes out as soon as the command finishes.
+	AfterCommand time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failed heartbeat
 	// (defaults 1s and 1m); it doubles per failure, with jitter so a rack
 	// of agents does not hammer a restarted controller in step.
@@ -35,10 +47,15 @@ type Loop struct {
 func (l *Loop) Run(ctx context.Context) {
 	interval := orDefault(l.Interval, 10*time.Second)
 	minB, maxB := orDefault(l.MinBackoff, time.Second), orDefault(l.MaxBackoff, time.Minute)
+	after := orDefault(l.AfterCommand, time.Second)
+	var finished <-chan struct{} // nil (never ready) without a runner
+	if l.Commands != nil {
+		finished = l.Commands.Finished()
+	}
 	backoff := minB
 	accepted := 0
 	for {
-		reply, err := l.once(ctx)
+		reply, firstOutcome, err := l.once(ctx)
 		wait := interval
 		if err != nil {
 			l.Log.Warn("heartbeat failed; retrying", "error", err, "retry_in", backoff.Round(time.Millisecond))
@@ -49,6 +66,9 @@ func (l *Loop) Run(ctx context.Context) {
 			backoff = minB
 			if reply.NextHeartbeatSeconds > 0 {
 				wait = time.Duration(reply.NextHeartbeatSeconds) * time.Second
+			}
+			if firstOutcome {
+				wait = min(wait, after)
 			}
 			if accepted == 1 {
 				l.Log.Info("controller accepted the first heartbeat")
@@ -64,23 +84,41 @@ func (l *Loop) Run(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-finished:
+			t.Stop()
 		case <-t.C:
 		}
 	}
 }
 
-// once sends one heartbeat; a panic anywhere in it becomes an error.
-func (l *Loop) once(ctx context.Context) (r Reply, err error) {
+// once sends one heartbeat and hands the reply's command to the runner;
+// a panic anywhere in it becomes an error. firstOutcome is true when the
+// heartbeat was the first to report a command's outcome.
+func (l *Loop) once(ctx context.Context) (r api.AgentReply, firstOutcome bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
-	hb := Heartbeat{AgentVersion: l.Version, BootID: readTrim("/proc/sys/kernel/random/boot_id"), UptimeSeconds: uptime()}
+	hb := api.AgentHeartbeat{AgentVersion: l.Version, BootID: readTrim("/proc/sys/kernel/random/boot_id"), UptimeSeconds: uptime()}
 	if l.Collect != nil {
-		hb.Inventory = l.Collect()
+		inv := l.Collect()
+		hb.Inventory = &inv
 	}
-	return l.Controller.Heartbeat(ctx, hb)
+	if l.Commands != nil {
+		hb.Command = l.Commands.Status()
+	}
+	r, err = l.Controller.Heartbeat(ctx, hb)
+	if err != nil {
+		return r, false, err
+	}
+	switch {
+	case l.Commands != nil:
+		firstOutcome = l.Commands.Reply(ctx, hb.Command, r.Command)
+	case r.Command != nil:
+		l.Log.Warn("the controller handed out a command, but this agent runs none", "command", r.Command.ID, "kind", r.Command.Kind)
+	}
+	return r, firstOutcome, nil
 }
 
 func (l *Loop) safely(what string, f func()) {

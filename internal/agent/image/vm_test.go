@@ -1,8 +1,10 @@
 package image_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,13 +14,19 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/diskfs/go-diskfs/partition/mbr"
+
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/qemu"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testvm"
 )
@@ -26,31 +34,120 @@ import (
 // heartbeat is one call the stand-in controller received.
 type heartbeat struct {
 	auth string
-	body agent.Heartbeat
+	body api.AgentHeartbeat
 	at   time.Time
 }
 
-// standIn is the controller's side of the agent API as far as it exists:
-// it records heartbeats and accepts them.
-func standIn(t *testing.T) (port int, got <-chan heartbeat) {
+// standIn is the controller's side of the agent API: it records
+// heartbeats by token, answers each token's with what its reply function
+// says (by default nothing to do), and serves files (images, config
+// drives) to the agent.
+type standIn struct {
+	port  int
+	first chan heartbeat // each boot's first heartbeat
+
+	mu    sync.Mutex
+	beats map[string][]heartbeat
+	boots map[string]bool // token and boot id seen
+	reply map[string]func(api.AgentHeartbeat) api.AgentReply
+	files map[string][]byte
+}
+
+func newStandIn(t *testing.T) *standIn {
 	t.Helper()
-	ch := make(chan heartbeat, 16)
+	s := &standIn{
+		first: make(chan heartbeat, 16),
+		beats: map[string][]heartbeat{},
+		boots: map[string]bool{},
+		reply: map[string]func(api.AgentHeartbeat) api.AgentReply{},
+		files: map[string][]byte{},
+	}
+	modTime := time.Now()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			s.mu.Lock()
+			b, ok := s.files[r.URL.Path]
+			s.mu.Unlock()
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			http.ServeContent(w, r, path.Base(r.URL.Path), modTime, bytes.NewReader(b))
+			return
+		}
 		if r.Method != http.MethodPost || r.URL.Path != agent.HeartbeatPath {
 			http.NotFound(w, r)
 			return
 		}
-		var hb agent.Heartbeat
-		if err := json.NewDecoder(r.Body).Decode(&hb); err != nil {
+		// Strictly: the agent must send exactly the API's JSON.
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		var body api.AgentHeartbeat
+		if err := dec.Decode(&body); err != nil {
+			t.Errorf("heartbeat body: %v", err)
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		ch <- heartbeat{auth: r.Header.Get("Authorization"), body: hb, at: time.Now()}
+		auth := r.Header.Get("Authorization")
+		tok := strings.TrimPrefix(auth, "Bearer ")
+		hb := heartbeat{auth: auth, body: body, at: time.Now()}
+		s.mu.Lock()
+		s.beats[tok] = append(s.beats[tok], hb)
+		boot := tok + " " + body.BootID
+		firstOfBoot := !s.boots[boot]
+		s.boots[boot] = true
+		reply := api.AgentReply{NextHeartbeatSeconds: 5}
+		if f := s.reply[tok]; f != nil {
+			reply = f(body)
+		}
+		s.mu.Unlock()
+		if firstOfBoot {
+			select {
+			case s.first <- hb:
+			default:
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"next_heartbeat_seconds": 5}`))
+		_ = json.NewEncoder(w).Encode(reply)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().(*net.TCPAddr).Port, ch
+	s.port = srv.Listener.Addr().(*net.TCPAddr).Port
+	return s
+}
+
+// handOut gives tok's agent cmd until it reports the outcome.
+func (s *standIn) handOut(tok string, cmd api.AgentCommand) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	done := false
+	s.reply[tok] = func(hb api.AgentHeartbeat) api.AgentReply {
+		if st := hb.Command; st != nil && st.ID == cmd.ID && st.State != api.AgentCommandRunning {
+			done = true
+		}
+		if done {
+			return api.AgentReply{}
+		}
+		return api.AgentReply{Command: &cmd}
+	}
+}
+
+// outcome is the first report of tok's agent that command id finished,
+// if any, and when it came.
+func (s *standIn) outcome(tok, id string) (*api.AgentCommandStatus, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, hb := range s.beats[tok] {
+		if st := hb.body.Command; st != nil && st.ID == id && st.State != api.AgentCommandRunning {
+			return st, hb.at
+		}
+	}
+	return nil, time.Time{}
+}
+
+func (s *standIn) serve(p string, b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[p] = b
 }
 
 func token(t *testing.T) string {
@@ -82,8 +179,10 @@ const mac = "52:54:00:12:34:56"
 // initramfs), from the same ISO through UEFI (OVMF) and GRUB, and with
 // -kernel/-initrd (settings on the kernel command line). Each time the
 // agent must load its drivers, get a DHCP lease, send a heartbeat that
-// shows the 64 MiB virtio disk and the NIC's MAC, and power the VM off; the
-// token must never reach the console.
+// shows the 64 MiB virtio disk and the NIC's MAC, run the command the
+// stand-in controller hands out on that disk (an erase in the BIOS boot, an
+// image and config drive written with -kernel/-initrd), report its outcome
+// and power the VM off; the token must never reach the console.
 func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	kernel := testvm.Require(t)
 	for _, p := range []string{"/usr/lib/ISOLINUX/isolinux.bin", "/usr/lib/syslinux/modules/bios/ldlinux.c32"} {
@@ -96,11 +195,11 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildController(t, dir)
-	port, got := standIn(t)
-	api := fmt.Sprintf("http://%s:%d", testvm.HostAddr, port)
+	si := newStandIn(t)
+	apiURL := fmt.Sprintf("http://%s:%d", testvm.HostAddr, si.port)
 
 	isoToken := token(t)
-	cfg, err := agent.MarshalConfigFile(agent.Config{API: api, Token: isoToken, PowerOffAfterHeartbeat: true})
+	cfg, err := agent.MarshalConfigFile(agent.Config{API: apiURL, Token: isoToken, PowerOffAfterHeartbeat: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +231,10 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	}
 	t.Logf("agent-image took %s: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
 
-	boot := func(t *testing.T, tok string, o testvm.Options) {
+	// boot boots the agent with a 64 MiB disk (prepare sets its
+	// contents), hands it cmd if not nil, and checks the outcome and the
+	// disk after the agent powered the VM off.
+	boot := func(t *testing.T, tok string, o testvm.Options, cmd *api.AgentCommand, prepare func(t *testing.T, disk string), check func(t *testing.T, st *api.AgentCommandStatus, disk string, b []byte)) {
 		disk := filepath.Join(t.TempDir(), "disk.img")
 		if err := os.WriteFile(disk, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -140,20 +242,28 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 		if err := os.Truncate(disk, 64<<20); err != nil {
 			t.Fatal(err)
 		}
+		if prepare != nil {
+			prepare(t, disk)
+		}
+		if cmd != nil {
+			si.handOut(tok, *cmd)
+		}
 		o.Disks, o.MAC = []string{disk}, mac
 		vm := testvm.Start(t, o)
 		// Generous: TCG on a shared CI machine. Not an assertion on speed.
 		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
 		var hb heartbeat
-		select {
-		case hb = <-got:
-		case <-ctx.Done():
-			t.Fatal("no heartbeat from the agent")
+		for hb.auth != "Bearer "+tok {
+			select {
+			case hb = <-si.first:
+			case <-ctx.Done():
+				t.Fatal("no heartbeat from the agent")
+			}
 		}
 		t.Logf("qemu start to first heartbeat: %s (guest uptime %.1fs)", hb.at.Sub(vm.Started).Round(100*time.Millisecond), hb.body.UptimeSeconds)
-		if hb.auth != "Bearer "+tok {
-			t.Errorf("Authorization = %q, want the boot's token", hb.auth)
+		if hb.body.Inventory == nil {
+			t.Fatal("heartbeat without an inventory")
 		}
 		inv := hb.body.Inventory
 		var disks, nics []string
@@ -196,23 +306,142 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 		if strings.Contains(serial, tok) {
 			t.Errorf("the token appears on the serial console")
 		}
+		if cmd != nil && cmd.ConfigDriveURL != "" {
+			// .../config-drive/{key}/config-2.iso
+			if key := path.Base(path.Dir(cmd.ConfigDriveURL)); strings.Contains(serial, key) {
+				t.Errorf("the config drive's key appears on the serial console")
+			}
+		}
 		if err := vm.Quit(); err != nil {
 			t.Error(err)
 		}
+		if cmd == nil {
+			return
+		}
+		st, at := si.outcome(tok, cmd.ID)
+		if st == nil {
+			t.Fatalf("no outcome of command %s reported", cmd.ID)
+		}
+		t.Logf("%s: %s %q, reported %s after the first heartbeat", cmd.Kind, st.State, st.Message, at.Sub(hb.at).Round(100*time.Millisecond))
+		if st.State != api.AgentCommandSucceeded {
+			t.Fatalf("command %s: %+v", cmd.ID, st)
+		}
+		b, err := os.ReadFile(disk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, st, disk, b)
 	}
 
+	// From the ISO: erase the metadata of a disk full of old data.
 	t.Run("iso", func(t *testing.T) {
-		boot(t, isoToken, testvm.Options{CDROM: iso})
+		cmd := &api.AgentCommand{ID: "erase-1", Kind: api.AgentErase, Erase: "metadata"}
+		boot(t, isoToken, testvm.Options{CDROM: iso}, cmd,
+			func(t *testing.T, disk string) {
+				if err := os.WriteFile(disk, bytes.Repeat([]byte{0xab}, 64<<20), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(t *testing.T, st *api.AgentCommandStatus, disk string, b []byte) {
+				if want := "wiped partition tables and signatures of 1 disk (/dev/vda 64.0 MiB)"; !strings.HasPrefix(st.Message, want) {
+					t.Errorf("message %q, want %q", st.Message, want)
+				}
+				const region = 8 << 20 // disk.MetadataRegion
+				zero := make([]byte, region)
+				if !bytes.Equal(b[:region], zero) || !bytes.Equal(b[len(b)-region:], zero) {
+					t.Error("the disk's ends are not zero")
+				}
+				if !bytes.Equal(b[region:len(b)-region], bytes.Repeat([]byte{0xab}, len(b)-2*region)) {
+					t.Error("a metadata erase touched the middle of the disk")
+				}
+			})
 	})
 	t.Run("iso_uefi", func(t *testing.T) {
 		if uefiErr != nil {
 			t.Skip(uefiErr)
 		}
-		boot(t, isoToken, testvm.Options{CDROM: iso, UEFI: true})
+		boot(t, isoToken, testvm.Options{CDROM: iso, UEFI: true}, nil, nil, nil)
 	})
+	// With -kernel/-initrd: write an image and a config drive.
 	t.Run("kernel_initrd", func(t *testing.T) {
 		tok := token(t)
+		img, cd := mbrImage(t, 4<<20), configDriveISO(t)
+		cdPath := "/v1/instances/i-1/config-drive/" + token(t) + "/config-2.iso"
+		si.serve("/images/disk.raw", img)
+		si.serve(cdPath, cd)
+		sum := sha256.Sum256(img)
+		cmd := &api.AgentCommand{
+			ID: "write-1", Kind: api.AgentWriteImage,
+			Image:           &api.Image{URL: apiURL + "/images/disk.raw", Checksum: "sha256:" + hex.EncodeToString(sum[:])},
+			RootDeviceHints: map[string]string{"name": "vda"},
+			ConfigDriveURL:  apiURL + cdPath,
+		}
 		boot(t, tok, testvm.Options{Kernel: kernel, Initrd: initrd,
-			Append: "console=ttyS0 loglevel=4 baremetal.api=" + api + " baremetal.token=" + tok + " baremetal.agent.poweroff_after_heartbeat=1"})
+			Append: "console=ttyS0 loglevel=4 baremetal.api=" + apiURL + " baremetal.token=" + tok + " baremetal.agent.poweroff_after_heartbeat=1"},
+			cmd, nil,
+			func(t *testing.T, st *api.AgentCommandStatus, disk string, b []byte) {
+				if st.Disk != "/dev/vda" || !strings.HasPrefix(st.Message, "wrote 4.0 MiB raw image to /dev/vda") ||
+					!strings.Contains(st.Message, "sha256 verified") || !strings.Contains(st.Message, "config-2") {
+					t.Errorf("status %+v", st)
+				}
+				// The image, except the MBR's second entry: the config drive.
+				if !bytes.Equal(b[:446+16], img[:446+16]) || !bytes.Equal(b[512:len(img)], img[512:]) {
+					t.Error("the disk does not hold the image")
+				}
+				f, err := os.Open(disk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				tbl, err := mbr.Read(f, 512, 512)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(tbl.Partitions) < 2 {
+					t.Fatalf("partitions %+v: no config drive", tbl.Partitions)
+				}
+				start := int64(tbl.Partitions[1].Start) * 512
+				if start < int64(len(img)) || !bytes.Equal(b[start:start+int64(len(cd))], cd) {
+					t.Errorf("the config drive partition at %d does not hold the ISO", start)
+				}
+			})
 	})
+}
+
+// mbrImage is a disk image of size bytes with an MBR (written by
+// go-diskfs) holding one Linux partition from 1 MiB on, of random bytes.
+func mbrImage(t *testing.T, size int64) []byte {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "image.raw")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	body := make([]byte, size-1<<20)
+	if _, err := rand.Read(body); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	tbl := &mbr.Table{LogicalSectorSize: 512, PhysicalSectorSize: 512, Partitions: []*mbr.Partition{
+		{Type: mbr.Linux, Start: 2048, Size: uint32((size - 1<<20) / 512)},
+	}}
+	if err := tbl.Write(f, size); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func configDriveISO(t *testing.T) []byte {
+	var b bytes.Buffer
+	if err := configdrive.Build(&b, configdrive.Drive{UUID: "8f1d2b4e-0000-4000-8000-000000000002", Name: "vm-1", Hostname: "vm-1", UserData: []byte("#cloud-config\n")}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

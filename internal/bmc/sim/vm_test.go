@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	redfishdrv "github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
@@ -253,7 +254,7 @@ func waitBoots(ctx context.Context, t *testing.T, f *sim.Fleet, n int) {
 // heartbeat is one call the stand-in controller received.
 type heartbeat struct {
 	auth string
-	body agent.Heartbeat
+	body api.AgentHeartbeat
 	at   time.Time
 }
 
@@ -267,7 +268,7 @@ func standIn(t *testing.T) (port int, got <-chan heartbeat) {
 			http.NotFound(w, r)
 			return
 		}
-		var hb agent.Heartbeat
+		var hb api.AgentHeartbeat
 		if err := json.NewDecoder(r.Body).Decode(&hb); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -348,6 +349,9 @@ func TestVMSystemBootsAgentFromVirtualMedia(t *testing.T) {
 	}
 	if hb.auth != "Bearer "+token {
 		t.Errorf("Authorization = %q, want the boot's token", hb.auth)
+	}
+	if hb.body.Inventory == nil {
+		t.Fatal("heartbeat without an inventory")
 	}
 	inv := hb.body.Inventory
 	var disks, nics []string
