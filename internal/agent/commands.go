@@ -474,7 +474,7 @@ func ParseHints(m map[string]string) (disk.Hints, error) {
 			h.Name = v
 		default:
 			return disk.Hints{}, &disk.Error{Kind: disk.ErrInput, Code: disk.CodeNoRootDisk,
-				Msg: fmt.Sprintf("unknown root device hint %q (known: size_gb, serial, wwn, model, vendor, name)", k)}
+				Msg: fmt.Sprintf("unknown root device hint %q (known: %s)", k, strings.Join(api.RootDeviceHints(), ", "))}
 		}
 	}
 	return h, nil

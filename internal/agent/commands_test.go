@@ -770,6 +770,16 @@ func TestParseHints(t *testing.T) {
 	if h != want {
 		t.Fatalf("hints %+v, want %+v", h, want)
 	}
+	// Every key the API accepts, the agent knows.
+	for _, k := range api.RootDeviceHints() {
+		v := "x"
+		if k == "size_gb" {
+			v = "1"
+		}
+		if _, err := ParseHints(map[string]string{k: v}); err != nil {
+			t.Errorf("API hint %s: %v", k, err)
+		}
+	}
 	for _, bad := range []map[string]string{{"size_gb": "lots"}, {"Serial": "x"}} {
 		if _, err := ParseHints(bad); err == nil || disk.CodeOf(err) != disk.CodeNoRootDisk {
 			t.Errorf("ParseHints(%v) = %v, want a no_root_disk input error", bad, err)
