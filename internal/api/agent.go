@@ -43,7 +43,8 @@ type AgentCommandKind string
 
 const (
 	// AgentWriteImage writes Image to the root disk chosen by
-	// RootDeviceHints (the largest non-removable disk when none), verifying
+	// RootDeviceHints (when none, the smallest non-removable disk of at
+	// least 4 GiB, as Ironic chooses), verifying
 	// its checksum while streaming, then appends ConfigDriveURL's ISO when
 	// given.
 	AgentWriteImage AgentCommandKind = "write_image"
