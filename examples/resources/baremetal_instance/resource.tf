@@ -3,13 +3,23 @@ resource "baremetal_instance" "app" {
   name           = "app-1"
   resource_class = "general"
 
+  # With the controller serving the deploy agent (--agent-kernel), the
+  # default deploy_method "image" writes this raw (here zstd-compressed) disk
+  # image to the root disk, checking the checksum of the file as served.
+  # qcow2 is not supported; convert with `qemu-img convert -O raw` first.
   image = {
-    url      = "https://images.example.com/ubuntu-24.04.qcow2"
+    url      = "https://images.example.com/ubuntu-24.04-amd64.raw.zst"
     checksum = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
   }
 
-  # Delivered on a config drive (ISO labelled config-2) that the BMC attaches
-  # next to the image; cloud-init reads it as usual.
+  # The disk to write: the 480 GB SSD, not the data disks.
+  root_device = {
+    size_gb = ">= 400"
+    model   = "SAMSUNG MZ7LH480"
+  }
+
+  # Delivered on a config drive (ISO labelled config-2), written as a
+  # partition at the end of the root disk; cloud-init reads it as usual.
   user_data = file("${path.module}/cloud-init.yaml")
 
   # apply returns once the booted OS has called back (the config drive
@@ -35,7 +45,9 @@ resource "baremetal_instance" "db" {
   name    = "db-1"
   node_id = baremetal_node.db01.id
 
+  # An ISO the BMC boots from virtual media, disks untouched.
+  deploy_method = "live"
   image = {
-    url = "https://images.example.com/debian-12.qcow2"
+    url = "https://images.example.com/rescue.iso"
   }
 }
