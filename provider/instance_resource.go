@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -152,8 +152,10 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"(ISO 9660 labelled `config-2`, OpenStack layout: `openstack/latest/user_data`) that the node's BMC attaches as a second " +
 					"virtual media device; cloud-init, cloudbase-init and Ignition read it without configuration. Needs a Redfish BMC with a " +
 					"free virtual media slot and a controller started with a `--public-url` its BMCs can reach; otherwise the deploy fails " +
-					"saying which is missing. Changing it replaces the instance.",
-				Optional:      true,
+					"saying which is missing. Sensitive: plans show it as `(sensitive value)`. Changing it replaces the instance.",
+				Optional: true,
+				// Often holds secrets (keys, join tokens): never shown in plans.
+				Sensitive:     true,
 				PlanModifiers: replace,
 				Validators:    []validator.String{stringvalidator.LengthBetween(1, 64<<10)},
 			},
@@ -202,19 +204,24 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				Validators:    []validator.Map{mapvalidator.KeysAre(stringvalidator.OneOf(api.RootDeviceHints()...))},
 			},
+			// An update in place (metadata, power) changes neither state
+			// nor last_error, and ready only ever turns true by itself:
+			// the plan keeps what the refresh read (see planmodifiers.go).
+			// Everything else replaces the instance, planned as a create.
 			"state": schema.StringAttribute{
 				MarkdownDescription: "State of the instance: " + codeList(api.InstanceStates()) + ".",
 				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"ready": schema.BoolAttribute{
 				MarkdownDescription: "Whether the booted OS has called the readiness callback.",
 				Computed:            true,
-				// Once true it stays true for the instance's life.
-				PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
 			},
 			"last_error": schema.StringAttribute{
 				MarkdownDescription: "Why the instance is in `error`, or the last deploy error; empty otherwise.",
 				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -482,6 +489,7 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 	defer cancel()
 
 	desired := plan.PowerState // setFromAPI replaces it with the observed power
+	planned := plan
 	var u api.InstanceUpdate
 	if !plan.PowerState.Equal(state.PowerState) {
 		p := api.PowerState(plan.PowerState.ValueString()) // "" clears the wish
@@ -511,12 +519,14 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 		return
 	}
 	resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, desired)...)
+	plan.keepPlannedObservations(&planned)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	if inst.State == api.InstanceActive && desired.ValueString() != "" && u.PowerState != nil {
 		r.convergePower(ctx, &plan, inst, api.PowerState(desired.ValueString()), timeout, &resp.Diagnostics)
+		plan.keepPlannedObservations(&planned)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 }
@@ -596,6 +606,14 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 		m.DeployTimeout = types.StringValue(in.DeployTimeout)
 	}
 	return diags
+}
+
+// keepPlannedObservations puts back what the plan promised for the
+// attributes the controller reports on its own (see planmodifiers.go).
+func (m *instanceResourceModel) keepPlannedObservations(planned *instanceResourceModel) {
+	keepKnown(&m.State, planned.State)
+	keepKnown(&m.Ready, planned.Ready)
+	keepKnown(&m.LastError, planned.LastError)
 }
 
 func metadataFromMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {

@@ -83,12 +83,14 @@ type nodeResourceModel struct {
 }
 
 type nodeBMCModel struct {
-	Address     types.String `tfsdk:"address"`
-	Username    types.String `tfsdk:"username"`
-	Password    types.String `tfsdk:"password"`
-	Insecure    types.Bool   `tfsdk:"insecure"`
-	SystemID    types.String `tfsdk:"system_id"`
-	CipherSuite types.Int64  `tfsdk:"cipher_suite"`
+	Address           types.String `tfsdk:"address"`
+	Username          types.String `tfsdk:"username"`
+	Password          types.String `tfsdk:"password"`
+	PasswordWO        types.String `tfsdk:"password_wo"`
+	PasswordWOVersion types.Int64  `tfsdk:"password_wo_version"`
+	Insecure          types.Bool   `tfsdk:"insecure"`
+	SystemID          types.String `tfsdk:"system_id"`
+	CipherSuite       types.Int64  `tfsdk:"cipher_suite"`
 }
 
 // nodeAttrs lets API field paths find their attribute.
@@ -110,6 +112,8 @@ func (r *NodeResource) Metadata(_ context.Context, req resource.MetadataRequest,
 
 func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	observed := []planmodifier.String{observedString{alters: nodeUpdateReverifies,
+		desc: "Keeps the observed value in the plan unless the update makes the controller re-verify the BMC."}}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A physical server (node) enrolled in the controller through its BMC. Needs an admin token.\n\n" +
 			"A new node starts in `enroll`; the controller reaches its BMC once, fills empty `properties` from the " +
@@ -157,10 +161,28 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 						Validators:          []validator.String{stringvalidator.LengthBetween(1, 64)},
 					},
 					"password": schema.StringAttribute{
-						MarkdownDescription: "BMC password. Write-only on the controller's side: the API never returns it, so the provider keeps the configured value in the state (marked sensitive) and cannot detect changes made outside Terraform. It is null after an import until the next apply sets it.",
-						Required:            true,
-						Sensitive:           true,
-						Validators:          []validator.String{stringvalidator.LengthBetween(1, 256)},
+						MarkdownDescription: "BMC password, for any Terraform or OpenTofu version. Set exactly one of `password` and `password_wo`; " +
+							"prefer `password_wo` with Terraform >= 1.11 or OpenTofu >= 1.11. The API never returns the password, so the provider " +
+							"keeps the configured value in the state (marked sensitive, but readable by anyone who can read the state) and cannot " +
+							"detect changes made outside Terraform. It is null after an import until the next apply sets it.",
+						Optional:   true,
+						Sensitive:  true,
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 256)},
+					},
+					"password_wo": schema.StringAttribute{
+						MarkdownDescription: "BMC password as a write-only argument (Terraform >= 1.11, OpenTofu >= 1.11): sent to the controller " +
+							"and never stored in the plan or the state. Use it instead of `password` wherever the CLI supports it. " +
+							"Needs `password_wo_version`; as Terraform keeps no trace of the value, a new password is only sent when " +
+							"`password_wo_version` changes.",
+						Optional:   true,
+						Sensitive:  true,
+						WriteOnly:  true,
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 256)},
+					},
+					"password_wo_version": schema.Int64Attribute{
+						MarkdownDescription: "Version of `password_wo`, required with it and only allowed with it: change it (e.g. add 1) to send " +
+							"the current `password_wo` to the controller, which is how a BMC password is rotated. Kept in the state.",
+						Optional: true,
 					},
 					"insecure": schema.BoolAttribute{
 						MarkdownDescription: "Skip verification of the BMC's TLS certificate (many BMCs have self-signed ones). Defaults to `false`.",
@@ -251,22 +273,28 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"power_state": schema.StringAttribute{
 				MarkdownDescription: "Power state last observed on the BMC: " + codeList(api.PowerStates()) + ".",
 				Computed:            true,
+				PlanModifiers:       observed,
 			},
 			"provision_state": schema.StringAttribute{
 				MarkdownDescription: "Where the node is in its life cycle: " + codeList(api.ProvisionStates()) + ".",
 				Computed:            true,
+				PlanModifiers:       observed,
 			},
 			"fault": schema.StringAttribute{
 				MarkdownDescription: "BMC trouble the controller detected (`bmc_unreachable`, `bmc_auth_failed`, `power_mismatch`, ...), or empty when healthy. Faults clear themselves when the BMC answers again.",
 				Computed:            true,
+				PlanModifiers:       observed,
 			},
 			"last_error": schema.StringAttribute{
 				MarkdownDescription: "The last error the controller met on this node, or empty.",
 				Computed:            true,
+				PlanModifiers:       observed,
 			},
 			"instance_id": schema.StringAttribute{
 				MarkdownDescription: "Id of the instance on the node, or empty.",
 				Computed:            true,
+				// Instances come and go on their own; a node update never sets it.
+				PlanModifiers: stable,
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -301,6 +329,39 @@ func (r *NodeResource) ValidateConfig(ctx context.Context, req resource.Validate
 				"Remove maintenance_reason or set maintenance = true.")
 	}
 	validateBMCForDriver(ctx, req, resp)
+	validateBMCPassword(ctx, req, resp)
+}
+
+// validateBMCPassword asks for exactly one of bmc.password and
+// bmc.password_wo, and for password_wo_version exactly with password_wo:
+// without a version a changed write-only password would never be sent, as
+// Terraform keeps nothing of it to compare. Unknown values (a password
+// from another resource) are judged at apply.
+func validateBMCPassword(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var bmc *nodeBMCModel
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("bmc"), &bmc)...)
+	if resp.Diagnostics.HasError() || bmc == nil ||
+		bmc.Password.IsUnknown() || bmc.PasswordWO.IsUnknown() || bmc.PasswordWOVersion.IsUnknown() {
+		return
+	}
+	at := path.Root("bmc")
+	const which = "Use bmc.password_wo with bmc.password_wo_version on Terraform >= 1.11 or OpenTofu >= 1.11 (the password is then " +
+		"never stored in the state), or bmc.password on older CLIs (kept in the state, marked sensitive)."
+	switch plain, wo := !bmc.Password.IsNull(), !bmc.PasswordWO.IsNull(); {
+	case plain && wo:
+		resp.Diagnostics.AddAttributeError(at.AtName("password_wo"), "Two BMC passwords",
+			"Set only one of bmc.password and bmc.password_wo. "+which)
+	case !plain && !wo:
+		resp.Diagnostics.AddAttributeError(at, "Missing BMC password",
+			"Set one of bmc.password and bmc.password_wo. "+which)
+	case wo && bmc.PasswordWOVersion.IsNull():
+		resp.Diagnostics.AddAttributeError(at.AtName("password_wo_version"), "Missing bmc.password_wo_version",
+			"bmc.password_wo needs bmc.password_wo_version (e.g. 1): Terraform keeps no trace of a write-only password, "+
+				"so the provider sends it on create and whenever the version changes. Change the version to rotate the password.")
+	case !wo && !bmc.PasswordWOVersion.IsNull():
+		resp.Diagnostics.AddAttributeError(at.AtName("password_wo_version"), "bmc.password_wo_version without bmc.password_wo",
+			"bmc.password_wo_version only says when to send bmc.password_wo; remove it, or set bmc.password_wo instead of bmc.password.")
+	}
 }
 
 // validateBMCForDriver catches BMC settings that cannot fit the driver at
@@ -354,6 +415,11 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// A write-only password is only in the configuration, never in the plan.
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("bmc").AtName("password_wo"), &plan.BMC.PasswordWO)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -363,7 +429,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 		BMC: api.BMCInput{
 			Address:     plan.BMC.Address.ValueString(),
 			Username:    plan.BMC.Username.ValueString(),
-			Password:    plan.BMC.Password.ValueString(),
+			Password:    plan.BMC.password(),
 			Insecure:    plan.BMC.Insecure.ValueBool(),
 			SystemID:    plan.BMC.SystemID.ValueString(),
 			CipherSuite: int(plan.BMC.CipherSuite.ValueInt64()),
@@ -387,7 +453,8 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 
 	// Saved at once: if the wait below fails, the node exists and Terraform
 	// must know it (it will be marked tainted).
-	resp.Diagnostics.Append(plan.setFromAPI(node, plan.BMC.Password)...)
+	secrets := plan.BMC
+	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -397,7 +464,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	}
 	node, err = r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
-		resp.Diagnostics.Append(plan.setFromAPI(node, plan.BMC.Password)...)
+		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
@@ -555,19 +622,13 @@ func (r *NodeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		addAPIError(&resp.Diagnostics, "Could not read node "+state.ID.ValueString(), err, nil)
 		return
 	}
-	var password types.String
-	if state.BMC != nil {
-		password = state.BMC.Password
-	} else {
-		password = types.StringNull() // imported: the API never returns it
-	}
 	if state.WaitForAvailable.IsNull() {
 		state.WaitForAvailable = types.BoolValue(true)
 	}
 	if state.ForceDestroy.IsNull() {
 		state.ForceDestroy = types.BoolValue(false)
 	}
-	resp.Diagnostics.Append(state.setFromAPI(node, password)...)
+	resp.Diagnostics.Append(state.setFromAPI(node, state.BMC)...) // nil after an import: no password known
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -583,9 +644,14 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("bmc").AtName("password_wo"), &plan.BMC.PasswordWO)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	planned, secrets := plan, plan.BMC // setFromAPI overwrites plan with what the controller says
 	patch, changed := nodePatch(&plan, &state)
 	node := (*api.Node)(nil)
 	if changed {
@@ -604,7 +670,8 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 			return
 		}
 	}
-	resp.Diagnostics.Append(plan.setFromAPI(node, plan.BMC.Password)...)
+	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+	plan.keepPlannedObservations(&planned)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -614,7 +681,8 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	}
 	node, err := r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
-		resp.Diagnostics.Append(plan.setFromAPI(node, plan.BMC.Password)...)
+		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+		plan.keepPlannedObservations(&planned)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
@@ -637,9 +705,14 @@ func nodePatch(plan, state *nodeResourceModel) (api.NodePatch, bool) {
 		d := api.Driver(plan.Driver.ValueString())
 		p.Driver, changed = &d, true
 	}
-	if state.BMC == nil || !plan.Driver.Equal(state.Driver) ||
+	// The password goes out when it may differ from the controller's: a
+	// new bmc.password, a new password_wo_version (the only sign of a new
+	// write-only password), a switch between the two, or no state of it.
+	newPassword := state.BMC == nil || !plan.BMC.Password.Equal(state.BMC.Password) ||
+		!plan.BMC.PasswordWOVersion.Equal(state.BMC.PasswordWOVersion)
+	if newPassword || !plan.Driver.Equal(state.Driver) ||
 		!plan.BMC.Address.Equal(state.BMC.Address) || !plan.BMC.Username.Equal(state.BMC.Username) ||
-		!plan.BMC.Password.Equal(state.BMC.Password) || !plan.BMC.Insecure.Equal(state.BMC.Insecure) ||
+		!plan.BMC.Insecure.Equal(state.BMC.Insecure) ||
 		!plan.BMC.SystemID.Equal(state.BMC.SystemID) || !plan.BMC.CipherSuite.Equal(state.BMC.CipherSuite) {
 		insecure := plan.BMC.Insecure.ValueBool()
 		cipher := int(plan.BMC.CipherSuite.ValueInt64())
@@ -650,8 +723,9 @@ func nodePatch(plan, state *nodeResourceModel) (api.NodePatch, bool) {
 			SystemID:    str(plan.BMC.SystemID),
 			CipherSuite: &cipher,
 		}
-		if state.BMC == nil || !plan.BMC.Password.Equal(state.BMC.Password) {
-			p.BMC.Password = str(plan.BMC.Password)
+		if newPassword {
+			pw := plan.BMC.password()
+			p.BMC.Password = &pw
 		}
 		changed = true
 	}
@@ -726,19 +800,27 @@ func (r *NodeResource) ImportState(ctx context.Context, req resource.ImportState
 }
 
 // setFromAPI copies the node into the model. The BMC password is not in
-// the API's answer: the caller passes the value to keep.
-func (m *nodeResourceModel) setFromAPI(n *api.Node, password types.String) diag.Diagnostics {
+// the API's answer: bmc.password and password_wo_version are kept from
+// secrets (nil: unknown, as after an import). bmc.password_wo is always
+// null here, which is how it stays out of the state.
+func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.Diagnostics {
 	m.ID = types.StringValue(n.ID)
 	m.Name = types.StringValue(n.Name)
 	m.Driver = types.StringValue(string(n.Driver))
 	if n.BMC != nil {
+		password, version := types.StringNull(), types.Int64Null()
+		if secrets != nil {
+			password, version = secrets.Password, secrets.PasswordWOVersion
+		}
 		m.BMC = &nodeBMCModel{
-			Address:     types.StringValue(n.BMC.Address),
-			Username:    types.StringValue(n.BMC.Username),
-			Password:    password,
-			Insecure:    types.BoolValue(n.BMC.Insecure),
-			SystemID:    stringOrNull(n.BMC.SystemID),
-			CipherSuite: types.Int64Value(int64(n.BMC.CipherSuite)),
+			Address:           types.StringValue(n.BMC.Address),
+			Username:          types.StringValue(n.BMC.Username),
+			Password:          password,
+			PasswordWO:        types.StringNull(),
+			PasswordWOVersion: version,
+			Insecure:          types.BoolValue(n.BMC.Insecure),
+			SystemID:          stringOrNull(n.BMC.SystemID),
+			CipherSuite:       types.Int64Value(int64(n.BMC.CipherSuite)),
 		}
 	}
 	m.ResourceClass = types.StringValue(n.ResourceClass)
@@ -752,6 +834,24 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, password types.String) diag.
 	m.LastError = types.StringValue(n.LastError)
 	m.InstanceID = types.StringValue(n.InstanceID)
 	return diags
+}
+
+// keepPlannedObservations puts back what the plan promised for the
+// attributes the controller observes (see planmodifiers.go).
+func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) {
+	keepKnown(&m.PowerState, planned.PowerState)
+	keepKnown(&m.ProvisionState, planned.ProvisionState)
+	keepKnown(&m.Fault, planned.Fault)
+	keepKnown(&m.LastError, planned.LastError)
+	keepKnown(&m.InstanceID, planned.InstanceID)
+}
+
+// password is the password to send: the write-only one when configured.
+func (b *nodeBMCModel) password() string {
+	if !b.PasswordWO.IsNull() {
+		return b.PasswordWO.ValueString()
+	}
+	return b.Password.ValueString()
 }
 
 func propertiesObject(p api.Properties) (types.Object, diag.Diagnostics) {
