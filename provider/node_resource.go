@@ -19,8 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -112,8 +110,7 @@ func (r *NodeResource) Metadata(_ context.Context, req resource.MetadataRequest,
 
 func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
-	observed := []planmodifier.String{observedString{alters: nodeUpdateReverifies,
-		desc: "Keeps the observed value in the plan unless the update makes the controller re-verify the BMC."}}
+	observed := []planmodifier.String{observedUnlessReverified}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A physical server (node) enrolled in the controller through its BMC. Needs an admin token.\n\n" +
 			"A new node starts in `enroll`; the controller reaches its BMC once, fills empty `properties` from the " +
@@ -129,7 +126,20 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"`maintenance_reason` here; a change an operator makes with the API or CLI then shows as drift and the " +
 			"next apply puts the configured value back), or leave it to operators: set neither attribute and add " +
 			"`lifecycle { ignore_changes = [maintenance, maintenance_reason] }`, so an operator's maintenance " +
-			"survives every apply.",
+			"survives every apply.\n\n" +
+			"**Which BMC password argument.** With Terraform >= 1.11 or OpenTofu >= 1.11, set `bmc.password_wo` " +
+			"(write-only: sent to the controller, never stored in the plan or the state) with `bmc.password_wo_version`, " +
+			"and change the version to rotate the password; pass the password in an ephemeral variable " +
+			"(`ephemeral = true`) or from an ephemeral resource so that saved plans hold no copy either. " +
+			"Older CLIs refuse write-only arguments: set `bmc.password`, which the state keeps (marked sensitive). " +
+			"Switching from `password` to `password_wo` takes the password out of the state at the next apply; " +
+			"earlier states (backups, a remote backend's history) still hold it, so rotate it on the BMC then.\n\n" +
+			"**What plans show.** An update plans the attributes the controller observes (`power_state`, `provision_state`, " +
+			"`fault`, `last_error`, `instance_id`) as the refresh read them, so a change of `maintenance` shows that change alone. " +
+			"Only an update that makes the controller re-verify the BMC during the apply (a new `driver`, `bmc.address` or " +
+			"`bmc.system_id`, or any update of a node still in `enroll` that the apply waits for) plans them, and the " +
+			"`properties` still empty, as `(known after apply)`. The state after the apply holds the planned values; the next " +
+			"refresh reads what the controller has observed since, without a diff.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The node's id (a UUID), assigned by the controller.",
@@ -214,30 +224,30 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				MarkdownDescription: "Hardware properties. Those left out are filled by the controller from the BMC's inventory; set one to override what the inventory says.",
 				Optional:            true,
 				Computed:            true,
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
+				PlanModifiers:       []planmodifier.Object{propertiesUnlessFilled{}},
 				Attributes: map[string]schema.Attribute{
 					"cpus": schema.Int64Attribute{
 						MarkdownDescription: "Number of CPU cores.",
 						Optional:            true, Computed: true,
-						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+						PlanModifiers: []planmodifier.Int64{propertyUnlessFilled},
 						Validators:    []validator.Int64{int64validator.AtLeast(0)},
 					},
 					"memory_mb": schema.Int64Attribute{
 						MarkdownDescription: "Memory in MiB.",
 						Optional:            true, Computed: true,
-						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+						PlanModifiers: []planmodifier.Int64{propertyUnlessFilled},
 						Validators:    []validator.Int64{int64validator.AtLeast(0)},
 					},
 					"local_gb": schema.Int64Attribute{
 						MarkdownDescription: "Local disk in GiB.",
 						Optional:            true, Computed: true,
-						PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+						PlanModifiers: []planmodifier.Int64{propertyUnlessFilled},
 						Validators:    []validator.Int64{int64validator.AtLeast(0)},
 					},
 					"cpu_arch": schema.StringAttribute{
 						MarkdownDescription: "CPU architecture, e.g. `x86_64` or `aarch64`.",
 						Optional:            true, Computed: true,
-						PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+						PlanModifiers: []planmodifier.String{propertyUnlessFilled},
 						Validators:    []validator.String{stringvalidator.LengthAtMost(32)},
 					},
 				},
@@ -671,7 +681,7 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		}
 	}
 	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
-	plan.keepPlannedObservations(&planned)
+	resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -682,7 +692,7 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	node, err := r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
-		plan.keepPlannedObservations(&planned)
+		resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
@@ -838,12 +848,13 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.
 
 // keepPlannedObservations puts back what the plan promised for the
 // attributes the controller observes (see planmodifiers.go).
-func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) {
+func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) diag.Diagnostics {
 	keepKnown(&m.PowerState, planned.PowerState)
 	keepKnown(&m.ProvisionState, planned.ProvisionState)
 	keepKnown(&m.Fault, planned.Fault)
 	keepKnown(&m.LastError, planned.LastError)
 	keepKnown(&m.InstanceID, planned.InstanceID)
+	return keepKnownMembers(&m.Properties, planned.Properties)
 }
 
 // password is the password to send: the write-only one when configured.

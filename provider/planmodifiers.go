@@ -23,30 +23,126 @@ import (
 // (power, faults) may move on between plan and apply. The next refresh
 // reads it anew, without a diff, as the attributes are computed only.
 
-// observedString plans the state's value of an attribute the controller
-// observes unless alters reports that the planned update can change it.
-type observedString struct {
-	alters func(ctx context.Context, plan tfsdk.Plan, state tfsdk.State) (bool, diag.Diagnostics)
+// observed plans the state's value of an attribute the controller
+// observes or fills in unless alters reports that the planned update can
+// change it.
+type observed struct {
+	alters func(ctx context.Context, plan tfsdk.Plan, state tfsdk.State, stateValue attr.Value) (bool, diag.Diagnostics)
 	desc   string
 }
 
-var _ planmodifier.String = observedString{}
+var (
+	_ planmodifier.String = observed{}
+	_ planmodifier.Int64  = observed{}
+)
 
-func (m observedString) Description(context.Context) string         { return m.desc }
-func (m observedString) MarkdownDescription(context.Context) string { return m.desc }
+func (m observed) Description(context.Context) string         { return m.desc }
+func (m observed) MarkdownDescription(context.Context) string { return m.desc }
 
-func (m observedString) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+// keep reports whether the state's value is the plan's.
+func (m observed) keep(ctx context.Context, plan tfsdk.Plan, state tfsdk.State, planValue, configValue, stateValue attr.Value, diags *diag.Diagnostics) bool {
 	// Create and destroy have nothing to keep; a known plan value is
 	// already what it will be.
-	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() || !req.PlanValue.IsUnknown() || req.ConfigValue.IsUnknown() {
+	if state.Raw.IsNull() || plan.Raw.IsNull() || !planValue.IsUnknown() || configValue.IsUnknown() {
+		return false
+	}
+	alters, d := m.alters(ctx, plan, state, stateValue)
+	diags.Append(d...)
+	return !d.HasError() && !alters
+}
+
+func (m observed) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	if m.keep(ctx, req.Plan, req.State, req.PlanValue, req.ConfigValue, req.StateValue, &resp.Diagnostics) {
+		resp.PlanValue = req.StateValue
+	}
+}
+
+func (m observed) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if m.keep(ctx, req.Plan, req.State, req.PlanValue, req.ConfigValue, req.StateValue, &resp.Diagnostics) {
+		resp.PlanValue = req.StateValue
+	}
+}
+
+// observedUnlessReverified keeps a node's observed attribute unless the
+// update re-verifies the BMC.
+var observedUnlessReverified = observed{
+	alters: func(ctx context.Context, plan tfsdk.Plan, state tfsdk.State, _ attr.Value) (bool, diag.Diagnostics) {
+		return nodeUpdateReverifies(ctx, plan, state)
+	},
+	desc: "Keeps the observed value in the plan unless the update makes the controller re-verify the BMC.",
+}
+
+// propertyUnlessFilled keeps a property the operator did not configure
+// unless a re-verification may fill it from the BMC's inventory: the
+// controller fills only empty ones.
+var propertyUnlessFilled = observed{
+	alters: func(ctx context.Context, plan tfsdk.Plan, state tfsdk.State, v attr.Value) (bool, diag.Diagnostics) {
+		if !emptyProperty(v) {
+			return false, nil
+		}
+		return nodeUpdateReverifies(ctx, plan, state)
+	},
+	desc: "Keeps the value in the plan unless it is empty and the update makes the controller re-verify the BMC, which fills it from the inventory.",
+}
+
+func emptyProperty(v attr.Value) bool {
+	switch t := v.(type) {
+	case types.Int64:
+		return t.IsNull() || t.ValueInt64() == 0
+	case types.String:
+		return t.IsNull() || t.ValueString() == ""
+	}
+	return false
+}
+
+// propertiesUnlessFilled is properties' own modifier, for a configuration
+// without properties (the whole object is then planned unknown, and the
+// members' modifiers do not run): the state's object, with the members a
+// re-verification may fill unknown.
+type propertiesUnlessFilled struct{}
+
+var _ planmodifier.Object = propertiesUnlessFilled{}
+
+func (propertiesUnlessFilled) Description(ctx context.Context) string {
+	return propertyUnlessFilled.desc
+}
+
+func (propertiesUnlessFilled) MarkdownDescription(ctx context.Context) string {
+	return propertyUnlessFilled.desc
+}
+
+func (propertiesUnlessFilled) PlanModifyObject(ctx context.Context, req planmodifier.ObjectRequest, resp *planmodifier.ObjectResponse) {
+	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() || !req.PlanValue.IsUnknown() || req.ConfigValue.IsUnknown() || req.StateValue.IsNull() {
 		return
 	}
-	alters, diags := m.alters(ctx, req.Plan, req.State)
+	reverifies, diags := nodeUpdateReverifies(ctx, req.Plan, req.State)
 	resp.Diagnostics.Append(diags...)
-	if diags.HasError() || alters {
+	if diags.HasError() {
 		return
 	}
-	resp.PlanValue = req.StateValue
+	members := req.StateValue.Attributes()
+	planned := make(map[string]attr.Value, len(members))
+	for k, v := range members {
+		planned[k] = v
+		if reverifies && emptyProperty(v) {
+			planned[k] = unknownOf(v)
+		}
+	}
+	obj, diags := types.ObjectValue(req.StateValue.AttributeTypes(ctx), planned)
+	resp.Diagnostics.Append(diags...)
+	if !diags.HasError() {
+		resp.PlanValue = obj
+	}
+}
+
+func unknownOf(v attr.Value) attr.Value {
+	switch v.(type) {
+	case types.Int64:
+		return types.Int64Unknown()
+	case types.String:
+		return types.StringUnknown()
+	}
+	return v
 }
 
 // nodeUpdateReverifies reports whether applying the planned update of a
@@ -95,4 +191,25 @@ func keepKnown[T interface{ IsUnknown() bool }](dst *T, planned T) {
 	if !planned.IsUnknown() {
 		*dst = planned
 	}
+}
+
+// keepKnownMembers is keepKnown for each member of an object.
+func keepKnownMembers(dst *types.Object, planned types.Object) diag.Diagnostics {
+	if planned.IsUnknown() || planned.IsNull() || dst.IsNull() || dst.IsUnknown() {
+		keepKnown(dst, planned)
+		return nil
+	}
+	members := dst.Attributes()
+	merged := make(map[string]attr.Value, len(members))
+	for k, v := range members {
+		merged[k] = v
+		if p, ok := planned.Attributes()[k]; ok && !p.IsUnknown() {
+			merged[k] = p
+		}
+	}
+	obj, diags := types.ObjectValue(planned.AttributeTypes(context.Background()), merged)
+	if !diags.HasError() {
+		*dst = obj
+	}
+	return diags
 }

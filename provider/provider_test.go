@@ -197,6 +197,32 @@ func TestNodePatchSendsOnlyChanges(t *testing.T) {
 		t.Fatalf("imported node: password not sent: %+v", p.BMC)
 	}
 
+	// Write-only: the plan has the configured password_wo; the state only
+	// its version.
+	writeOnly := func(m *nodeResourceModel, pw string, version int64) *nodeResourceModel {
+		m.BMC.Password, m.BMC.PasswordWOVersion = types.StringNull(), types.Int64Value(version)
+		m.BMC.PasswordWO = types.StringNull()
+		if pw != "" {
+			m.BMC.PasswordWO = types.StringValue(pw)
+		}
+		return m
+	}
+	p, _ = nodePatch(writeOnly(base(), "wo1", 1), base())
+	if p.BMC == nil || p.BMC.Password == nil || *p.BMC.Password != "wo1" {
+		t.Fatalf("switch to password_wo: not sent: %+v", p.BMC)
+	}
+	if _, changed := nodePatch(writeOnly(base(), "wo2", 1), writeOnly(base(), "", 1)); changed {
+		t.Fatal("a new password_wo without a new version must send nothing: the version says when")
+	}
+	p, _ = nodePatch(writeOnly(base(), "wo2", 2), writeOnly(base(), "", 1))
+	if p.BMC == nil || p.BMC.Password == nil || *p.BMC.Password != "wo2" {
+		t.Fatalf("new password_wo_version: password_wo not sent: %+v", p.BMC)
+	}
+	p, _ = nodePatch(base(), writeOnly(base(), "", 2))
+	if p.BMC == nil || p.BMC.Password == nil || *p.BMC.Password != "p" {
+		t.Fatalf("switch back to password: not sent: %+v", p.BMC)
+	}
+
 	plan = base()
 	plan.Maintenance, plan.MaintenanceReason = types.BoolValue(true), types.StringValue("disk")
 	p, _ = nodePatch(plan, base())

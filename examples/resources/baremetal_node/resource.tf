@@ -1,15 +1,17 @@
 # A Redfish server. The controller verifies the BMC and fills the
-# properties left out from the hardware inventory.
+# properties left out from the hardware inventory. The password is
+# write-only (Terraform or OpenTofu >= 1.11): it never reaches the state.
 resource "baremetal_node" "web01" {
   name           = "web01"
   driver         = "redfish"
   resource_class = "general"
 
   bmc = {
-    address  = "https://10.0.0.5"
-    username = "admin"
-    password = var.bmc_password
-    insecure = true # self-signed BMC certificate
+    address             = "https://10.0.0.5"
+    username            = "admin"
+    password_wo         = var.bmc_password
+    password_wo_version = 1    # change it to send a new password
+    insecure            = true # self-signed BMC certificate
   }
 
   properties = {
@@ -28,10 +30,11 @@ resource "baremetal_node" "db01" {
   resource_class = "storage"
 
   bmc = {
-    address      = "ipmi://10.0.0.6:623"
-    username     = "ADMIN"
-    password     = var.bmc_password
-    cipher_suite = 17
+    address             = "ipmi://10.0.0.6:623"
+    username            = "ADMIN"
+    password_wo         = var.bmc_password
+    password_wo_version = 1
+    cipher_suite        = 17
   }
 
   maintenance        = true
@@ -39,7 +42,8 @@ resource "baremetal_node" "db01" {
 }
 
 # Maintenance left to operators (API or `controller node maintenance`):
-# Terraform neither sets nor clears it.
+# Terraform neither sets nor clears it. With a CLI older than 1.11, use
+# `password` (kept in the state, marked sensitive) instead of password_wo.
 resource "baremetal_node" "gpu01" {
   name           = "gpu01"
   driver         = "redfish"
@@ -48,7 +52,7 @@ resource "baremetal_node" "gpu01" {
   bmc = {
     address  = "https://10.0.0.7"
     username = "admin"
-    password = var.bmc_password
+    password = var.legacy_bmc_password
   }
 
   lifecycle {
@@ -56,7 +60,15 @@ resource "baremetal_node" "gpu01" {
   }
 }
 
+# Ephemeral: not stored in saved plans either. Only write-only arguments
+# such as password_wo may use it.
 variable "bmc_password" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+
+variable "legacy_bmc_password" {
   type      = string
   sensitive = true
 }
