@@ -157,43 +157,39 @@ func (c *jobCollector) Collect(ch chan<- prometheus.Metric) {
 			counts[[2]string{k, s}] = 0
 		}
 	}
-	add := func(kind, state string, n int64) { counts[[2]string{kind, state}] += n }
-	var err error
+	var (
+		rows interface {
+			Next() bool
+			Scan(...any) error
+			Err() error
+		}
+		err error
+	)
 	switch db := c.st.Native().(type) {
 	case *sql.DB:
-		var rows *sql.Rows
-		if rows, err = db.QueryContext(ctx, jobDepthSQL); err == nil {
-			defer rows.Close()
-			for rows.Next() {
-				var kind, state string
-				var n int64
-				if err = rows.Scan(&kind, &state, &n); err != nil {
-					break
-				}
-				add(kind, state, n)
-			}
-			if err == nil {
-				err = rows.Err()
-			}
+		var r *sql.Rows
+		if r, err = db.QueryContext(ctx, jobDepthSQL); err == nil {
+			defer r.Close()
+			rows = r
 		}
 	case *pgxpool.Pool:
-		var rows pgx.Rows
-		if rows, err = db.Query(ctx, jobDepthSQL); err == nil {
-			defer rows.Close()
-			for rows.Next() {
-				var kind, state string
-				var n int64
-				if err = rows.Scan(&kind, &state, &n); err != nil {
-					break
-				}
-				add(kind, state, n)
-			}
-			if err == nil {
-				err = rows.Err()
-			}
+		var r pgx.Rows
+		if r, err = db.Query(ctx, jobDepthSQL); err == nil {
+			defer r.Close()
+			rows = r
 		}
 	default:
 		err = fmt.Errorf("store %T: no SQL handle", db)
+	}
+	for err == nil && rows.Next() {
+		var kind, state string
+		var n int64
+		if err = rows.Scan(&kind, &state, &n); err == nil {
+			counts[[2]string{kind, state}] += n
+		}
+	}
+	if err == nil {
+		err = rows.Err()
 	}
 	if err != nil {
 		c.log.Warn("metrics: count jobs", "err", err)
