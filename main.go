@@ -15,6 +15,11 @@ import (
 // version is set by the release build (-ldflags "-X main.version=1.2.3").
 var version = "dev"
 
+// protocolVersion is the plugin protocol the provider serves;
+// terraform-registry-manifest.json declares it to the registries
+// (release_test.go checks that they agree).
+const protocolVersion = 6
+
 func main() {
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
@@ -23,7 +28,7 @@ func main() {
 	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address:         "registry.terraform.io/baremetal-tf/baremetal",
 		Debug:           debug,
-		ProtocolVersion: 6,
+		ProtocolVersion: protocolVersion,
 	})
 	if err != nil {
 		log.Fatal(err)

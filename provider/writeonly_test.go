@@ -38,6 +38,7 @@ type cli struct {
 	path         string
 	major, minor int
 	version      string
+	tofu         bool
 }
 
 func (c cli) writeOnly() bool { return c.major > 1 || c.major == 1 && c.minor >= 11 }
@@ -65,7 +66,21 @@ func cliVersion(path string) (cli, error) {
 	}
 	major, _ := strconv.Atoi(m[1])
 	minor, _ := strconv.Atoi(m[2])
-	return cli{path: path, major: major, minor: minor, version: v.Version}, nil
+	// Only the text form names the CLI ("OpenTofu v1.12.6").
+	cmd = exec.CommandContext(ctx, path, "version")
+	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
+	text, err := cmd.Output()
+	if err != nil {
+		return cli{}, fmt.Errorf("%s version: %w", path, err)
+	}
+	return cli{path: path, major: major, minor: minor, version: v.Version, tofu: bytes.HasPrefix(text, []byte("OpenTofu"))}, nil
+}
+
+func (c cli) String() string {
+	if c.tofu {
+		return "tofu-" + c.version
+	}
+	return "terraform-" + c.version
 }
 
 // defaultCLI is the CLI the acceptance tests run on (TF_ACC_TERRAFORM_PATH).
@@ -119,10 +134,17 @@ func writeOnlyCLI(t *testing.T) cli {
 	return cli{}
 }
 
-// useCLI points terraform-plugin-testing at c for the rest of the test.
+// useCLI points terraform-plugin-testing at c for the rest of the test,
+// with the registry host c gives this provider's address (OpenTofu's
+// implied addresses are on its own registry).
 func useCLI(t *testing.T, c cli) {
 	t.Helper()
 	t.Setenv("TF_ACC_TERRAFORM_PATH", c.path)
+	host := "registry.terraform.io"
+	if c.tofu {
+		host = "registry.opentofu.org"
+	}
+	t.Setenv("TF_ACC_PROVIDER_HOST", host)
 }
 
 // TestSecretAttributesInSchema: the BMC password has a write-only form,
@@ -181,7 +203,7 @@ func TestAccBMCPasswordRules(t *testing.T) {
 		clis = append(clis, writeOnlyCLI(t))
 	}
 	for _, c := range clis {
-		t.Run(c.version, func(t *testing.T) {
+		t.Run(c.String(), func(t *testing.T) {
 			useCLI(t, c)
 			cases := []struct{ name, password, want string }{
 				{"both", `    password = "a"

@@ -6,8 +6,9 @@
 // retry. Transport failures and 502/503/504 answers are retried with
 // exponential backoff (or after the server's Retry-After) for up to
 // RetryWindow, long enough to ride through a controller restart or a
-// database failover; a POST (not idempotent) is retried only when the
-// request certainly never reached the server. A DELETE that finds the
+// database failover; a POST is retried only when the request certainly
+// never reached the server, or when it carries an Idempotency-Key (the
+// creates do: the server then creates once however often it is sent). A DELETE that finds the
 // object gone on a retry has succeeded: an earlier attempt whose answer
 // was lost did the work. Error responses become *APIError, which matches
 // the sentinel errors (ErrNotFound, ...) with errors.Is.
@@ -20,8 +21,10 @@ package apiclient
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -219,7 +222,22 @@ type request struct {
 	body        any
 	contentType string
 	ifMatch     string
-	out         any // decoded from a 2xx body when non-nil
+	// idempotencyKey, on a create, makes the server carry the request out
+	// once however often it is sent, so a POST whose answer was lost is
+	// retried like an idempotent method.
+	idempotencyKey string
+	out            any // decoded from a 2xx body when non-nil
+}
+
+// retryable reports whether r may be sent again after an answer that
+// may have come after the server acted.
+func (r request) retryable() bool { return idempotent(r.method) || r.idempotencyKey != "" }
+
+// newIdempotencyKey is a fresh key for one create (all its attempts).
+func newIdempotencyKey() string {
+	b := make([]byte, 16)
+	_, _ = crand.Read(b) // never fails on Linux
+	return "idk_" + hex.EncodeToString(b)
 }
 
 // do runs r with retries and returns the response headers of the final
@@ -251,6 +269,9 @@ func (c *Client) do(ctx context.Context, r request) (http.Header, error) {
 		if r.ifMatch != "" {
 			req.SetHeader("If-Match", r.ifMatch)
 		}
+		if r.idempotencyKey != "" {
+			req.SetHeader("Idempotency-Key", r.idempotencyKey)
+		}
 		start := time.Now()
 		resp, err := req.Execute(r.method, c.base+r.path)
 		fields := map[string]any{"method": r.method, "path": r.path, "attempt": attempt + 1, "duration_ms": time.Since(start).Milliseconds()}
@@ -262,7 +283,7 @@ func (c *Client) do(ctx context.Context, r request) (http.Header, error) {
 			err = cleanTransportError(err)
 			fields["error"] = err.Error()
 			c.logf(ctx, "baremetal API request failed", fields)
-			if retryableTransportError(r.method, err) {
+			if retryableTransportError(r.retryable(), err) {
 				retry, werr := c.backoff(ctx, first, attempt, 0)
 				if werr != nil {
 					return nil, fmt.Errorf("%s %s: %w (after %v)", r.method, r.path, werr, err)
@@ -291,7 +312,7 @@ func (c *Client) do(ctx context.Context, r request) (http.Header, error) {
 			// did). Either way what the caller wanted holds.
 			return resp.Header(), nil
 		}
-		if retryableStatus(r.method, status) {
+		if retryableStatus(r.retryable(), status) {
 			retry, werr := c.backoff(ctx, first, attempt, retryAfter(resp.Header()))
 			if werr != nil {
 				return nil, fmt.Errorf("%s %s: %w (after status %d)", r.method, r.path, werr, status)
@@ -375,8 +396,8 @@ func idempotent(method string) bool {
 
 // retryableStatus: gateway trouble and unavailability are transient. A
 // POST that got any answer may have been applied, so it is not repeated.
-func retryableStatus(method string, status int) bool {
-	if !idempotent(method) {
+func retryableStatus(retryable bool, status int) bool {
+	if !retryable {
 		return false
 	}
 	switch status {
@@ -389,7 +410,7 @@ func retryableStatus(method string, status int) bool {
 // retryableTransportError: connection-level failures are transient, TLS
 // verification failures are not. A non-idempotent request is retried only
 // when it was never sent (the connection could not be opened).
-func retryableTransportError(method string, err error) bool {
+func retryableTransportError(retryable bool, err error) bool {
 	// The caller's context was checked before: a deadline here is the
 	// per-attempt timeout, which is transient.
 	if errors.Is(err, context.Canceled) {
@@ -409,7 +430,7 @@ func retryableTransportError(method string, err error) bool {
 	if notSent(err) {
 		return true
 	}
-	if !idempotent(method) {
+	if !retryable {
 		return false
 	}
 	var ne net.Error

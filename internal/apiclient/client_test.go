@@ -260,6 +260,8 @@ func TestGivesUpAfterMaxRetries(t *testing.T) {
 	}
 }
 
+// A POST without an Idempotency-Key (a power action) may have been
+// applied once it got an answer: not repeated.
 func TestPostIsNotRetriedOnAResponse(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -268,9 +270,41 @@ func TestPostIsNotRetriedOnAResponse(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := newTestClient(t, srv, nil)
-	_, err := c.CreateInstance(context.Background(), api.InstanceCreate{Name: "i"})
+	_, err := c.NodePower(context.Background(), "n1", api.ActionOn)
 	if !errors.Is(err, ErrUnavailable) || calls.Load() != 1 {
 		t.Fatalf("want one attempt, got %d: %v", calls.Load(), err)
+	}
+}
+
+// Creates carry an Idempotency-Key, the same on every attempt: the
+// server creates once however often they are sent, so they are retried
+// like idempotent requests.
+func TestCreatesAreRetriedUnderOneKey(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := len(keys)
+		mu.Unlock()
+		if n < 3 {
+			writeProblem(w, 503, "unavailable", "busy", "")
+			return
+		}
+		writeJSON(w, 201, api.Instance{ID: "i1"})
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, nil)
+	if _, err := c.CreateInstance(context.Background(), api.InstanceCreate{Name: "i"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateNode(context.Background(), api.NodeCreate{Name: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 4 || keys[0] == "" || keys[0] != keys[1] || keys[1] != keys[2] || keys[3] == keys[0] || !strings.HasPrefix(keys[3], "idk_") {
+		t.Fatalf("Idempotency-Keys sent: %q (want one key for the create's three attempts, a new one for the next create)", keys)
 	}
 }
 
@@ -307,6 +341,7 @@ func TestTransportErrorRetries(t *testing.T) {
 		{"post retried on dial error (never sent)", dialErr, true, 3, true},
 		{"get retried on reset", resetErr, false, 3, true},
 		{"post not retried on reset (maybe applied)", resetErr, true, 1, false},
+		{"create retried on reset (its key makes it safe)", resetErr, false, 3, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -323,15 +358,18 @@ func TestTransportErrorRetries(t *testing.T) {
 			ft := &flakyTransport{n: 2, err: tc.err, next: http.DefaultTransport}
 			c, _ := newTestClient(t, srv, func(o *Options) { o.Transport = ft })
 			var err error
-			if tc.post {
+			switch {
+			case tc.post:
+				_, err = c.NodePower(context.Background(), "n1", api.ActionOn)
+			case strings.HasPrefix(tc.name, "create"):
 				_, err = c.CreateInstance(context.Background(), api.InstanceCreate{Name: "i"})
-			} else {
+			default:
 				_, err = c.GetInstance(context.Background(), "i1")
 			}
 			if (err == nil) != tc.wantOK || ft.calls.Load() != tc.wantCalls {
 				t.Fatalf("calls %d err %v", ft.calls.Load(), err)
 			}
-			if tc.post && tc.wantOK && (len(bodies) != 1 || !strings.Contains(bodies[0], `"name":"i"`)) {
+			if tc.post && tc.wantOK && (len(bodies) != 1 || !strings.Contains(bodies[0], `"target":"on"`)) {
 				t.Fatalf("retried POST lost its body: %q", bodies)
 			}
 		})

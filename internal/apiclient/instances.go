@@ -56,7 +56,7 @@ func (c *Client) ListInstances(ctx context.Context) ([]api.Instance, error) {
 // detail explains why.
 func (c *Client) CreateInstance(ctx context.Context, in api.InstanceCreate) (*api.Instance, error) {
 	var out api.Instance
-	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/instances", body: in, out: &out}); err != nil {
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/instances", body: in, out: &out, idempotencyKey: newIdempotencyKey()}); err != nil {
 		return nil, err
 	}
 	return &out, nil

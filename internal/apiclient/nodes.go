@@ -94,7 +94,7 @@ func (c *Client) ListNodes(ctx context.Context, f NodeFilter) ([]api.Node, error
 // CreateNode enrolls a node.
 func (c *Client) CreateNode(ctx context.Context, in api.NodeCreate) (*api.Node, error) {
 	var n api.Node
-	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes", body: in, out: &n}); err != nil {
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes", body: in, out: &n, idempotencyKey: newIdempotencyKey()}); err != nil {
 		return nil, err
 	}
 	return &n, nil

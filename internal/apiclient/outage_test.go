@@ -134,14 +134,19 @@ func TestRetryWindowEnds(t *testing.T) {
 	}
 }
 
-// A POST that got an answer may have been applied: not repeated, outage
-// or not.
+// A POST without an Idempotency-Key that got an answer may have been
+// applied: not repeated, outage or not. A create rides the outage out.
 func TestPostIsNotRetriedDuringAnOutage(t *testing.T) {
 	clock := newFakeClock()
-	srv, calls := outageServer(t, clock, clock.now().Add(30*time.Second), "5", nil)
+	srv, calls := outageServer(t, clock, clock.now().Add(30*time.Second), "5", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 201, api.Instance{ID: "i1"})
+	})
 	c := defaultClient(t, srv, clock)
-	if _, err := c.CreateInstance(context.Background(), api.InstanceCreate{Name: "i"}); !errors.Is(err, ErrUnavailable) || calls.Load() != 1 {
+	if _, err := c.NodePower(context.Background(), "n1", api.ActionOn); !errors.Is(err, ErrUnavailable) || calls.Load() != 1 {
 		t.Fatalf("want one attempt and ErrUnavailable, got %d: %v", calls.Load(), err)
+	}
+	if _, err := c.CreateInstance(context.Background(), api.InstanceCreate{Name: "i"}); err != nil || calls.Load() < 3 {
+		t.Fatalf("a create during a 30 s outage: %v after %d calls", err, calls.Load())
 	}
 }
 

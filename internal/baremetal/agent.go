@@ -87,3 +87,16 @@ func AgentBootKey(token string) string {
 	m.Write([]byte("baremetal agent boot v1"))
 	return hex.EncodeToString(m.Sum(nil))
 }
+
+// IdempotencyKey records a create carried out under a client's
+// Idempotency-Key, so a retry of the same request (its answer was lost)
+// gets the object created the first time instead of a name conflict.
+// Keys are the token's own: TokenID scopes them.
+type IdempotencyKey struct {
+	TokenID     string
+	Key         string
+	Kind        string // "node" or "instance"
+	RequestHash string // hex SHA-256 of the request body
+	ResourceID  string
+	CreatedAt   time.Time
+}

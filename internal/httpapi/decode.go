@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -573,4 +575,27 @@ func limitParam(r *http.Request) (limit int, ok bool, err error) {
 			Message: "limit must be an integer between 1 and " + strconv.Itoa(store.MaxPageLimit)}
 	}
 	return n, true, nil
+}
+
+// maxIdempotencyKey bounds an Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+// once reads a create's Idempotency-Key header and hashes the body it
+// comes with (body is read and put back for decode). No header: an
+// ordinary create.
+func once(w http.ResponseWriter, r *http.Request) (service.Once, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return service.Once{}, nil
+	}
+	if len(key) > maxIdempotencyKey || strings.IndexFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) >= 0 {
+		return service.Once{}, baremetal.FieldErrorf("Idempotency-Key", "the Idempotency-Key header must be 1 to %d printable ASCII characters without spaces", maxIdempotencyKey)
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return service.Once{}, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.Sum256(body)
+	return service.Once{Key: key, RequestHash: hex.EncodeToString(sum[:])}, nil
 }

@@ -46,6 +46,11 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request, c service
 }
 
 func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	o, err := once(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var in api.InstanceCreate
 	if !s.decode(w, r, &in) {
 		return
@@ -58,12 +63,12 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c servic
 			return
 		}
 	}
-	inst, err := s.svc.CreateInstance(r.Context(), c, baremetal.Instance{
+	inst, err := s.svc.CreateInstanceOnce(r.Context(), c, baremetal.Instance{
 		Name: in.Name, Project: in.Project, ResourceClass: in.ResourceClass, NodeID: in.NodeID,
 		Image: baremetal.Image(in.Image), UserData: in.UserData, Metadata: in.Metadata,
 		PowerState: baremetal.PowerState(in.PowerState), DeployTimeout: timeout,
 		DeployMethod: baremetal.DeployMethod(in.DeployMethod), RootDevice: in.RootDevice,
-	})
+	}, o)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -44,11 +44,16 @@ func (s *Server) createNode(w http.ResponseWriter, r *http.Request, c service.Ca
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeForbidden, "only an admin may enroll nodes"))
 		return
 	}
+	o, err := once(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var in api.NodeCreate
 	if !s.decode(w, r, &in) {
 		return
 	}
-	n, err := s.svc.CreateNode(r.Context(), c, specFromAPI(in))
+	n, err := s.svc.CreateNodeOnce(r.Context(), c, specFromAPI(in), o)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

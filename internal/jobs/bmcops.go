@@ -53,7 +53,7 @@ func (r *nodeWork) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn
 			err = &bmc.Error{Kind: bmc.KindUnreachable, Op: op, Err: fmt.Errorf("no answer within %s", r.cfg.BMCTimeout)}
 		}
 	}
-	r.metrics.observeBMC(op, started, err)
+	r.metrics.observeBMC(string(n.Driver), op, started, err)
 	return err
 }
 

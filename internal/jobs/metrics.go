@@ -2,10 +2,13 @@ package jobs
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -30,13 +33,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		bmcCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baremetal_bmc_calls_total",
-			Help: "BMC calls by operation and result (ok or the error kind).",
-		}, []string{"op", "result"}),
+			Help: "BMC calls by driver, operation and result (ok or the error kind).",
+		}, []string{"driver", "op", "result"}),
 		bmcDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "baremetal_bmc_call_duration_seconds",
-			Help:    "Duration of BMC calls by operation.",
+			Help:    "Duration of BMC calls by driver and operation.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"op"}),
+		}, []string{"driver", "op"}),
 		syncNodes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "baremetal_power_sync_nodes_total",
 			Help: "Nodes handled by power sync: ok, failed, skipped (backed off), changed (written).",
@@ -106,13 +109,95 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 	return c, fmt.Errorf("register metrics: %w", err)
 }
 
-func (m *metrics) observeBMC(op string, started time.Time, err error) {
+func (m *metrics) observeBMC(driver, op string, started time.Time, err error) {
 	result := "ok"
 	if err != nil {
 		result = string(bmc.KindOf(err))
 	}
-	m.bmcCalls.WithLabelValues(op, result).Inc()
-	m.bmcDuration.WithLabelValues(op).Observe(time.Since(started).Seconds())
+	m.bmcCalls.WithLabelValues(driver, op, result).Inc()
+	m.bmcDuration.WithLabelValues(driver, op).Observe(time.Since(started).Seconds())
+}
+
+// jobCollector exports the job queue: how many jobs of each kind are
+// waiting or running, by River state, counted by the database at scrape
+// time (fleet-wide, like the node gauges). Every kind and state is
+// exported, zeros included, so a dashboard's series do not come and go.
+type jobCollector struct {
+	st    store.Store
+	log   interface{ Warn(string, ...any) }
+	depth *prometheus.Desc
+}
+
+// queuedStates are the states of a job not finished yet.
+var queuedStates = []string{"available", "scheduled", "retryable", "running", "pending"}
+
+// jobKinds are every kind the runner works.
+var jobKinds = []string{VerifyArgs{}.Kind(), DeployArgs{}.Kind(), CleanupArgs{}.Kind(), PowerArgs{}.Kind(),
+	RetireArgs{}.Kind(), SyncNodeArgs{}.Kind(), InspectArgs{}.Kind(), PowerSyncArgs{}.Kind(), PowerSyncBatchArgs{}.Kind()}
+
+func newJobCollector(st store.Store, log interface{ Warn(string, ...any) }) *jobCollector {
+	return &jobCollector{st: st, log: log, depth: prometheus.NewDesc("baremetal_jobs",
+		"Jobs not finished yet, by kind and River state (available, scheduled, retryable, running, pending).",
+		[]string{"kind", "state"}, nil)}
+}
+
+func (c *jobCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.depth }
+
+// jobDepthSQL is the same in both dialects: River's job table has the
+// same shape on SQLite and PostgreSQL.
+const jobDepthSQL = `SELECT kind, state, count(*) FROM river_job
+	WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'pending') GROUP BY kind, state`
+
+func (c *jobCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), nodeCountTimeout)
+	defer cancel()
+	counts := map[[2]string]int64{}
+	for _, k := range jobKinds {
+		for _, s := range queuedStates {
+			counts[[2]string{k, s}] = 0
+		}
+	}
+	var (
+		rows interface {
+			Next() bool
+			Scan(...any) error
+			Err() error
+		}
+		err error
+	)
+	switch db := c.st.Native().(type) {
+	case *sql.DB:
+		var r *sql.Rows
+		if r, err = db.QueryContext(ctx, jobDepthSQL); err == nil {
+			defer r.Close()
+			rows = r
+		}
+	case *pgxpool.Pool:
+		var r pgx.Rows
+		if r, err = db.Query(ctx, jobDepthSQL); err == nil {
+			defer r.Close()
+			rows = r
+		}
+	default:
+		err = fmt.Errorf("store %T: no SQL handle", db)
+	}
+	for err == nil && rows.Next() {
+		var kind, state string
+		var n int64
+		if err = rows.Scan(&kind, &state, &n); err == nil {
+			counts[[2]string{kind, state}] += n
+		}
+	}
+	if err == nil {
+		err = rows.Err()
+	}
+	if err != nil {
+		c.log.Warn("metrics: count jobs", "err", err)
+		return
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
 }
 
 // nodeCollector exports how many nodes are in each provision state, with

@@ -370,3 +370,42 @@ func TestNodeGauges(t *testing.T) {
 		}
 	}
 }
+
+// The job queue gauge counts unfinished jobs by kind and state in the
+// database, on both stores, with every kind and state present.
+func TestJobQueueGauge(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		reg := prometheus.NewRegistry()
+		h, sys := newFakeHarness(t, open(t), 2, func(c *Config) { c.Metrics = reg })
+		a := h.addNode("a", sys[0], baremetal.StateCleaning, true) // in maintenance: its cleanup waits
+		b := h.addNode("b", sys[1], baremetal.StateCleaning, true)
+		h.enqueue(CleanupArgs{NodeID: a.ID})
+		h.enqueue(CleanupArgs{NodeID: b.ID})
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != "baremetal_jobs" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				key := ""
+				for _, l := range m.GetLabel() {
+					key += l.GetName() + "=" + l.GetValue() + " "
+				}
+				got[key] = m.GetGauge().GetValue()
+			}
+		}
+		if v := got["kind=cleanup state=available "]; v != 2 {
+			t.Errorf("cleanup available = %v, want 2 (%v)", v, got)
+		}
+		if v, ok := got["kind=inspect state=running "]; !ok || v != 0 {
+			t.Errorf("inspect running = %v (present %v), want 0", v, ok)
+		}
+		if len(got) != len(jobKinds)*len(queuedStates) {
+			t.Errorf("%d series, want %d", len(got), len(jobKinds)*len(queuedStates))
+		}
+	})
+}

@@ -92,6 +92,9 @@ func New(cfg Config) (*Runner, error) {
 		if _, err := register(cfg.Metrics, prometheus.Collector(newNodeCollector(cfg.Store, cfg.Logger))); err != nil {
 			return nil, err
 		}
+		if _, err := register(cfg.Metrics, prometheus.Collector(newJobCollector(cfg.Store, cfg.Logger))); err != nil {
+			return nil, err
+		}
 	}
 
 	workers := river.NewWorkers()

@@ -213,7 +213,7 @@ func (tx *Tx) Apply(ctx context.Context, n *baremetal.Node, actor Actor, fn Func
 		return n, false, nil
 	}
 	if changed {
-		if err := tx.Tx.UpdateNode(ctx, n); err != nil {
+		if err := tx.UpdateNode(ctx, n); err != nil {
 			return n, false, err
 		}
 	}
@@ -228,7 +228,7 @@ func (tx *Tx) Enroll(ctx context.Context, n *baremetal.Node, actor Actor, msg st
 	if !actor.Operator() && n.Maintenance {
 		return fmt.Errorf("internal error: %s tried to enroll node %s in maintenance; only an operator may", actor, n.Name)
 	}
-	if err := tx.Tx.InsertNode(ctx, n); err != nil {
+	if err := tx.InsertNode(ctx, n); err != nil {
 		return err
 	}
 	return tx.insertEvents(ctx, n, actor, tx.l.now(), []*baremetal.Event{{Type: "enrolled",
@@ -237,7 +237,7 @@ func (tx *Tx) Enroll(ctx context.Context, n *baremetal.Node, actor Actor, msg st
 
 // Remove deletes node n's record (version-checked); its events go with it.
 func (tx *Tx) Remove(ctx context.Context, n *baremetal.Node) error {
-	return tx.Tx.DeleteNode(ctx, n.ID, n.Version)
+	return tx.DeleteNode(ctx, n.ID, n.Version)
 }
 
 // Note records events about node n that change none of its fields (a

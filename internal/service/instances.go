@@ -99,6 +99,11 @@ func (s *Service) ListInstances(ctx context.Context, c Caller, f store.InstanceF
 // creates never get the same node: the node write is version-checked and
 // the loser picks again.
 func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Instance) (*baremetal.Instance, error) {
+	return s.CreateInstanceOnce(ctx, c, in, Once{})
+}
+
+// CreateInstanceOnce is CreateInstance made idempotent by o (see Once).
+func (s *Service) CreateInstanceOnce(ctx context.Context, c Caller, in baremetal.Instance, o Once) (*baremetal.Instance, error) {
 	if c.Admin() {
 		if in.Project == "" {
 			return nil, baremetal.FieldErrorf("project", "project is required when an admin creates an instance")
@@ -129,7 +134,18 @@ func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Ins
 	// config drive (when one is attached) and is never shown by the API.
 	inst.ReadyToken = newReadyToken()
 	inst.ReadyTokenHash = HashSecret(inst.ReadyToken)
+	var replay *baremetal.Instance
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		replay = nil
+		if id, err := replayed(ctx, tx, c, "instance", o); err != nil || id != "" {
+			if err != nil {
+				return err
+			}
+			if replay, err = tx.GetInstance(ctx, id); baremetal.IsCode(err, baremetal.CodeNotFound) {
+				return goneSince("instance", id)
+			}
+			return err
+		}
 		if err := s.checkQuota(ctx, tx, inst.Project); err != nil {
 			return err
 		}
@@ -158,11 +174,17 @@ func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Ins
 		if err != nil {
 			return err
 		}
-		_, err = s.jobs.InsertTx(ctx, tx, jobs.DeployArgs{NodeID: node.ID, InstanceID: inst.ID})
-		return err
+		if _, err = s.jobs.InsertTx(ctx, tx, jobs.DeployArgs{NodeID: node.ID, InstanceID: inst.ID}); err != nil {
+			return err
+		}
+		return remember(ctx, tx, c, "instance", o, inst.ID)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if replay != nil {
+		s.log.InfoContext(ctx, "instance create replayed (same Idempotency-Key and request)", "instance_id", replay.ID, "by", c.Actor())
+		return memberView(c, replay), nil
 	}
 	s.log.InfoContext(ctx, "instance created", "instance_id", inst.ID, "name", inst.Name, "project", inst.Project, "node_id", inst.NodeID, "by", c.Actor())
 	return &inst, nil

@@ -46,6 +46,11 @@ type nodeKicker interface {
 // CreateNode enrolls a node: it starts in enroll and a verify job reaches
 // its BMC once before it becomes available.
 func (s *Service) CreateNode(ctx context.Context, c Caller, spec NodeSpec) (*baremetal.Node, error) {
+	return s.CreateNodeOnce(ctx, c, spec, Once{})
+}
+
+// CreateNodeOnce is CreateNode made idempotent by o (see Once).
+func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o Once) (*baremetal.Node, error) {
 	if err := requireAdmin(c, "enroll nodes"); err != nil {
 		return nil, err
 	}
@@ -57,7 +62,18 @@ func (s *Service) CreateNode(ctx context.Context, c Caller, spec NodeSpec) (*bar
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
+	var replay *baremetal.Node
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		replay = nil
+		if id, err := replayed(ctx, tx, c, "node", o); err != nil || id != "" {
+			if err != nil {
+				return err
+			}
+			if replay, err = tx.GetNode(ctx, id); baremetal.IsCode(err, baremetal.CodeNotFound) {
+				return goneSince("node", id)
+			}
+			return err
+		}
 		// Look before inserting: after a failed statement PostgreSQL
 		// aborts the transaction, so the explanation could not be read.
 		if err := nameFree(ctx, tx, n.Name, ""); err != nil {
@@ -70,11 +86,17 @@ func (s *Service) CreateNode(ctx context.Context, c Caller, spec NodeSpec) (*bar
 		if err := tx.Enroll(ctx, n, c.Actor(), msg); err != nil {
 			return err
 		}
-		_, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID})
-		return err
+		if _, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
+			return err
+		}
+		return remember(ctx, tx, c, "node", o, n.ID)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if replay != nil {
+		s.log.InfoContext(ctx, "node create replayed (same Idempotency-Key and request)", "node_id", replay.ID, "by", c.Actor())
+		return replay, nil
 	}
 	s.log.InfoContext(ctx, "node enrolled", "node_id", n.ID, "name", n.Name, "driver", n.Driver, "by", c.Actor())
 	return n, nil

@@ -123,6 +123,14 @@ type Queries interface {
 	// inspection. Sessions and inventories go with their node.
 	GetInventory(ctx context.Context, nodeID string) (*baremetal.Inventory, error)
 
+	// PutIdempotencyKey records a create under a token's key; a key the
+	// token used already is a conflict on "key". Keys older than a day are
+	// removed on the way.
+	PutIdempotencyKey(ctx context.Context, k *baremetal.IdempotencyKey) error
+	// GetIdempotencyKey finds a token's key (not found when unused or
+	// older than a day).
+	GetIdempotencyKey(ctx context.Context, tokenID, key string) (*baremetal.IdempotencyKey, error)
+
 	// GetQuota returns a project's quota; Instances is -1 when none is set.
 	GetQuota(ctx context.Context, project string) (*baremetal.Quota, error)
 	// SetQuota creates or replaces a project's quota.

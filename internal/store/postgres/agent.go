@@ -152,3 +152,50 @@ func (q queries) GetInventory(ctx context.Context, nodeID string) (*baremetal.In
 	inv.InspectedAt = utc(at)
 	return &inv, nil
 }
+
+// ---- idempotency keys ----
+
+// idempotencyTTL is how long a create's key is honoured.
+const idempotencyTTL = 24 * time.Hour
+
+func (q queries) PutIdempotencyKey(ctx context.Context, k *baremetal.IdempotencyKey) error {
+	if !store.Storable(k.Key) || !store.Storable(k.TokenID) {
+		return &baremetal.Error{Code: baremetal.CodeInvalid, Field: "key", Message: "the Idempotency-Key holds characters that cannot be stored"}
+	}
+	now := store.Now()
+	if _, err := q.db.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, now.Add(-idempotencyTTL)); err != nil {
+		return wrap("expire idempotency keys", err)
+	}
+	_, err := q.db.Exec(ctx, `INSERT INTO idempotency_keys (token_id, key, kind, request_hash, resource_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, k.TokenID, k.Key, k.Kind, k.RequestHash, k.ResourceID, now)
+	switch {
+	case uniqueViolation(err, "idempotency_keys_pkey"):
+		return store.Duplicate("key", "this Idempotency-Key was used already", err)
+	case err != nil:
+		return wrap("put idempotency key", err)
+	}
+	k.CreatedAt = now
+	return nil
+}
+
+func (q queries) GetIdempotencyKey(ctx context.Context, tokenID, key string) (*baremetal.IdempotencyKey, error) {
+	notFound := &baremetal.Error{Code: baremetal.CodeNotFound, Message: "idempotency key not found"}
+	if !store.Storable(key) || !store.Storable(tokenID) {
+		return nil, notFound
+	}
+	var (
+		k  baremetal.IdempotencyKey
+		at time.Time
+	)
+	err := q.db.QueryRow(ctx, `SELECT token_id, key, kind, request_hash, resource_id, created_at FROM idempotency_keys
+		WHERE token_id = $1 AND key = $2 AND created_at >= $3`, tokenID, key, store.Now().Add(-idempotencyTTL)).
+		Scan(&k.TokenID, &k.Key, &k.Kind, &k.RequestHash, &k.ResourceID, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, wrap("get idempotency key", err)
+	}
+	k.CreatedAt = utc(at)
+	return &k, nil
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
@@ -142,4 +143,46 @@ func (q queries) GetInventory(ctx context.Context, nodeID string) (*baremetal.In
 		return nil, err
 	}
 	return &inv, nil
+}
+
+// ---- idempotency keys ----
+
+// idempotencyTTL is how long a create's key is honoured.
+const idempotencyTTL = 24 * time.Hour
+
+func (q queries) PutIdempotencyKey(ctx context.Context, k *baremetal.IdempotencyKey) error {
+	now := nowUTC()
+	if _, err := q.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < ?`, fmtTime(now.Add(-idempotencyTTL))); err != nil {
+		return wrap("expire idempotency keys", err)
+	}
+	_, err := q.w.ExecContext(ctx, `INSERT INTO idempotency_keys (token_id, key, kind, request_hash, resource_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, k.TokenID, k.Key, k.Kind, k.RequestHash, k.ResourceID, fmtTime(now))
+	switch {
+	case uniqueViolation(err, "idempotency_keys.token_id"), uniqueViolation(err, "idempotency_keys.key"):
+		return store.Duplicate("key", "this Idempotency-Key was used already", err)
+	case err != nil:
+		return wrap("put idempotency key", err)
+	}
+	k.CreatedAt = now
+	return nil
+}
+
+func (q queries) GetIdempotencyKey(ctx context.Context, tokenID, key string) (*baremetal.IdempotencyKey, error) {
+	var (
+		k  baremetal.IdempotencyKey
+		at string
+	)
+	err := q.r.QueryRowContext(ctx, `SELECT token_id, key, kind, request_hash, resource_id, created_at FROM idempotency_keys
+		WHERE token_id = ? AND key = ? AND created_at >= ?`, tokenID, key, fmtTime(nowUTC().Add(-idempotencyTTL))).
+		Scan(&k.TokenID, &k.Key, &k.Kind, &k.RequestHash, &k.ResourceID, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &baremetal.Error{Code: baremetal.CodeNotFound, Message: "idempotency key not found"}
+	}
+	if err != nil {
+		return nil, wrap("get idempotency key", err)
+	}
+	if k.CreatedAt, err = parseTime(at); err != nil {
+		return nil, err
+	}
+	return &k, nil
 }

@@ -110,3 +110,18 @@ func testInstanceDeployMethod(t *testing.T, s store.Store) {
 		t.Fatalf("after update: method %q, root_device %v", again.DeployMethod, again.RootDevice)
 	}
 }
+
+// Idempotency keys are per token: the same key of another token is
+// another key; a key used twice by one token is a conflict.
+func testIdempotencyKeys(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	k := &baremetal.IdempotencyKey{TokenID: "tok-a", Key: "idk_1", Kind: "node", RequestHash: strings.Repeat("a", 64), ResourceID: "res-1"}
+	must(t, s.PutIdempotencyKey(ctx, k))
+	got, err := s.GetIdempotencyKey(ctx, "tok-a", "idk_1")
+	must(t, err)
+	same(t, "idempotency key", k, got)
+	wantCode(t, s.PutIdempotencyKey(ctx, &baremetal.IdempotencyKey{TokenID: "tok-a", Key: "idk_1", Kind: "node", RequestHash: "x", ResourceID: "res-2"}), baremetal.CodeConflict, "key")
+	_, err = s.GetIdempotencyKey(ctx, "tok-b", "idk_1")
+	wantCode(t, err, baremetal.CodeNotFound, "")
+	must(t, s.PutIdempotencyKey(ctx, &baremetal.IdempotencyKey{TokenID: "tok-b", Key: "idk_1", Kind: "instance", RequestHash: "y", ResourceID: "res-3"}))
+}

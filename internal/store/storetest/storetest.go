@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Quotas", testQuotas},
 		{"AgentSessions", testAgentSessions},
 		{"InstanceDeployMethod", testInstanceDeployMethod},
+		{"IdempotencyKeys", testIdempotencyKeys},
 		{"TxCommit", testTxCommit},
 		{"TxRollback", testTxRollback},
 		{"TxPanic", testTxPanic},
