@@ -172,4 +172,6 @@ const (
 func DeployMethods() []string { return []string{string(DeployImage), string(DeployLive)} }
 
 // RootDeviceHints lists the keys of an instance's root_device hints.
-func RootDeviceHints() []string { return []string{"size_gb", "serial", "wwn", "model", "vendor", "name"} }
+func RootDeviceHints() []string {
+	return []string{"size_gb", "serial", "wwn", "model", "vendor", "name"}
+}
