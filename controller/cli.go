@@ -37,6 +37,11 @@ var nodeUsage = fmt.Sprintf(`usage: controller node <command> [flags]
   power NODE %-24s queue a power action
         [--wait [--timeout 10m]]      and follow it with a progress line until it is done
   events NODE                         what happened to the node, and who did it
+  inspect NODE [--wait [--timeout 20m]]
+                                      boot the deploy agent to report the node's hardware
+                                      (the node must be available, without an instance);
+                                      --wait follows it and prints the inventory
+  inventory NODE                      the hardware the deploy agent last reported
   delete NODE [--force]               retire the node (power off, then remove); --force removes
                                       the record at once without touching the BMC
 
@@ -168,8 +173,8 @@ func runNode(ctx context.Context, args []string) error {
 	off := f.Bool("off", false, "clear maintenance")
 	includeDeleting := f.Bool("include-deleting", true, "list nodes being retired (provision state deleting) too")
 	force := f.Bool("force", false, "delete: remove the record at once, without touching the BMC")
-	wait := f.Bool("wait", false, "power: wait until the power job is done, showing its progress")
-	timeout := f.Duration("timeout", 2*time.Minute, "give up after this long (with --wait: default 10m)")
+	wait := f.Bool("wait", false, "power, inspect: wait until the job is done, showing its progress")
+	timeout := f.Duration("timeout", 2*time.Minute, "give up after this long (with --wait: default 10m, inspect 20m)")
 	pos, err := f.parseCLI(args[1:])
 	if err != nil {
 		return err
@@ -181,6 +186,11 @@ func runNode(ctx context.Context, args []string) error {
 	limit := *timeout
 	if *wait && !flagSet(f.FlagSet, "timeout") {
 		limit = 10 * time.Minute // a BMC may take minutes; the fault backoff too
+		if args[0] == "inspect" {
+			// A boot of the agent, under the controller's --agent-timeout
+			// (15m by default) before it gives up.
+			limit = 20 * time.Minute
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -295,6 +305,30 @@ func runNode(ctx context.Context, args []string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Format(time.RFC3339), e.Actor, e.Type, change, e.Message)
 		}
 		return tw.Flush()
+	case "inspect":
+		if err := need(1); err != nil {
+			return err
+		}
+		return inspectNode(ctx, f, c, pos[0], *wait)
+	case "inventory":
+		if err := need(1); err != nil {
+			return err
+		}
+		n, err := c.GetNode(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		inv, err := c.GetNodeInventory(ctx, n.ID)
+		if errors.Is(err, apiclient.ErrNotFound) {
+			return fmt.Errorf("node %s has no inventory: it has not been inspected (controller node inspect %s)", n.Name, n.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if *f.output == "json" {
+			return f.printJSON(inv)
+		}
+		return printInventory(stdout, n.Name, inv)
 	case "delete":
 		if err := need(1); err != nil {
 			return err
@@ -492,4 +526,102 @@ func tokenID(ctx context.Context, c *apiclient.Client, idOrName string) (string,
 		}
 	}
 	return "", fmt.Errorf("no token with id or name %q", idOrName)
+}
+
+// inspectNode queues an inspection and, with wait, follows its job and
+// prints what the agent reported. An inspection whose agent never
+// reported still completes its job (the node is available again, with
+// the reason in last_error), so the outcome is read from the inventory's
+// time: one older than the job is the last inspection's, not this one's.
+func inspectNode(ctx context.Context, f *cliFlags, c *apiclient.Client, idOrName string, wait bool) error {
+	acc, err := c.InspectNode(ctx, idOrName)
+	if err != nil {
+		return err
+	}
+	if !wait {
+		if *f.output == "json" {
+			return f.printJSON(acc)
+		}
+		fmt.Fprintf(stdout, "%s (job %d)\n", acc.Message, acc.JobID)
+		return nil
+	}
+	n, err := c.GetNode(ctx, idOrName)
+	if err != nil {
+		return err
+	}
+	progress := stdout
+	if *f.output == "json" {
+		progress = os.Stderr // stdout holds the inventory alone
+	}
+	fmt.Fprintf(progress, "queued inspection of node %s as job %d\n", n.Name, acc.JobID)
+	if err := waitJob(ctx, c, progress, n.ID, acc.JobID, "inspect "+n.Name); err != nil {
+		return err
+	}
+	job, n, err := readJob(ctx, c, n.ID, acc.JobID)
+	if err != nil {
+		return err
+	}
+	inv, err := c.GetNodeInventory(ctx, n.ID)
+	if err != nil && !errors.Is(err, apiclient.ErrNotFound) {
+		return err
+	}
+	if inv == nil || inspectedBefore(inv, job.CreatedAt) {
+		return fmt.Errorf("inspection of node %s failed: %s", n.Name, orNone(n.LastError))
+	}
+	if *f.output == "json" {
+		return f.printJSON(inv)
+	}
+	return printInventory(stdout, n.Name, inv)
+}
+
+// inspectedBefore reports whether the inventory is older than t (the
+// inventory's time has whole seconds).
+func inspectedBefore(inv *api.NodeInventory, t time.Time) bool {
+	at, err := time.Parse(time.RFC3339, inv.InspectedAt)
+	return err != nil || at.Before(t.Truncate(time.Second))
+}
+
+// printInventory prints a node's inventory for people: the machine, then
+// one table of disks and one of NICs.
+func printInventory(w io.Writer, name string, inv *api.NodeInventory) error {
+	in := inv.Inventory
+	sys := strings.TrimSpace(in.System.Vendor + " " + in.System.Product)
+	fmt.Fprintf(w, "node %s, inspected %s\n", name, inv.InspectedAt)
+	fmt.Fprintf(w, "system:  %s (serial %s, uuid %s)\n", dash(sys), dash(in.System.Serial), dash(in.System.UUID))
+	fmt.Fprintf(w, "cpus:    %d\n", in.CPUs)
+	fmt.Fprintf(w, "memory:  %s\n", humanBytes(in.MemoryBytes))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nDISK\tSIZE\tMODEL\tSERIAL\tWWN\tROTATIONAL\tREMOVABLE\n")
+	for _, d := range in.Disks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%v\n", d.Name, humanBytes(d.SizeBytes), dash(d.Model), dash(d.Serial), dash(d.WWN), d.Rotational, d.Removable)
+	}
+	if len(in.Disks) == 0 {
+		fmt.Fprintln(tw, "(none)")
+	}
+	fmt.Fprintf(tw, "\nNIC\tMAC\tLINK\tIPV4\n")
+	for _, nic := range in.NICs {
+		link := "down"
+		if nic.LinkUp {
+			link = "up"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", nic.Name, nic.MAC, link, dash(strings.Join(nic.IPv4, ",")))
+	}
+	if len(in.NICs) == 0 {
+		fmt.Fprintln(tw, "(none)")
+	}
+	return tw.Flush()
+}
+
+// humanBytes is a size in binary units: "512 MiB", "64.0 GiB".
+func humanBytes(b int64) string {
+	switch {
+	case b >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", float64(b)/(1<<40))
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%d MiB", b>>20)
+	default:
+		return fmt.Sprintf("%d B", b)
+	}
 }

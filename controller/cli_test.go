@@ -268,3 +268,75 @@ func TestCLIToken(t *testing.T) {
 		t.Errorf("a revoked token still works: %v", err)
 	}
 }
+
+// TestCLIInspectAndInventory: node inspect reaches the API (a controller
+// serving no agent refuses with the reason, and a member may not ask);
+// --wait follows the job and fails with the node's last_error when no
+// inventory came of it; node inventory says when a node was never
+// inspected, and prints a stored inventory as a summary and as JSON.
+func TestCLIInspectAndInventory(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Systems: 1})
+	nodes := env.EnrollNodes(t, 1, "cli", "gpu")
+	t.Setenv("BAREMETAL_ENDPOINT", env.URL)
+	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
+
+	help := mustCLI(t, runNode, "--help")
+	for _, want := range []string{"inspect NODE [--wait", "inventory NODE"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("node --help lacks %q:\n%s", want, help)
+		}
+	}
+	if _, err := cliRun(t, runNode, "inspect", "cli-0"); err == nil || !strings.Contains(err.Error(), "422") ||
+		!strings.Contains(err.Error(), "serves no agent image") {
+		t.Errorf("inspect without an agent: %v; want the 422 saying why", err)
+	}
+	if _, err := cliRun(t, runNode, "inventory", "cli-0"); err == nil || !strings.Contains(err.Error(), "has not been inspected") {
+		t.Errorf("inventory of a node never inspected: %v", err)
+	}
+	if _, err := cliRun(t, runNode, "inventory", "nosuch"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("inventory of no node: %v; want the node's 404", err)
+	}
+	if _, err := cliRun(t, runNode, "inspect"); err == nil || !strings.Contains(err.Error(), "expected 1 argument") {
+		t.Errorf("inspect without a node: %v", err)
+	}
+
+	// The service believes an agent is served, the jobs know none is: the
+	// job ends the inspection at once with the reason, as it does when an
+	// agent never reports, and --wait says it failed.
+	env.App.Service.EnableAgent()
+	out, err := cliRun(t, runNode, "inspect", "cli-0", "--wait", "--timeout", "1m")
+	if err == nil || !strings.Contains(err.Error(), "inspection of node cli-0 failed") || !strings.Contains(err.Error(), "serves no deploy agent image") {
+		t.Errorf("inspect --wait whose inspection failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "queued inspection of node cli-0 as job") || !strings.Contains(out, "done in") {
+		t.Errorf("inspect --wait printed no progress:\n%s", out)
+	}
+	t.Setenv("BAREMETAL_TOKEN", env.MemberToken(t, "p1"))
+	if _, err := cliRun(t, runNode, "inspect", "cli-0"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("a member inspecting: %v; want 403", err)
+	}
+	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
+
+	inv := api.AgentInventory{CPUs: 4, MemoryBytes: 8 << 30,
+		System: api.AgentSystem{Vendor: "QEMU", Product: "Standard PC", Serial: "S123"},
+		Disks:  []api.AgentDisk{{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 30, Model: "virtio", Serial: "disk-1", Rotational: true}},
+		NICs:   []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, IPv4: []string{"10.0.2.15/24"}}}}
+	data, _ := json.Marshal(inv)
+	if err := env.App.Store.InTx(t.Context(), func(tx store.Tx) error {
+		return tx.SetInventory(t.Context(), &baremetal.Inventory{NodeID: nodes[0].ID, Data: string(data), InspectedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out = mustCLI(t, runNode, "inventory", "cli-0")
+	for _, want := range []string{"node cli-0, inspected ", "QEMU Standard PC (serial S123", "cpus:    4", "memory:  8.0 GiB",
+		"vda", "64.0 GiB", "disk-1", "eth0", "52:54:00:12:34:56", "up", "10.0.2.15/24"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("node inventory lacks %q:\n%s", want, out)
+		}
+	}
+	var got api.NodeInventory
+	if err := json.Unmarshal([]byte(mustCLI(t, runNode, "inventory", "cli-0", "-o", "json")), &got); err != nil ||
+		got.NodeID != nodes[0].ID || got.Inventory.Disks[0].SizeBytes != 64<<30 || got.Inventory.NICs[0].MAC != inv.NICs[0].MAC {
+		t.Errorf("node inventory -o json: %+v, %v", got, err)
+	}
+}

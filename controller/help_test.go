@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Help asked for is help given: exit 0, usage on stdout, no "unknown
@@ -22,5 +24,18 @@ func TestHelpAndVersion(t *testing.T) {
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil || !strings.Contains(string(out), "go1.") {
 		t.Errorf("controller version: %v: %q", err, out)
+	}
+}
+
+// --inspect-on-enroll without the agent would promise inspections that
+// never happen: serve refuses to start, saying what is missing.
+func TestServeRefusesInspectOnEnrollWithoutAgent(t *testing.T) {
+	bin := controllerBinary(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a serve that starts is killed
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--inspect-on-enroll", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--inspect-on-enroll needs --agent-kernel") {
+		t.Errorf("serve --inspect-on-enroll without --agent-kernel: %v\n%s", err, out)
 	}
 }

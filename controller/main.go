@@ -220,6 +220,7 @@ func serve(ctx context.Context, args []string) error {
 	f.StringVar(&cfg.AgentModulesDir, "agent-modules-dir", "", "the agent kernel's modules (default /lib/modules/<its version>)")
 	f.StringVar(&cfg.AgentURL, "agent-url", "", "the API's base URL as booted nodes (the deploy agent) reach it, when that differs from --public-url (a provisioning network apart from the BMCs')")
 	f.StringVar(&cfg.CleanErase, "clean-erase", cfg.CleanErase, "with --agent-kernel, how cleaning erases a node's disks between tenants: metadata (partition tables and filesystem signatures at both ends of every disk), full (every byte) or off")
+	f.BoolVar(&cfg.InspectOnEnroll, "inspect-on-enroll", false, "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes are not (no virtual media to boot the agent from)")
 	f.DurationVar(&cfg.AgentTimeout, "agent-timeout", 15*time.Minute, "how long a booted deploy agent may take to report before the work it was booted for gives up")
 	simSystems := f.Int("sim-systems", 0, "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)")
 	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet")

@@ -40,12 +40,13 @@ const (
 	FaultPowerMismatch  Fault = "power_mismatch"
 	FaultDeployTimeout  Fault = "deploy_timeout"
 	FaultCleanFailed    Fault = "clean_failed"
+	FaultAgentLost      Fault = "agent_lost"
 )
 
 // Faults lists every fault a node can carry (FaultNone is not one).
 func Faults() []string {
 	return []string{string(FaultBMCUnreachable), string(FaultBMCAuthFailed), string(FaultBMCError), string(FaultBMCRefused),
-		string(FaultPowerMismatch), string(FaultDeployTimeout), string(FaultCleanFailed)}
+		string(FaultPowerMismatch), string(FaultDeployTimeout), string(FaultCleanFailed), string(FaultAgentLost)}
 }
 
 // The ?fault= filter of GET /v1/nodes takes a fault, or one of these.

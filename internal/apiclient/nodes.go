@@ -166,3 +166,25 @@ func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
 	}
 	return all, nil
 }
+
+// InspectNode asks for an inspection: the node (available, without an
+// instance) boots the deploy agent and reports its hardware. The answer
+// names the inspect job; GetNodeInventory reads the result.
+func (c *Client) InspectNode(ctx context.Context, idOrName string) (*api.InspectAccepted, error) {
+	var a api.InspectAccepted
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + escape(idOrName) + "/inspect", out: &a}); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// GetNodeInventory returns the hardware the deploy agent last reported
+// for the node. A node never inspected is ErrNotFound, like a node that
+// does not exist: read the node first to tell them apart.
+func (c *Client) GetNodeInventory(ctx context.Context, idOrName string) (*api.NodeInventory, error) {
+	var inv api.NodeInventory
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/nodes/" + escape(idOrName) + "/inventory", out: &inv}); err != nil {
+		return nil, err
+	}
+	return &inv, nil
+}

@@ -85,6 +85,10 @@ type Config struct {
 	// CleanErase is how cleanups erase disks with the deploy agent:
 	// "metadata" (default), "full" or "off".
 	CleanErase string
+	// InspectOnEnroll inspects every node whose BMC verify succeeded
+	// (enroll → inspecting → available) before it can be scheduled;
+	// needs AgentKernel.
+	InspectOnEnroll bool
 
 	Logger *slog.Logger
 }
@@ -236,6 +240,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	default:
 		return fail(fmt.Errorf("--clean-erase %q: want metadata, full or off", cfg.CleanErase))
 	}
+	if cfg.InspectOnEnroll && cfg.AgentKernel == "" {
+		return fail(errors.New("--inspect-on-enroll needs --agent-kernel: inspection boots the deploy agent"))
+	}
 	var images *agentboot.Builder
 	if cfg.AgentKernel != "" {
 		if publicURL == "" {
@@ -255,6 +262,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
 		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
 		AgentBoot: images != nil, AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL, CleanErase: cleanErase(cfg.CleanErase),
+		InspectOnEnroll: cfg.InspectOnEnroll,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("jobs: %w", err))

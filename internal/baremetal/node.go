@@ -44,10 +44,16 @@ const (
 	// Like power_mismatch it is about an action, so a successful power
 	// read does not clear it; the action's next success does.
 	FaultBMCRefused Fault = "bmc_refused"
+
+	// FaultAgentLost: the deploy agent booted to write a node's disk
+	// stopped reporting (its machine went off, hung or lost its network).
+	// The work it was booted for retries with a fresh boot; the fault
+	// clears when a new agent calls in, or when that work is done.
+	FaultAgentLost Fault = "agent_lost"
 )
 
 // Faults lists every fault value, for filters and validation.
-var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultBMCRefused, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed}
+var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultBMCRefused, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed, FaultAgentLost}
 
 // BMC is how the controller reaches a node's baseboard management controller.
 type BMC struct {

@@ -59,7 +59,7 @@ func (n *Node) SetActionFault(f Fault, msg string, now time.Time) {
 }
 
 // deployFaults are the faults a finished deploy disproves.
-var deployFaults = []Fault{FaultPowerMismatch, FaultDeployTimeout, FaultBMCRefused}
+var deployFaults = []Fault{FaultPowerMismatch, FaultDeployTimeout, FaultBMCRefused, FaultAgentLost}
 
 // FinishDeploy makes node and instance active: the image booted (and the
 // OS called back, when it was asked to). The faults about the deploy's own
@@ -97,8 +97,22 @@ func FailDeploy(n *Node, inst *Instance, msg string) error {
 // faults about the cleanup's actions (and any left by the deploy) cleared.
 func FinishCleaning(n *Node) error {
 	n.InstanceID = ""
-	n.ClearFault(FaultPowerMismatch, FaultCleanFailed, FaultDeployTimeout, FaultBMCRefused)
+	n.ClearFault(FaultPowerMismatch, FaultCleanFailed, FaultDeployTimeout, FaultBMCRefused, FaultAgentLost)
 	return n.Transition(StateAvailable)
+}
+
+// AgentLost records that the deploy agent booted on n to write its disk
+// stopped reporting (msg says how that was seen, free of secrets): an
+// agent_lost fault, unless a BMC fault explains more. The work retries
+// with a fresh boot of the agent.
+func AgentLost(n *Node, msg string, now time.Time) {
+	n.SetActionFault(FaultAgentLost, msg, now)
+}
+
+// AgentReported records that a freshly booted deploy agent called in on
+// n: the agent_lost fault of an earlier boot is disproven.
+func AgentReported(n *Node) {
+	n.ClearFault(FaultAgentLost)
 }
 
 // HumanDuration renders a duration for events and messages: "4m12s",

@@ -25,7 +25,8 @@ var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeployi
 // state may go to deleting; deleting goes nowhere (the record is removed
 // when the retire job finishes).
 var transitions = map[ProvisionState][]ProvisionState{
-	StateEnroll:    {StateAvailable, StateDeleting},
+	// enroll → inspecting: inspection on enroll, once the BMC answered.
+	StateEnroll:    {StateAvailable, StateInspecting, StateDeleting},
 	StateAvailable: {StateDeploying, StateEnroll, StateInspecting, StateDeleting},
 	// inspecting → enroll: the operator changed the BMC meanwhile.
 	StateInspecting: {StateAvailable, StateEnroll, StateDeleting},

@@ -5,6 +5,7 @@ import "testing"
 func TestTransitions(t *testing.T) {
 	allowed := map[[2]ProvisionState]bool{
 		{StateEnroll, StateAvailable}:       true,
+		{StateEnroll, StateInspecting}:      true, // inspection on enroll
 		{StateAvailable, StateDeploying}:    true,
 		{StateAvailable, StateEnroll}:       true,
 		{StateDeploying, StateActive}:       true,

@@ -81,6 +81,52 @@ func (w *nodeWork) commandOutcome(sess *baremetal.AgentSession, id string) (agen
 	return out, nil
 }
 
+// agentSilence is how long an agent may be silent (it reports every 3 s
+// while it runs a command, every 10 s otherwise, and not at all while its
+// machine boots) before the jobs waiting on it ask the BMC whether its
+// machine is still on. The cost of asking is one power read.
+const agentSilence = 15 * time.Second
+
+// agentGone says why the agent of sess is gone ("" while it may still
+// report): silent for AgentTimeout (out.lost), or silent for agentSilence
+// on a machine the BMC reports off, which no agent survives. The second
+// is what a power loss or a crash of the machine looks like: the work
+// retries within seconds instead of after AgentTimeout. A BMC that does
+// not answer proves nothing (the power sync records its trouble).
+func (w *nodeWork) agentGone(ctx context.Context, n *baremetal.Node, sess *baremetal.AgentSession, out agentOutcome, doing string) string {
+	if out.lost {
+		return fmt.Sprintf("the deploy agent stopped reporting for %s while %s", w.cfg.agentTimeout(), doing)
+	}
+	last := sess.CreatedAt
+	if sess.LastSeenAt != nil {
+		last = *sess.LastSeenAt
+	}
+	silent := time.Since(last)
+	if silent < agentSilence {
+		return ""
+	}
+	if ps, err := w.readPower(ctx, n); err != nil || ps != bmc.PowerOff {
+		return ""
+	}
+	if sess.LastSeenAt == nil {
+		return fmt.Sprintf("node %s is off %s after the deploy agent was booted, before it reported: its machine lost power or was turned off while %s", n.Name, baremetal.HumanDuration(silent), doing)
+	}
+	return fmt.Sprintf("node %s is off, and its deploy agent silent for %s: the machine lost power or was turned off while %s", n.Name, baremetal.HumanDuration(silent), doing)
+}
+
+// agentLost records on node nodeID, still in state, that the agent
+// booted on it is gone (msg): the agent_lost fault.
+func (w *nodeWork) agentLost(ctx context.Context, nodeID string, state baremetal.ProvisionState, msg string) error {
+	_, err := w.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+		if n.ProvisionState != state {
+			return ledger.ErrSkip
+		}
+		baremetal.AgentLost(n, scrub(n, msg), time.Now())
+		return nil
+	})
+	return err
+}
+
 // sessionCommand is the id of the command a session carries ("" none).
 func sessionCommand(sess *baremetal.AgentSession) string {
 	if sess.Command == "" {

@@ -156,10 +156,10 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 	}
 	var failed string
 	switch {
-	case out.lost:
-		failed = fmt.Sprintf("the deploy agent stopped reporting for %s while erasing the disks", w.cfg.agentTimeout())
 	case out.status == nil || out.status.State == api.AgentCommandRunning:
-		return "", false, river.JobSnooze(agentPoll)
+		if failed = w.agentGone(ctx, n, sess, out, "erasing the disks"); failed == "" {
+			return "", false, river.JobSnooze(agentPoll)
+		}
 	case out.status.State == api.AgentCommandFailed:
 		failed = "erasing the disks failed: " + out.status.Message
 	}

@@ -101,6 +101,10 @@ type Config struct {
 	// agent when AgentBoot: "metadata" (partition tables and filesystem
 	// signatures), "full" (every byte) or "" (no erase).
 	CleanErase string
+	// InspectOnEnroll: a node whose BMC verify succeeded goes to
+	// inspecting instead of available, and is inspected by the agent
+	// first (when AgentBoot, and its BMC has virtual media).
+	InspectOnEnroll bool
 	// AgentTimeout bounds the wait for a booted agent's report (default
 	// 15 minutes: a server's firmware POST alone can take five).
 	AgentTimeout time.Duration

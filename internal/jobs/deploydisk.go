@@ -27,8 +27,10 @@ import (
 //  3. succeeded: eject the agent, boot from disk persistently, power cycle,
 //     and go on as a live deploy does (readiness callback, deploy_timeout).
 //
-// An agent that stops reporting for AgentTimeout is BMC-like trouble:
-// retried with a fresh boot until the deploy's attempts run out.
+// An agent that stops reporting (for AgentTimeout, or at all on a machine
+// the BMC reports off) is a node fault, agent_lost: the deploy retries
+// with a fresh boot of the agent until its attempts run out, and the
+// fault clears when the new agent reports.
 func (w *deployWorker) deployToDisk(ctx context.Context, job *river.Job[DeployArgs], n *baremetal.Node, inst *baremetal.Instance) error {
 	if !w.cfg.AgentBoot || w.cfg.PublicURL == "" {
 		return w.deployError(ctx, job, n, &permanentError{"deploy_method image needs the deploy agent, and this controller serves no agent image (--agent-kernel and --public-url)"})
@@ -58,11 +60,20 @@ func (w *deployWorker) deployToDisk(ctx context.Context, job *river.Job[DeployAr
 		return err
 	}
 	switch {
-	case out.lost:
-		_ = w.store.DeleteAgentSession(ctx, n.ID) // the next attempt boots it again
-		return w.deployError(ctx, job, n, fmt.Errorf("the deploy agent stopped reporting for %s while writing the image", w.cfg.agentTimeout()))
 	case out.status == nil || out.status.State == api.AgentCommandRunning:
-		return river.JobSnooze(agentPoll)
+		gone := w.agentGone(ctx, n, sess, out, "writing the image")
+		if gone == "" {
+			return river.JobSnooze(agentPoll)
+		}
+		if err := w.agentLost(ctx, n.ID, baremetal.StateDeploying, gone); err != nil {
+			return ignoreGone(err)
+		}
+		// The next attempt boots a new agent, with a new token: the lost
+		// one's, should it come back, no longer counts.
+		if err := w.store.DeleteAgentSession(ctx, n.ID); err != nil {
+			return err
+		}
+		return w.deployError(ctx, job, n, errors.New(gone))
 	case out.status.State == api.AgentCommandFailed:
 		_ = w.store.DeleteAgentSession(ctx, n.ID)
 		if out.status.Input {

@@ -56,7 +56,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	// address) was merged into this job by uniqueness: what we read came
 	// from the old endpoint, so read again instead of trusting it.
 	ep, moved := endpoint(n), false
-	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateEnroll {
 			return ledger.ErrSkip
 		}
@@ -68,19 +68,48 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 		w.observePower(n, ps, nil, now)
 		touchSeen(n, now)
 		fillProperties(&n.Properties, inv)
-		if err := n.Transition(baremetal.StateAvailable); err != nil {
-			return err
-		}
 		c.Reason = fmt.Sprintf("BMC verified: power %s", ps)
 		if inv != nil {
 			c.Reason += fmt.Sprintf(", %d CPUs, %d MiB, %s", inv.CPUs, inv.MemoryMB, inv.CPUArch)
 		}
-		return nil
+		inspect, why := w.cfg.inspectOnEnroll(n)
+		if why != "" {
+			c.Reason += "; " + why
+		}
+		if !inspect {
+			return n.Transition(baremetal.StateAvailable)
+		}
+		// Inspected before it is ever scheduled: the inspect job, queued
+		// with the state change, makes it available once the agent has
+		// reported (or given up, saying why in last_error).
+		if err := n.Transition(baremetal.StateInspecting); err != nil {
+			return err
+		}
+		_, err := w.InsertTx(ctx, tx, InspectArgs{NodeID: n.ID})
+		return err
 	})
 	if err == nil && moved {
 		return river.JobSnooze(time.Millisecond)
 	}
 	return ignoreGone(err)
+}
+
+// inspectOnEnroll says whether a node whose BMC was just verified is
+// inspected before it becomes available (Config.InspectOnEnroll), and,
+// when the flag asks for it but the node cannot be, why not (for the
+// event).
+func (c Config) inspectOnEnroll(n *baremetal.Node) (bool, string) {
+	switch {
+	case !c.InspectOnEnroll:
+		return false, ""
+	case !c.AgentBoot || c.PublicURL == "":
+		return false, "not inspected on enroll: the controller serves no deploy agent image (--agent-kernel and --public-url)"
+	case n.Driver == baremetal.DriverIPMI:
+		// Not worth a boot that must fail: IPMI has no virtual media, and
+		// PXE boot of the agent is not built.
+		return false, "not inspected on enroll: the deploy agent boots from virtual media, which IPMI has none of"
+	}
+	return true, "inspecting: booting the deploy agent to report the hardware (inspect on enroll)"
 }
 
 // readInventory reads the hardware inventory; nil without error when the

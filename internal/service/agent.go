@@ -154,12 +154,15 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 		if !first {
 			return nil
 		}
-		n, err := tx.GetNode(ctx, sess.NodeID)
-		if err != nil {
-			return err
-		}
-		return tx.Note(ctx, n, ledger.Actor("agent:"+sess.NodeID), &baremetal.Event{Type: "agent",
-			Message: fmt.Sprintf("deploy agent %s booted for %s, reporting from %s: %s", hb.AgentVersion, sess.Purpose, from, jobs.InventorySummary(hb.Inventory))})
+		// The first report of a boot: an agent of an earlier boot that
+		// was lost (agent_lost) is replaced by one that works.
+		_, _, err = tx.Mutate(ctx, sess.NodeID, ledger.Actor("agent:"+sess.NodeID), func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+			baremetal.AgentReported(n)
+			c.Events = append(c.Events, &baremetal.Event{Type: "agent",
+				Message: fmt.Sprintf("deploy agent %s booted for %s, reporting from %s: %s", hb.AgentVersion, sess.Purpose, from, jobs.InventorySummary(hb.Inventory))})
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return api.AgentReply{}, err

@@ -9,3 +9,9 @@ output "web01_health" {
     fault           = data.baremetal_node.web01.fault
   }
 }
+
+# What the last inspection found (null until the node is inspected), e.g.
+# the serial numbers to pin an instance's root_device to.
+output "web01_disks" {
+  value = try({ for d in data.baremetal_node.web01.inventory.disks : d.name => d.serial }, {})
+}
