@@ -3,9 +3,7 @@ package provider
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -37,14 +35,7 @@ func TestAccImageDeployOnARealVM(t *testing.T) {
 
 	// 8 MiB: an MBR with one partition (the config drive joins the
 	// table), then random bytes behind a header to look for.
-	raw := make([]byte, 8<<20)
-	_, _ = rand.Read(raw)
-	copy(raw, "BAREMETAL-TF-IMAGE")
-	clear(raw[440:512])
-	raw[446+4] = 0x83
-	binary.LittleEndian.PutUint32(raw[446+8:], 2048)
-	binary.LittleEndian.PutUint32(raw[446+12:], uint32(len(raw)/512-2048))
-	raw[510], raw[511] = 0x55, 0xaa
+	raw := testvm.DiskImage(8<<20, "BAREMETAL-TF-IMAGE")
 	sum := sha256.Sum256(raw)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -2,9 +2,7 @@ package app_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -41,14 +39,7 @@ func TestImageDeployAndErasingCleanupOnARealVM(t *testing.T) {
 	// zstd-compressed where the VM reaches the host (10.0.2.2).
 	// It has an MBR with one Linux partition: the config drive needs a
 	// partition table to join.
-	raw := make([]byte, 8<<20)
-	_, _ = rand.Read(raw)
-	copy(raw, "BAREMETAL-TEST-IMAGE")
-	clear(raw[440:512])
-	raw[446+4] = 0x83                                  // Linux
-	binary.LittleEndian.PutUint32(raw[446+8:], 2048)   // first LBA
-	binary.LittleEndian.PutUint32(raw[446+12:], 14336) // sectors: to the image's end
-	raw[510], raw[511] = 0x55, 0xaa
+	raw := testvm.DiskImage(8<<20, "BAREMETAL-TEST-IMAGE")
 	var zst bytes.Buffer
 	zw, err := zstd.NewWriter(&zst)
 	if err != nil {

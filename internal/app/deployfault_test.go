@@ -3,9 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -37,14 +35,7 @@ func TestImageDeploySurvivesPowerLossMidWrite(t *testing.T) {
 
 	// A 16 MiB raw image (an MBR, then random bytes); its server holds
 	// every read past the half while paused, so the agent is caught mid-write.
-	raw := make([]byte, 16<<20)
-	_, _ = rand.Read(raw)
-	copy(raw, "BAREMETAL-FAULT-IMAGE")
-	clear(raw[440:512])
-	raw[446+4] = 0x83
-	binary.LittleEndian.PutUint32(raw[446+8:], 2048)
-	binary.LittleEndian.PutUint32(raw[446+12:], uint32(len(raw)/512-2048))
-	raw[510], raw[511] = 0x55, 0xaa
+	raw := testvm.DiskImage(16<<20, "BAREMETAL-FAULT-IMAGE")
 	sum := sha256.Sum256(raw)
 	img := &pausedImage{data: raw, at: int64(len(raw) / 2), reached: make(chan struct{}), resume: make(chan struct{})}
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,6 +1,8 @@
 package testvm
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,4 +77,20 @@ func AgentISO(t testing.TB, dir, kernel, controller string, cfg agent.Config) st
 		t.Fatalf("agent ISO: %v", err)
 	}
 	return iso
+}
+
+// DiskImage is a raw disk image of size bytes for image-deploy tests:
+// header at offset 0 (to look for on the VM's disk), an MBR with one
+// Linux partition from 1 MiB to the image's end (a config drive needs a
+// partition table to join), and random bytes elsewhere.
+func DiskImage(size int, header string) []byte {
+	raw := make([]byte, size)
+	_, _ = rand.Read(raw)
+	copy(raw, header)
+	clear(raw[440:512])
+	raw[446+4] = 0x83 // Linux
+	binary.LittleEndian.PutUint32(raw[446+8:], 2048)
+	binary.LittleEndian.PutUint32(raw[446+12:], uint32(size/512-2048))
+	raw[510], raw[511] = 0x55, 0xaa
+	return raw
 }
