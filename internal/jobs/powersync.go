@@ -354,16 +354,30 @@ func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node, detach bool
 		ps, err := r.readPower(ctx, n)
 		done <- result{ps, err, time.Now()}
 	}()
-	t := time.NewTimer(r.stragglerWait())
-	defer t.Stop()
-	select {
-	case res := <-done:
-		<-r.syncSlots
-		if res.err == nil {
-			r.noteLatency(time.Since(started))
+	// The threshold is looked at again while no healthy latency is known:
+	// at start-up every read of the first batches begins before any answer
+	// came back, and a hung BMC among them would otherwise keep its slot
+	// (and its batch) for the no-data threshold, a tenth of BMCTimeout,
+	// though its neighbours answered in milliseconds.
+	for {
+		left := r.stragglerWait() - time.Since(started)
+		if left <= 0 {
+			break
 		}
-		return res.ps, false, res.err
-	case <-t.C:
+		if r.syncLatency.Load() <= 0 {
+			left = min(left, stragglerRecheck)
+		}
+		t := time.NewTimer(left)
+		select {
+		case res := <-done:
+			t.Stop()
+			<-r.syncSlots
+			if res.err == nil {
+				r.noteLatency(time.Since(started))
+			}
+			return res.ps, false, res.err
+		case <-t.C:
+		}
 	}
 	select {
 	case r.syncStragglers <- struct{}{}:
@@ -385,6 +399,10 @@ func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node, detach bool
 		return res.ps, false, res.err
 	}
 }
+
+// stragglerRecheck is how often a read started before any healthy latency
+// was known looks again at the straggler threshold.
+const stragglerRecheck = 20 * time.Millisecond
 
 // noteLatency folds a healthy read's duration into the moving average the
 // straggler threshold is derived from.
