@@ -1,8 +1,10 @@
 // Package agentboot makes the deploy agent's boot media that the
-// controller serves to a node's BMC: the agent ISO (kernel, the base
+// controller serves: the agent ISO for a node's BMC (kernel, the base
 // initramfs with the controller's own static binary as /init, and a
 // per-boot config archive appended to it, so the per-boot token is in the
-// image and never on a kernel command line or a console).
+// image and never on a kernel command line or a console), and the same
+// kernel and per-boot initramfs for nodes that boot the agent from the
+// network (iPXE).
 package agentboot
 
 import (
@@ -37,9 +39,10 @@ type Builder struct {
 	kernel string
 	initrd string
 
-	mu    sync.Mutex
-	cache map[string][]byte // by per-boot token: a BMC fetches one ISO many times (HEAD, ranges)
-	order []string
+	mu     sync.Mutex
+	cache  map[string][]byte // by kind and per-boot token: a BMC fetches one ISO many times (HEAD, ranges)
+	order  []string
+	kbytes []byte // the kernel, read once
 }
 
 // cacheSize bounds the ISOs kept in memory (each is the kernel plus the
@@ -82,14 +85,63 @@ func New(o Options) (*Builder, error) {
 // ISO returns the bootable agent ISO for one boot with cfg (the
 // controller's URL as the node reaches it, and the per-boot token).
 func (b *Builder) ISO(ctx context.Context, cfg agent.Config) ([]byte, error) {
+	return b.perBoot(ctx, "iso", cfg, func(appendix []byte) ([]byte, error) {
+		tmp, err := os.MkdirTemp("", "baremetal-agent-iso-")
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = os.RemoveAll(tmp) }() // a temporary dir; nothing to do if it stays
+		out := filepath.Join(tmp, "agent.iso")
+		if err := image.BuildISO(out, image.ISOOptions{Kernel: b.kernel, Initrd: b.initrd, InitrdAppend: appendix}); err != nil {
+			return nil, fmt.Errorf("agent ISO: %w", err)
+		}
+		return os.ReadFile(out)
+	})
+}
+
+// Initrd returns the agent's initramfs for one network boot with cfg:
+// the base one with the boot's config archive appended (the kernel
+// unpacks concatenated archives in turn), as the ISO carries it.
+func (b *Builder) Initrd(ctx context.Context, cfg agent.Config) ([]byte, error) {
+	return b.perBoot(ctx, "initrd", cfg, func(appendix []byte) ([]byte, error) {
+		base, err := os.ReadFile(b.initrd)
+		if err != nil {
+			return nil, fmt.Errorf("agent initramfs: %w", err)
+		}
+		return append(base, appendix...), nil
+	})
+}
+
+// Kernel returns the agent's kernel, the same for every boot.
+func (b *Builder) Kernel() ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kbytes == nil {
+		k, err := os.ReadFile(b.kernel)
+		if err != nil {
+			return nil, fmt.Errorf("agent kernel: %w", err)
+		}
+		b.kbytes = k
+	}
+	return b.kbytes, nil
+}
+
+// Cmdline is the agent kernel's command line on a network boot: the
+// ISO's. It holds no secret (the token is in the initramfs).
+func (b *Builder) Cmdline() string { return image.DefaultCmdline }
+
+// perBoot returns the cached kind of image of cfg's boot, or makes it
+// with build from the boot's config archive.
+func (b *Builder) perBoot(ctx context.Context, kind string, cfg agent.Config, build func(appendix []byte) ([]byte, error)) ([]byte, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("agent config: %w", err)
 	}
+	key := kind + "/" + cfg.Token
 	b.mu.Lock()
-	iso, ok := b.cache[cfg.Token]
+	img, ok := b.cache[key]
 	b.mu.Unlock()
 	if ok {
-		return iso, nil
+		return img, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -102,27 +154,18 @@ func (b *Builder) ISO(ctx context.Context, cfg agent.Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "baremetal-agent-iso-")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(tmp) }() // a temporary dir; nothing to do if it stays
-	out := filepath.Join(tmp, "agent.iso")
-	if err := image.BuildISO(out, image.ISOOptions{Kernel: b.kernel, Initrd: b.initrd, InitrdAppend: appendix}); err != nil {
-		return nil, fmt.Errorf("agent ISO: %w", err)
-	}
-	if iso, err = os.ReadFile(out); err != nil {
+	if img, err = build(appendix); err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.cache[cfg.Token]; !ok {
-		b.cache[cfg.Token] = iso
-		b.order = append(b.order, cfg.Token)
+	if _, ok := b.cache[key]; !ok {
+		b.cache[key] = img
+		b.order = append(b.order, key)
 		if len(b.order) > cacheSize {
 			delete(b.cache, b.order[0])
 			b.order = b.order[1:]
 		}
 	}
-	return iso, nil
+	return img, nil
 }

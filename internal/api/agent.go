@@ -145,12 +145,30 @@ type AgentNIC struct {
 	IPv4   []string `json:"ipv4,omitempty"`
 }
 
+// The files of one boot of the agent, under AgentBootDir: the ISO a BMC
+// boots from virtual media, and the kernel and initramfs iPXE loads on a
+// network boot.
+const (
+	AgentISOFile    = "agent.iso"
+	AgentKernelFile = "vmlinuz"
+	AgentInitrdFile = "initrd"
+)
+
+// AgentBootFiles lists the files of one agent boot.
+func AgentBootFiles() []string { return []string{AgentISOFile, AgentKernelFile, AgentInitrdFile} }
+
 // AgentBootPath is where a BMC fetches the agent ISO for one boot of the
 // agent on a node; key is the capability that authorizes the fetch (it
 // changes every boot).
 func AgentBootPath(nodeID, key string) string {
-	return "/v1/agent/boot/" + nodeID + "/" + key + "/agent.iso"
+	return "/v1/agent/boot/" + nodeID + "/" + key + "/" + AgentISOFile
 }
+
+// AgentNetbootPath is the iPXE script URL for the provisioning network's
+// DHCP (the boot filename handed to iPXE): it boots the agent on a node
+// the controller is booting from the network, and otherwise leaves the
+// machine to boot from its next device.
+const AgentNetbootPath = "/v1/agent/netboot"
 
 // NodeInventory is a node's hardware as the agent last reported it
 // (GET /v1/nodes/{id}/inventory).

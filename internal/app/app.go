@@ -80,6 +80,11 @@ type Config struct {
 	// reach it, when that differs from PublicURL (a provisioning network
 	// apart from the BMCs' network). Empty: PublicURL.
 	AgentURL string
+	// AgentNetboot boots the deploy agent from the network on nodes whose
+	// BMC has no virtual media (IPMI): the provisioning network's DHCP
+	// hands iPXE the API's netboot script (api.AgentNetbootPath at
+	// AgentURL), which boots the agent on the node being booted.
+	AgentNetboot bool
 	// AgentTimeout bounds the wait for a booted agent's report.
 	AgentTimeout time.Duration
 	// CleanErase is how cleanups erase disks with the deploy agent:
@@ -243,6 +248,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.InspectOnEnroll && cfg.AgentKernel == "" {
 		return fail(errors.New("--inspect-on-enroll needs --agent-kernel: inspection boots the deploy agent"))
 	}
+	if cfg.AgentNetboot && cfg.AgentKernel == "" {
+		return fail(errors.New("--agent-netboot needs --agent-kernel: it boots the deploy agent from the network"))
+	}
 	var images *agentboot.Builder
 	if cfg.AgentKernel != "" {
 		if publicURL == "" {
@@ -262,6 +270,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
 		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
 		AgentBoot: images != nil, AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL, CleanErase: cleanErase(cfg.CleanErase),
+		AgentNetboot:    images != nil && cfg.AgentNetboot,
 		InspectOnEnroll: cfg.InspectOnEnroll,
 	})
 	if err != nil {

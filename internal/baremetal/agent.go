@@ -42,7 +42,13 @@ type AgentSession struct {
 	// (AgentInventory), "" before the first heartbeat.
 	Inventory string
 	// BootID is the agent's kernel boot id, as last reported.
-	BootID     string
+	BootID string
+	// NetbootIDs are the identities the node may present when it boots
+	// the agent from the network (NetbootID forms: its system UUID as the
+	// BMC reports it, in the byte orders in use, and its NICs' MACs); the
+	// iPXE script endpoint finds the session by them. Empty for a boot
+	// from virtual media.
+	NetbootIDs []string
 	LastSeenAt *time.Time
 	CreatedAt  time.Time
 	UpdatedAt  time.Time

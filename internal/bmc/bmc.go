@@ -102,6 +102,13 @@ type InventoryGetter interface {
 	Inventory(ctx context.Context) (Inventory, error)
 }
 
+// SystemUUIDGetter reads the system's UUID (IPMI: Get System GUID), as
+// the BMC gives it: byte orders differ between BMCs (see
+// baremetal.NetbootUUIDs). Drivers whose Inventory has it need not.
+type SystemUUIDGetter interface {
+	SystemUUID(ctx context.Context) (string, error)
+}
+
 // Client is one node's BMC. Drivers implement PowerGetter, PowerSetter and
 // BootDeviceSetter; VirtualMedia and InventoryGetter are optional and
 // detected with a type assertion (or return ErrUnsupported-kind errors).

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
@@ -14,9 +16,14 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
 )
 
-// AgentImages makes the deploy agent's per-boot ISO (agentboot.Builder).
+// AgentImages makes the deploy agent's per-boot boot media
+// (agentboot.Builder): the ISO for virtual media, and the kernel and
+// per-boot initramfs for network boots.
 type AgentImages interface {
 	ISO(ctx context.Context, cfg agent.Config) ([]byte, error)
+	Initrd(ctx context.Context, cfg agent.Config) ([]byte, error)
+	Kernel() ([]byte, error)
+	Cmdline() string
 }
 
 // inspectNode boots the deploy agent on a node to report its hardware.
@@ -66,11 +73,13 @@ func (s *Server) agentHeartbeat(w http.ResponseWriter, r *http.Request, _ servic
 	writeJSON(w, http.StatusOK, reply)
 }
 
-// agentBoot serves the agent ISO of one boot to the node's BMC. The key in
-// the path is the credential (BMCs fetch virtual media without our
-// headers); the ISO carries the per-boot token by design.
+// agentBoot serves one boot's agent media: the ISO to the node's BMC, or
+// the kernel and initramfs to its iPXE. The key in the path is the
+// credential (BMCs and firmware fetch without our headers); the ISO and
+// the initramfs carry the per-boot token by design.
 func (s *Server) agentBoot(w http.ResponseWriter, r *http.Request, _ service.Caller) {
-	if s.agentImages == nil {
+	file := r.PathValue("file")
+	if s.agentImages == nil || !slices.Contains(api.AgentBootFiles(), file) {
 		s.writeError(w, r, baremetal.Errorf(baremetal.CodeNotFound, "no such agent image"))
 		return
 	}
@@ -79,7 +88,20 @@ func (s *Server) agentBoot(w http.ResponseWriter, r *http.Request, _ service.Cal
 		s.writeError(w, r, err)
 		return
 	}
-	iso, err := s.agentImages.ISO(r.Context(), agent.Config{API: s.agentURL, Token: sess.Token})
+	cfg := agent.Config{API: s.agentURL, Token: sess.Token}
+	var (
+		img   []byte
+		ctype = "application/octet-stream"
+	)
+	switch file {
+	case api.AgentISOFile:
+		img, err = s.agentImages.ISO(r.Context(), cfg)
+		ctype = "application/x-iso9660-image"
+	case api.AgentKernelFile:
+		img, err = s.agentImages.Kernel()
+	case api.AgentInitrdFile:
+		img, err = s.agentImages.Initrd(r.Context(), cfg)
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return
@@ -87,7 +109,68 @@ func (s *Server) agentBoot(w http.ResponseWriter, r *http.Request, _ service.Cal
 		s.writeError(w, r, &baremetal.Error{Code: baremetal.CodeInternal, Message: "could not build the agent image", Err: err})
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-iso9660-image")
+	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Cache-Control", "no-store")
-	http.ServeContent(w, r, "agent.iso", sess.CreatedAt.Truncate(time.Second), bytes.NewReader(iso))
+	http.ServeContent(w, r, file, sess.CreatedAt.Truncate(time.Second), bytes.NewReader(img))
+}
+
+// agentNetboot is the iPXE script of a machine booting from the network.
+// The provisioning network's DHCP hands iPXE this URL; without a query it
+// answers a script that asks again with the machine's system UUID and
+// MAC, and with them, the script that boots this machine's agent (kernel
+// and per-boot initramfs, at the agent URL) or, when no agent boot is
+// due for it, one that leaves
+// iPXE so the firmware boots the next device (the node's disk). It
+// answers text/plain in iPXE's language, errors included: iPXE shows a
+// script's echo on the console, and a problem document would only fail
+// to parse there.
+func (s *Server) agentNetboot(w http.ResponseWriter, r *http.Request, _ service.Caller) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	q := r.URL.Query()
+	if !q.Has("uuid") && !q.Has("mac") {
+		// iPXE expands ${...} in a script's commands, not in DHCP's
+		// filename. The URLs are absolute: the iPXE builds that firmware
+		// and qemu ship fail relative ones with a query ("Operation not
+		// supported").
+		_, _ = io.WriteString(w, "#!ipxe\nchain --autofree "+s.agentURL+api.AgentNetbootPath+"?uuid=${uuid}&mac=${mac}\n")
+		return
+	}
+	var ids []string
+	if id := baremetal.NetbootUUID(q.Get("uuid")); id != "" {
+		ids = append(ids, id)
+	}
+	if id := baremetal.NetbootMAC(q.Get("mac")); id != "" {
+		ids = append(ids, id)
+	}
+	var sess *baremetal.AgentSession
+	var err error
+	if s.agentImages != nil {
+		sess, err = s.svc.AgentSessionForNetboot(r.Context(), ids)
+	}
+	if s.agentImages == nil || err != nil {
+		why := "no deploy agent boot is due for this machine"
+		if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+			why = "the controller cannot boot this machine's agent"
+			var be *baremetal.Error
+			if errors.As(err, &be) && be.Code != baremetal.CodeInternal {
+				why += ": " + be.Message
+			}
+			s.log.WarnContext(r.Context(), "agent netboot refused", "uuid", q.Get("uuid"), "mac", q.Get("mac"), "err", err)
+		}
+		// exit hands back to the firmware, which boots the next device.
+		_, _ = io.WriteString(w, "#!ipxe\necho baremetal: "+ipxeText(why)+"; booting the next device\nexit 1\n")
+		return
+	}
+	base := s.agentURL + "/v1/agent/boot/" + sess.NodeID + "/" + baremetal.AgentBootKey(sess.Token) + "/"
+	s.log.InfoContext(r.Context(), "agent netboot", "node_id", sess.NodeID, "uuid", q.Get("uuid"), "mac", q.Get("mac"))
+	_, _ = io.WriteString(w, "#!ipxe\necho baremetal: booting the deploy agent\n"+
+		"kernel "+base+api.AgentKernelFile+" initrd="+api.AgentInitrdFile+" "+ipxeText(s.agentImages.Cmdline())+"\n"+
+		"initrd "+base+api.AgentInitrdFile+"\n"+
+		"boot\n")
+}
+
+// ipxeText keeps s to one line without iPXE's setting expansions.
+func ipxeText(s string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ", "$", "", "{", "(", "}", ")").Replace(s)
 }

@@ -71,7 +71,7 @@ type env struct {
 	bodies *testlog.Buffer
 }
 
-func newEnv(t testing.TB, open func(testing.TB) store.Store) *env {
+func newEnv(t testing.TB, open func(testing.TB) store.Store, opts ...func(*httpapi.Options)) *env {
 	t.Helper()
 	st := open(t)
 	e := &env{t: t, st: st, jobs: &fakeJobs{}, logs: &testlog.Buffer{}, bodies: &testlog.Buffer{}}
@@ -80,7 +80,11 @@ func newEnv(t testing.TB, open func(testing.TB) store.Store) *env {
 	if _, err := svc.Bootstrap(context.Background(), adminSecret, ""); err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(httpapi.New(httpapi.Options{Service: svc, Jobs: e.jobs, Logger: log, PublicURL: testPublicURL}))
+	o := httpapi.Options{Service: svc, Jobs: e.jobs, Logger: log, PublicURL: testPublicURL}
+	for _, f := range opts {
+		f(&o)
+	}
+	e.srv = httptest.NewServer(httpapi.New(o))
 	t.Cleanup(e.srv.Close)
 	e.member = e.createToken(`{"role":"member","project":"p1","name":"member-p1"}`)
 	e.other = e.createToken(`{"role":"member","project":"p2","name":"member-p2"}`)

@@ -60,18 +60,21 @@ var authzRules = map[string]authzRule{
 	"GET /v1/instances/{id}/config-drive/{key}/config-2.iso": {want: public(404)},
 	// The agent's per-boot token is the only credential of its heartbeat,
 	// and the key in the path the only one of its image.
-	"POST /v1/agent/heartbeat":                {body: fixed(`{"agent_version":"x"}`), want: public(401)},
-	"GET /v1/agent/boot/{id}/{key}/agent.iso": {want: public(404)},
-	"GET /v1/tokens":                          {want: adminOnly(200)},
-	"POST /v1/tokens":                         {body: fixed(`{"role":"member","project":"p9","name":"authz"}`), want: adminOnly(201)},
-	"DELETE /v1/tokens/{id}":                  {want: adminOnly(204)},
-	"GET /v1/quotas/{project}":                {want: ownerOrAdmin(200, 403)},
-	"PUT /v1/quotas/{project}":                {body: fixed(`{"instances":-1}`), want: adminOnly(200)}, // unlimited: no effect on the other cases
-	"GET /v1/jobs":                            {want: adminOnly(200)},
-	"GET /healthz":                            {want: public(200)},
-	"GET /readyz":                             {want: public(200)},
-	"GET /openapi.json":                       {want: public(200)},
-	"GET /metrics":                            {want: public(200)},
+	"POST /v1/agent/heartbeat":             {body: fixed(`{"agent_version":"x"}`), want: public(401)},
+	"GET /v1/agent/boot/{id}/{key}/{file}": {want: public(404)},
+	// iPXE asks without credentials; the script for a machine no agent
+	// boot is due for only sends it to its next device.
+	"GET /v1/agent/netboot":    {want: public(200)},
+	"GET /v1/tokens":           {want: adminOnly(200)},
+	"POST /v1/tokens":          {body: fixed(`{"role":"member","project":"p9","name":"authz"}`), want: adminOnly(201)},
+	"DELETE /v1/tokens/{id}":   {want: adminOnly(204)},
+	"GET /v1/quotas/{project}": {want: ownerOrAdmin(200, 403)},
+	"PUT /v1/quotas/{project}": {body: fixed(`{"instances":-1}`), want: adminOnly(200)}, // unlimited: no effect on the other cases
+	"GET /v1/jobs":             {want: adminOnly(200)},
+	"GET /healthz":             {want: public(200)},
+	"GET /readyz":              {want: public(200)},
+	"GET /openapi.json":        {want: public(200)},
+	"GET /metrics":             {want: public(200)},
 }
 
 // authzFixture is what one case acts on: a free, available node; an
@@ -104,7 +107,7 @@ func authzPath(pattern string, f authzFixture) (string, bool) {
 	case strings.HasPrefix(pattern, "/v1/tokens/"):
 		id = f.token
 	}
-	p := strings.NewReplacer("{id}", id, "{project}", "p1", "{key}", "not-the-key").Replace(pattern)
+	p := strings.NewReplacer("{id}", id, "{project}", "p1", "{key}", "not-the-key", "{file}", "agent.iso").Replace(pattern)
 	return p, !strings.ContainsAny(p, "{}") && (id != "" || !strings.Contains(pattern, "{id}"))
 }
 

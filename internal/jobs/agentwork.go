@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
@@ -15,32 +16,117 @@ import (
 
 // The steps the jobs that boot the deploy agent share (inspect, image
 // deploys, erasing cleanups): a session per boot, booting the agent ISO
-// by virtual media, and reading what the agent reported.
+// by virtual media or the agent's kernel and initramfs from the network,
+// and reading what the agent reported.
 
 // startAgent stores a new agent session for purpose with cmd (nil: none)
-// and boots node n from the agent ISO. The session is stored before the
-// BMC sees the URL (some BMCs fetch the image as soon as it is inserted);
-// when the boot fails it is removed again, so the next attempt boots with
-// a new session and token.
-func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose baremetal.AgentPurpose, cmd *api.AgentCommand) error {
+// and boots node n into the agent: from the agent ISO by virtual media
+// when its BMC has it, else from the network when the controller serves
+// network boots (Config.AgentNetboot). The session is stored before the
+// BMC sees the URL (some BMCs fetch the image as soon as it is inserted)
+// or the node asks for its iPXE script; when the boot fails it is removed
+// again, so the next attempt boots with a new session and token. It
+// returns how the agent was booted, for the node's event.
+func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose baremetal.AgentPurpose, cmd *api.AgentCommand) (string, error) {
+	vm, err := w.ejectMediaSupported(ctx, n)
+	if err != nil {
+		return "", err
+	}
 	token, hash := baremetal.NewAgentToken()
 	sess := &baremetal.AgentSession{NodeID: n.ID, Purpose: purpose, Token: token, TokenHash: hash}
 	if cmd != nil {
 		b, err := json.Marshal(cmd)
 		if err != nil {
-			return err
+			return "", err
 		}
 		sess.Command = string(b)
 	}
+	how := "from virtual media"
+	if !vm {
+		if !w.cfg.AgentNetboot {
+			return "", &permanentError{fmt.Sprintf("the deploy agent boots from virtual media, which the %s BMC of node %s does not have, "+
+				"and this controller does not boot the agent from the network (--agent-netboot, with the provisioning network's DHCP chaining iPXE to %s)",
+				n.Driver, n.Name, api.AgentNetbootPath)}
+		}
+		if sess.NetbootIDs, err = w.netbootIDs(ctx, n); err != nil {
+			return "", err
+		}
+		how = "from the network"
+	}
 	if err := w.store.PutAgentSession(ctx, sess); err != nil {
-		return err
+		return "", err
 	}
-	url := w.cfg.PublicURL + api.AgentBootPath(n.ID, baremetal.AgentBootKey(token))
-	if err := w.bootFromCD(ctx, n, url); err != nil {
+	if vm {
+		err = w.bootFromCD(ctx, n, w.cfg.PublicURL+api.AgentBootPath(n.ID, baremetal.AgentBootKey(token)))
+	} else {
+		err = w.bootOnce(ctx, n, bmc.BootPXE)
+	}
+	if err != nil {
 		_ = w.store.DeleteAgentSession(context.WithoutCancel(ctx), n.ID)
-		return err
+		return "", err
 	}
-	return nil
+	return how, nil
+}
+
+// netbootIDs are the identities by which node n will be recognised when
+// it asks for its iPXE script: the system UUID its BMC reports now (in
+// every byte order BMCs use), and the UUID and NIC MACs of its last
+// inspection. With none of them the node cannot be told from any other
+// machine booting on the network, so it is not booted: a deploy agent
+// handed to the wrong machine would write or erase the wrong disks.
+func (w *nodeWork) netbootIDs(ctx context.Context, n *baremetal.Node) ([]string, error) {
+	var ids []string
+	add := func(list ...string) {
+		for _, id := range list {
+			if id != "" && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	err := w.bmcCall(ctx, n, "read system UUID", func(ctx context.Context, c bmc.Client) error {
+		var (
+			id  string
+			err error
+		)
+		switch g := c.(type) {
+		case bmc.SystemUUIDGetter:
+			id, err = g.SystemUUID(ctx)
+		case bmc.InventoryGetter:
+			var inv bmc.Inventory
+			inv, err = g.Inventory(ctx)
+			id = inv.SystemUUID
+		}
+		// A BMC without the command may still be recognised by the
+		// inspected MACs; an unreachable one is retried as any BMC call.
+		if err != nil && bmc.KindOf(err) != bmc.KindUnsupported && bmc.KindOf(err) != bmc.KindBMCError {
+			return err
+		}
+		add(baremetal.NetbootUUIDs(id)...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	stored, err := w.store.GetInventory(ctx, n.ID)
+	switch {
+	case baremetal.IsCode(err, baremetal.CodeNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		var inv api.AgentInventory
+		if err := json.Unmarshal([]byte(stored.Data), &inv); err != nil {
+			return nil, fmt.Errorf("node %s: read its stored inventory: %w", n.Name, err)
+		}
+		add(baremetal.NetbootUUIDs(inv.System.UUID)...)
+		for _, nic := range inv.NICs {
+			add(baremetal.NetbootMAC(nic.MAC))
+		}
+	}
+	if len(ids) == 0 {
+		return nil, &permanentError{fmt.Sprintf("node %s cannot be booted into the deploy agent from the network: "+
+			"its %s BMC reports no system UUID and it has no inspected NIC MACs, so the controller could not tell it from another machine asking for its boot script", n.Name, n.Driver)}
+	}
+	return ids, nil
 }
 
 // agentURL is the API's base URL as booted nodes reach it.

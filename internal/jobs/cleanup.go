@@ -131,7 +131,7 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 	}
 	if sess == nil || sess.Purpose != baremetal.AgentClean || sessionCommand(sess) != cmdID {
 		cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: w.cfg.CleanErase}
-		err := w.startAgent(ctx, n, baremetal.AgentClean, cmd)
+		how, err := w.startAgent(ctx, n, baremetal.AgentClean, cmd)
 		var perm *permanentError
 		switch {
 		case errors.As(err, &perm):
@@ -144,7 +144,7 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 		case err != nil:
 			return "", false, w.cleanupError(ctx, job, n, err)
 		}
-		msg := fmt.Sprintf("booted the deploy agent to erase the disks (%s)", w.cfg.CleanErase)
+		msg := fmt.Sprintf("booted the deploy agent %s to erase the disks (%s)", how, w.cfg.CleanErase)
 		if err := w.agentBooted(ctx, n.ID, baremetal.StateCleaning, "clean", msg); err != nil {
 			return "", false, ignoreGone(err)
 		}

@@ -97,6 +97,12 @@ type Config struct {
 	// AgentURL is the API's base URL as booted nodes (the agent) reach
 	// it; empty: PublicURL.
 	AgentURL string
+	// AgentNetboot says that the provisioning network's DHCP chains the
+	// nodes' iPXE to the API's netboot script (api.AgentNetbootPath), so
+	// nodes without virtual media (IPMI, or Redfish BMCs without it) boot
+	// the agent from the network. Without it their cleanups skip the
+	// erase and they are not inspected.
+	AgentNetboot bool
 	// CleanErase is how cleanups erase a node's disks with the deploy
 	// agent when AgentBoot: "metadata" (partition tables and filesystem
 	// signatures), "full" (every byte) or "" (no erase).

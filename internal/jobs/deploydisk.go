@@ -46,10 +46,11 @@ func (w *deployWorker) deployToDisk(ctx context.Context, job *river.Job[DeployAr
 		if inst.NeedsConfigDrive() {
 			cmd.ConfigDriveURL = w.cfg.agentURL() + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
 		}
-		if err := w.startAgent(ctx, n, baremetal.AgentDeploy, cmd); err != nil {
+		how, err := w.startAgent(ctx, n, baremetal.AgentDeploy, cmd)
+		if err != nil {
 			return w.deployError(ctx, job, n, err)
 		}
-		msg := fmt.Sprintf("booted the deploy agent to write instance %s's image %s to disk", inst.Name, baremetal.RedactURL(inst.Image.URL))
+		msg := fmt.Sprintf("booted the deploy agent %s to write instance %s's image %s to disk", how, inst.Name, baremetal.RedactURL(inst.Image.URL))
 		if err := w.agentBooted(ctx, n.ID, baremetal.StateDeploying, "deploy", msg); err != nil {
 			return ignoreGone(err)
 		}

@@ -85,16 +85,17 @@ func (w *inspectWorker) inspect(ctx context.Context, job *river.Job[InspectArgs]
 	return river.JobSnooze(agentPoll)
 }
 
-// bootAgent starts a new agent session and boots the node from the agent
-// ISO; the job then waits for the agent's report.
+// bootAgent starts a new agent session and boots the node into the
+// agent; the job then waits for the agent's report.
 func (w *inspectWorker) bootAgent(ctx context.Context, job *river.Job[InspectArgs], n *baremetal.Node) error {
-	if err := w.startAgent(ctx, n, baremetal.AgentInspect, nil); err != nil {
+	how, err := w.startAgent(ctx, n, baremetal.AgentInspect, nil)
+	if err != nil {
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
 			return nil
 		}
 		return w.inspectError(ctx, job, n, err)
 	}
-	msg := fmt.Sprintf("booted the deploy agent from virtual media; waiting up to %s for its report", w.cfg.agentTimeout())
+	msg := fmt.Sprintf("booted the deploy agent %s; waiting up to %s for its report", how, w.cfg.agentTimeout())
 	if err := w.agentBooted(ctx, n.ID, baremetal.StateInspecting, "inspect", msg); err != nil {
 		return ignoreGone(err)
 	}
@@ -104,20 +105,19 @@ func (w *inspectWorker) bootAgent(ctx context.Context, job *river.Job[InspectArg
 // bootFromCD inserts url as virtual media, sets a one-time CD boot and
 // powers the node on (or resets it), waiting until on is observed.
 func (w *nodeWork) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
-	vm, err := w.ejectMediaSupported(ctx, n)
-	if err != nil {
-		return err
-	}
-	if !vm {
-		return &permanentError{fmt.Sprintf("the deploy agent boots from virtual media, which the %s BMC of node %s does not have (PXE boot of the agent is not built yet)", n.Driver, n.Name)}
-	}
 	if err := w.bmcCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
 		return c.(bmc.VirtualMedia).InsertMedia(ctx, url)
 	}); err != nil {
 		return err
 	}
+	return w.bootOnce(ctx, n, bmc.BootCD)
+}
+
+// bootOnce sets a one-time boot from dev and powers the node on (or
+// resets it), waiting until on is observed.
+func (w *nodeWork) bootOnce(ctx context.Context, n *baremetal.Node, dev bmc.BootDevice) error {
 	if err := w.bmcCall(ctx, n, "set boot device", func(ctx context.Context, c bmc.Client) error {
-		return c.SetBootDevice(ctx, bmc.BootCD, false)
+		return c.SetBootDevice(ctx, dev, false)
 	}); err != nil {
 		return err
 	}

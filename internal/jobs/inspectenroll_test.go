@@ -64,6 +64,8 @@ func TestInspectOnEnrollDecision(t *testing.T) {
 	redfish := &baremetal.Node{Driver: baremetal.DriverRedfish}
 	ipmi := &baremetal.Node{Driver: baremetal.DriverIPMI}
 	on := Config{InspectOnEnroll: true, AgentBoot: true, PublicURL: "http://c.example"}
+	netboot := on
+	netboot.AgentNetboot = true
 	for _, c := range []struct {
 		name string
 		cfg  Config
@@ -75,7 +77,8 @@ func TestInspectOnEnrollDecision(t *testing.T) {
 		{"on", on, redfish, true, "inspect on enroll"},
 		{"no agent", Config{InspectOnEnroll: true, PublicURL: "http://c.example"}, redfish, false, "serves no deploy agent image"},
 		{"no public url", Config{InspectOnEnroll: true, AgentBoot: true}, redfish, false, "serves no deploy agent image"},
-		{"ipmi", on, ipmi, false, "IPMI has none"},
+		{"ipmi", on, ipmi, false, "IPMI has no virtual media"},
+		{"ipmi netboot", netboot, ipmi, true, "inspect on enroll"},
 	} {
 		got, why := c.cfg.inspectOnEnroll(c.n)
 		if got != c.want || (c.why == "") != (why == "") || !strings.Contains(why, c.why) {

@@ -104,10 +104,9 @@ func (c Config) inspectOnEnroll(n *baremetal.Node) (bool, string) {
 		return false, ""
 	case !c.AgentBoot || c.PublicURL == "":
 		return false, "not inspected on enroll: the controller serves no deploy agent image (--agent-kernel and --public-url)"
-	case n.Driver == baremetal.DriverIPMI:
-		// Not worth a boot that must fail: IPMI has no virtual media, and
-		// PXE boot of the agent is not built.
-		return false, "not inspected on enroll: the deploy agent boots from virtual media, which IPMI has none of"
+	case n.Driver == baremetal.DriverIPMI && !c.AgentNetboot:
+		// Not worth a boot that must fail: IPMI has no virtual media.
+		return false, "not inspected on enroll: IPMI has no virtual media to boot the deploy agent from, and the controller does not boot it from the network (--agent-netboot)"
 	}
 	return true, "inspecting: booting the deploy agent to report the hardware (inspect on enroll)"
 }

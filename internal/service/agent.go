@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
@@ -93,6 +94,51 @@ func (s *Service) AgentSessionForBoot(ctx context.Context, nodeID, key string) (
 		return nil, notFound
 	}
 	return sess, nil
+}
+
+// AgentSessionForNetboot returns the agent session of the machine that
+// presents ids (baremetal.NetbootID forms: its system UUID and MAC as
+// iPXE reports them) when it boots from the network, while that session
+// still waits for its agent: once the agent has called in, its boot files
+// are no longer handed out, so the window in which a machine on the
+// provisioning network could ask for another's is the boot itself. No
+// session, or one already called in, is not found (the machine boots from
+// its next device); more than one node matching is refused, as the
+// agent's commands (erase, write) must never reach the wrong machine.
+func (s *Service) AgentSessionForNetboot(ctx context.Context, ids []string) (*baremetal.AgentSession, error) {
+	notFound := baremetal.Errorf(baremetal.CodeNotFound, "no deploy agent boot is due for this machine")
+	found := map[string]*baremetal.AgentSession{}
+	for _, id := range ids {
+		if !baremetal.ValidNetbootID(id) {
+			continue
+		}
+		sessions, err := s.store.FindAgentSessionsByNetbootID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, sess := range sessions {
+			found[sess.NodeID] = sess
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, notFound
+	case 1:
+		for _, sess := range found {
+			if sess.LastSeenAt != nil {
+				return nil, notFound
+			}
+			return sess, nil
+		}
+	}
+	nodes := make([]string, 0, len(found))
+	for id := range found {
+		nodes = append(nodes, id)
+	}
+	slices.Sort(nodes)
+	return nil, baremetal.Errorf(baremetal.CodeConflict,
+		"this machine's identities (%s) match the agent boots of %d nodes (%s): check the nodes' inventories for duplicate MACs or UUIDs",
+		strings.Join(ids, ", "), len(nodes), strings.Join(nodes, ", "))
 }
 
 // AgentHeartbeat records a heartbeat of the agent holding token (from

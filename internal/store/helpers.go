@@ -179,3 +179,38 @@ type unavailableError struct {
 
 func (e *unavailableError) Error() string   { return e.op + ": database unreachable: " + e.cause.Error() }
 func (e *unavailableError) Unwrap() []error { return []error{ErrUnavailable, e.cause} }
+
+// EncodeNetbootIDs is the stored form of an agent session's netboot ids:
+// space-separated and space-framed (" a b "), so that NetbootIDPattern
+// finds one with LIKE in either dialect. Ids are baremetal.NetbootIDs
+// forms (no spaces, no LIKE wildcards); others are dropped.
+func EncodeNetbootIDs(ids []string) string {
+	var b strings.Builder
+	for _, id := range ids {
+		if baremetal.ValidNetbootID(id) {
+			b.WriteString(" " + id)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return b.String() + " "
+}
+
+// DecodeNetbootIDs reverses EncodeNetbootIDs (none: nil).
+func DecodeNetbootIDs(s string) []string {
+	if ids := strings.Fields(s); len(ids) > 0 {
+		return ids
+	}
+	return nil
+}
+
+// NetbootIDPattern is the LIKE pattern that finds id among encoded ids.
+// An id not in a valid form matches nothing (a wildcard in it must not
+// match other sessions).
+func NetbootIDPattern(id string) string {
+	if !baremetal.ValidNetbootID(id) {
+		return " "
+	}
+	return "% " + id + " %"
+}

@@ -113,6 +113,9 @@ type Queries interface {
 	GetAgentSession(ctx context.Context, nodeID string) (*baremetal.AgentSession, error)
 	// GetAgentSessionByTokenHash finds a session by the hash of its token.
 	GetAgentSessionByTokenHash(ctx context.Context, hash string) (*baremetal.AgentSession, error)
+	// FindAgentSessionsByNetbootID returns the sessions whose NetbootIDs
+	// hold id (none: an empty list, no error).
+	FindAgentSessionsByNetbootID(ctx context.Context, id string) ([]*baremetal.AgentSession, error)
 	// UpdateAgentSession writes s if the stored version is s.Version.
 	UpdateAgentSession(ctx context.Context, s *baremetal.AgentSession) error
 	// DeleteAgentSession removes a node's session (none is no error).

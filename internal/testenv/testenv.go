@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/app"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
@@ -47,6 +48,10 @@ type Options struct {
 	// networking), on the controller's own port.
 	AgentKernel, AgentBinary, AgentHost string
 	AgentTimeout                        time.Duration
+	// AgentNetboot boots the agent from the network on systems without
+	// virtual media; the fleet's VMs get the controller's netboot script
+	// as their DHCP boot file (needs AgentHost).
+	AgentNetboot bool
 }
 
 // Env is a running controller plus its simulated BMCs.
@@ -99,6 +104,13 @@ func Start(t testing.TB, opts Options) *Env {
 		_ = l.Close()
 		cfg.Listen = fmt.Sprintf("127.0.0.1:%d", port)
 		cfg.AgentURL = fmt.Sprintf("http://%s:%d", opts.AgentHost, port)
+	}
+	if opts.AgentNetboot {
+		if opts.AgentHost == "" {
+			t.Fatal("testenv: AgentNetboot needs AgentHost (where the VMs reach the controller)")
+		}
+		cfg.AgentNetboot = true
+		fleet.SetNetbootURL(cfg.AgentURL + api.AgentNetbootPath)
 	}
 	w := io.Writer(io.Discard)
 	if opts.Verbose || os.Getenv("BAREMETAL_TEST_LOG") != "" {

@@ -12,6 +12,7 @@ import (
 	ipmiclient "github.com/bougou/go-ipmi/pkg/client"
 	"github.com/bougou/go-ipmi/pkg/command/chassis"
 	"github.com/bougou/go-ipmi/pkg/types"
+	"github.com/google/uuid"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 )
@@ -237,8 +238,9 @@ type Client struct {
 }
 
 var (
-	_ bmc.Client       = (*Client)(nil)
-	_ bmc.VirtualMedia = (*Client)(nil)
+	_ bmc.Client           = (*Client)(nil)
+	_ bmc.SystemUUIDGetter = (*Client)(nil)
+	_ bmc.VirtualMedia     = (*Client)(nil)
 )
 
 // do runs fn on this BMC's session, connecting first if need be, with the
@@ -395,6 +397,28 @@ func (c *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persiste
 			BootDeviceSelector: sel,
 		})
 	})
+}
+
+// SystemUUID reads the system GUID (Get System GUID) and formats its 16
+// bytes as a UUID in the order the BMC sent them. The IPMI spec stores
+// the fields least-significant byte first, which vendors implement in
+// more than one way, so callers matching it against the machine's SMBIOS
+// UUID try the orders in use (baremetal.NetbootUUIDs). A BMC without the
+// command answers KindUnsupported.
+func (c *Client) SystemUUID(ctx context.Context) (string, error) {
+	var guid [16]byte
+	err := c.do(ctx, "system guid", func(ctx context.Context, cli *ipmiclient.Client) error {
+		res, err := cli.GetSystemGUID(ctx)
+		if err != nil {
+			return err
+		}
+		guid = res.GUID
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return uuid.UUID(guid).String(), nil
 }
 
 // InsertMedia is not available over IPMI: virtual media is vendor

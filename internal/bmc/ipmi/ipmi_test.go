@@ -7,11 +7,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi/ipmisim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testlog"
@@ -186,6 +189,31 @@ func TestBootDevice(t *testing.T) {
 	}
 
 	wantKind(t, cl.SetBootDevice(ctx, "floppy", false), bmc.KindUnsupported)
+}
+
+// The system GUID is what a network boot of the deploy agent recognises
+// the machine by: the UUID read here, in one of the byte orders
+// baremetal.NetbootUUIDs tries, is the one ipmitool shows.
+func TestSystemUUID(t *testing.T) {
+	t.Parallel()
+	sim := ipmisim.Start(t)
+	cl := open(t, newOpener(t, Options{}), endpoint(sim))
+	got, err := cl.SystemUUID(ctxTimeout(t, 30*time.Second))
+	if err != nil {
+		t.Fatalf("SystemUUID: %v", err)
+	}
+	if baremetal.NetbootUUID(got) == "" {
+		t.Fatalf("SystemUUID = %q, not a usable UUID", got)
+	}
+	out := ipmitool(t, sim, "mc", "guid")
+	// ipmitool 1.8.19 prints the 32 hex digits without dashes.
+	m := regexp.MustCompile(`(?i)System GUID\s*:\s*([0-9a-f-]{32,36})\b`).FindStringSubmatch(out)
+	if out != "" && m == nil {
+		t.Fatalf("ipmitool mc guid printed no GUID:\n%s", out)
+	}
+	if m != nil && !slices.Contains(baremetal.NetbootUUIDs(got), baremetal.NetbootUUID(m[1])) {
+		t.Fatalf("SystemUUID %s matches none of the orders of ipmitool's %s", got, m[1])
+	}
 }
 
 func TestWrongCredentials(t *testing.T) {

@@ -375,7 +375,7 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 		default:
 			methodNotAllowed(w, http.MethodGet, http.MethodPatch)
 		}
-	case s.sushy && len(rest) >= 1 && rest[0] == "VirtualMedia":
+	case s.sushy && !s.noMedia && len(rest) >= 1 && rest[0] == "VirtualMedia":
 		// sushy-tools keeps virtual media under the system.
 		f.serveMedia(w, r, s, s.path+"/VirtualMedia", rest[1:])
 	case len(rest) == 2 && rest[0] == "Actions" && rest[1] == "ComputerSystem.Reset":
@@ -484,7 +484,7 @@ func (s *system) systemJSON(ctx context.Context) map[string]any {
 			},
 		},
 	}
-	if s.sushy {
+	if s.sushy && !s.noMedia {
 		d["VirtualMedia"] = odataID(s.path + "/VirtualMedia")
 	}
 	return d
@@ -646,7 +646,7 @@ func (s *system) cancelPendingLocked() {
 
 func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, rest []string) {
 	vmPath := s.mgrPath + "/VirtualMedia"
-	if !s.sushy && len(rest) >= 1 && rest[0] == "VirtualMedia" {
+	if !s.sushy && !s.noMedia && len(rest) >= 1 && rest[0] == "VirtualMedia" {
 		f.serveMedia(w, r, s, vmPath, rest[1:])
 		return
 	}
@@ -669,7 +669,7 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 				"ManagerForServers": []any{odataID(s.path)},
 			},
 		}
-		if !s.sushy {
+		if !s.sushy && !s.noMedia {
 			mgr["VirtualMedia"] = odataID(vmPath)
 		}
 		writeJSON(w, http.StatusOK, mgr)

@@ -68,6 +68,10 @@ type Options struct {
 	// fetched then fails InsertMedia. Needed for the simulated OS to read a
 	// config drive from a CD. DialectSushy implies it.
 	FetchCDMedia bool
+	// NoVirtualMedia serves no VirtualMedia at all, as on BMCs without
+	// the licence or the feature: the controller must boot such systems
+	// from the network.
+	NoVirtualMedia bool
 	// Dialect picks the Redfish implementation the fleet imitates: the
 	// default is standard Redfish; DialectSushy is sushy-tools (see there).
 	// Without MediaSlots, a sushy system has the slots Cd and Floppy.
@@ -103,6 +107,9 @@ type Fleet struct {
 
 	total atomic.Int64
 
+	netbootMu sync.Mutex
+	netboot   string // VMOptions.NetbootURL, or as set later
+
 	// life ends when the fleet closes; background work (simulated OSes,
 	// image fetches) runs under it and bg counts those goroutines.
 	life     context.Context
@@ -136,6 +143,7 @@ type session struct {
 type system struct {
 	id, path, mgrPath string
 	sushy             bool // Options.Dialect is DialectSushy
+	noMedia           bool // Options.NoVirtualMedia
 	index             int
 	uuid, serial      string
 	requests          atomic.Int64
@@ -225,6 +233,7 @@ func Start(opts Options) (*Fleet, error) {
 		mediaClient: &http.Client{Transport: newTransport()},
 	}
 	f.life, f.stopLife = context.WithCancel(context.Background())
+	f.netboot = vmOpts.NetbootURL
 	for i, id := range ids {
 		if id == "" || strings.ContainsAny(id, "/?#% ") {
 			return nil, fmt.Errorf("sim: invalid system id %q", id)
@@ -244,6 +253,7 @@ func Start(opts Options) (*Fleet, error) {
 			bootMode:    "UEFI",
 			osEnabled:   osEnabled,
 			sushy:       sushy,
+			noMedia:     opts.NoVirtualMedia,
 		}
 		if sushy {
 			// libvirt boots its disk, every time.
@@ -315,6 +325,21 @@ func Start(opts Options) (*Fleet, error) {
 
 // URL is the service's base URL, e.g. http://127.0.0.1:41234.
 func (f *Fleet) URL() string { return f.url }
+
+// SetNetbootURL sets the boot file the VM-backed systems' network hands a
+// PXE boot from their next start on (VMOptions.NetbootURL): a test learns
+// the controller's address only after the fleet runs.
+func (f *Fleet) SetNetbootURL(u string) {
+	f.netbootMu.Lock()
+	defer f.netbootMu.Unlock()
+	f.netboot = u
+}
+
+func (f *Fleet) netbootURL() string {
+	f.netbootMu.Lock()
+	defer f.netbootMu.Unlock()
+	return f.netboot
+}
 
 // ServeAlso serves the fleet on one more address (plain HTTP) and returns
 // its base URL; Close stops it too. A fleet behind one address is one BMC

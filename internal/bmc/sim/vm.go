@@ -45,6 +45,11 @@ type VMOptions struct {
 	// template (default: Debian's /usr/share/OVMF/OVMF_CODE_4M.fd and
 	// OVMF_VARS_4M.fd, else OVMF_CODE.fd and OVMF_VARS.fd).
 	OVMFCode, OVMFVars string
+	// NetbootURL is the boot file the VMs' network (qemu's user-mode DHCP)
+	// hands a PXE boot, as a provisioning network's DHCP server would;
+	// iPXE, the VMs' network boot ROM, fetches an http:// one itself.
+	// Fleet.SetNetbootURL sets it once the URL is known.
+	NetbootURL string
 }
 
 const (
@@ -474,7 +479,7 @@ func (v *vmachine) args(p bootPlan) ([]string, error) {
 		// A reset ends the process; run starts the next boot with the boot
 		// order of that moment (qemu reads bootindex at start only).
 		"-no-reboot",
-		"-netdev", "user,id=n0",
+		"-netdev", v.netdev(),
 		"-device", "virtio-net-pci,netdev=n0,mac=" + v.mac + ",bootindex=" + strconv.Itoa(order["pxe"]),
 		// Seeds the guest's RNG at once: without it getrandom(2) blocks for
 		// minutes under TCG, whose default CPU has no RDRAND.
@@ -507,6 +512,17 @@ func (v *vmachine) args(p bootPlan) ([]string, error) {
 }
 
 func slotDevice(i int) string { return fmt.Sprintf("slot%d", i) }
+
+// netdev is the VM's user-mode network, with the fleet's netboot URL as
+// its DHCP boot file.
+func (v *vmachine) netdev() string {
+	nd := "user,id=n0"
+	if u := v.f.netbootURL(); u != "" {
+		// qemu's option syntax: a comma in a value is written twice.
+		nd += ",bootfile=" + strings.ReplaceAll(u, ",", ",,")
+	}
+	return nd
+}
 
 // launch starts the next boot: a new qemu process with the boot order,
 // firmware and media of this moment. A boot override of Once is used up

@@ -14,18 +14,20 @@ import (
 // ---- agent sessions and inventories ----
 
 const agentColumns = `node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id,
-	last_seen_at, created_at, updated_at, version`
+	last_seen_at, created_at, updated_at, version, netboot_ids`
 
 func (q queries) scanAgentSession(sc scanner) (*baremetal.AgentSession, error) {
 	var (
 		s                        baremetal.AgentSession
 		sealed, created, updated string
+		netboot                  string
 		seen                     sql.NullString
 	)
 	if err := sc.Scan(&s.NodeID, &s.Purpose, &sealed, &s.TokenHash, &s.Command, &s.Status, &s.Inventory, &s.BootID,
-		&seen, &created, &updated, &s.Version); err != nil {
+		&seen, &created, &updated, &s.Version, &netboot); err != nil {
 		return nil, err
 	}
+	s.NetbootIDs = store.DecodeNetbootIDs(netboot)
 	var err error
 	if s.Token, err = q.box.Open(sealed); err != nil {
 		return nil, fmt.Errorf("agent session of node %s: token: %w", s.NodeID, err)
@@ -49,13 +51,14 @@ func (q queries) PutAgentSession(ctx context.Context, s *baremetal.AgentSession)
 	}
 	now := nowUTC()
 	_, err = q.w.ExecContext(ctx, `INSERT INTO agent_sessions (`+agentColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
 		ON CONFLICT (node_id) DO UPDATE SET purpose = excluded.purpose, token_sealed = excluded.token_sealed,
 			token_hash = excluded.token_hash, command = excluded.command, status = excluded.status,
 			inventory = excluded.inventory, boot_id = excluded.boot_id, last_seen_at = excluded.last_seen_at,
-			created_at = excluded.created_at, updated_at = excluded.updated_at, version = 1`,
+			created_at = excluded.created_at, updated_at = excluded.updated_at, version = 1,
+			netboot_ids = excluded.netboot_ids`,
 		s.NodeID, string(s.Purpose), sealed, s.TokenHash, s.Command, s.Status, s.Inventory, s.BootID,
-		fmtTimePtr(s.LastSeenAt), fmtTime(now), fmtTime(now))
+		fmtTimePtr(s.LastSeenAt), fmtTime(now), fmtTime(now), store.EncodeNetbootIDs(s.NetbootIDs))
 	switch {
 	case foreignKeyViolation(err):
 		return store.NotFound("node", s.NodeID)
@@ -86,6 +89,27 @@ func (q queries) GetAgentSession(ctx context.Context, nodeID string) (*baremetal
 
 func (q queries) GetAgentSessionByTokenHash(ctx context.Context, hash string) (*baremetal.AgentSession, error) {
 	return q.getAgentSession(ctx, "token_hash", hash)
+}
+
+func (q queries) FindAgentSessionsByNetbootID(ctx context.Context, id string) ([]*baremetal.AgentSession, error) {
+	rows, err := q.r.QueryContext(ctx, `SELECT `+agentColumns+` FROM agent_sessions WHERE netboot_ids LIKE ?`,
+		store.NetbootIDPattern(id))
+	if err != nil {
+		return nil, wrap("find agent sessions by netboot id", err)
+	}
+	defer rows.Close()
+	var out []*baremetal.AgentSession
+	for rows.Next() {
+		s, err := q.scanAgentSession(rows)
+		if err != nil {
+			return nil, wrap("find agent sessions by netboot id", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("find agent sessions by netboot id", err)
+	}
+	return out, nil
 }
 
 func (q queries) UpdateAgentSession(ctx context.Context, s *baremetal.AgentSession) error {

@@ -63,6 +63,39 @@ func testAgentSessions(t *testing.T, s store.Store) {
 	}
 	assertNotOnDisk(t, s, token)
 
+	// Network boots find their session by any of its netboot ids, and
+	// only by a whole one: a prefix or a wildcard matches nothing.
+	m := newNode("agent-netboot")
+	insertNode(t, s, m)
+	nb := &baremetal.AgentSession{NodeID: m.ID, Purpose: baremetal.AgentInspect, Token: "agt_nb", TokenHash: strings.Repeat("a", 64),
+		NetbootIDs: []string{"uuid:4c4c4544-0042-3010-8056-b4c04f4d3132", "mac:52:54:00:12:34:56"}}
+	must(t, s.PutAgentSession(ctx, nb))
+	got, err = s.GetAgentSession(ctx, m.ID)
+	must(t, err)
+	same(t, "netboot session", nb, got)
+	for _, id := range nb.NetbootIDs {
+		found, err := s.FindAgentSessionsByNetbootID(ctx, id)
+		must(t, err)
+		if len(found) != 1 || found[0].NodeID != m.ID || found[0].Token != "agt_nb" {
+			t.Fatalf("find by %s: %+v", id, found)
+		}
+	}
+	for _, id := range []string{"mac:52:54:00:12:34", "mac:52:54:00:12:34:57", "%", "mac:%", "uuid:4c4c4544-0042-3010-8056-b4c04f4d313_", ""} {
+		found, err := s.FindAgentSessionsByNetbootID(ctx, id)
+		must(t, err)
+		if len(found) != 0 {
+			t.Fatalf("find by %q matched %d sessions", id, len(found))
+		}
+	}
+	// A session booted from virtual media has none.
+	if found, err := s.FindAgentSessionsByNetbootID(ctx, "mac:00:00:00:00:00:00"); err != nil || len(found) != 0 {
+		t.Fatalf("find by an unknown MAC: %v %v", found, err)
+	}
+	must(t, s.DeleteAgentSession(ctx, m.ID))
+	if found, err := s.FindAgentSessionsByNetbootID(ctx, nb.NetbootIDs[1]); err != nil || len(found) != 0 {
+		t.Fatalf("find after delete: %v %v", found, err)
+	}
+
 	// Inventories: not found before the first, replaced by the next.
 	_, err = s.GetInventory(ctx, n.ID)
 	wantCode(t, err, baremetal.CodeNotFound, "")

@@ -1,0 +1,104 @@
+package app_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testvm"
+)
+
+// TestNetbootInspectOnARealVM boots the deploy agent from the network on
+// a machine whose BMC has no virtual media, as on IPMI nodes: the
+// controller sets a one-time PXE boot and powers the VM on; the VM's
+// network boot ROM (iPXE) gets the controller's netboot script as its
+// DHCP boot file, asks again with the machine's SMBIOS UUID and MAC, and
+// is answered with the kernel and this boot's initramfs of the node whose
+// BMC reported that UUID. The agent then reports the hardware as it does
+// from a CD.
+func TestNetbootInspectOnARealVM(t *testing.T) {
+	t.Parallel()
+	kernel := testvm.Require(t)
+	bin := testvm.BuildController(t, t.TempDir())
+	env := testenv.Start(t, testenv.Options{
+		Systems: 1, PowerSyncInterval: time.Second,
+		SimOptions: sim.Options{NoVirtualMedia: true, VM: &sim.VMOptions{Dir: t.TempDir(), DiskBytes: 1 << 30, MemoryMB: 512}},
+		// A VM with user networking reaches the host's loopback at 10.0.2.2.
+		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
+		AgentNetboot: true,
+	})
+	sys := env.Sim.SystemIDs()[0]
+	t.Cleanup(func() {
+		if t.Failed() {
+			serial, _ := env.Sim.VMSerial(sys)
+			if len(serial) > 6000 {
+				serial = "..." + serial[len(serial)-6000:]
+			}
+			t.Logf("VM console:\n%s", serial)
+		}
+	})
+	admin := client{t, env.URL, env.AdminToken}
+	node := enroll(admin, env, 0, "vm-net", "vm")
+
+	// Without a query the script asks again with the machine's identity;
+	// a machine the controller is not booting is sent to its next device.
+	if got := get(t, env.URL+api.AgentNetbootPath); !strings.HasPrefix(got, "#!ipxe\n") || !strings.Contains(got, "${uuid}") || !strings.Contains(got, "${mac}") {
+		t.Fatalf("netboot script without a query:\n%s", got)
+	}
+	if got := get(t, env.URL+api.AgentNetbootPath+"?mac=52:54:00:ff:ff:ff"); !strings.Contains(got, "\nexit") || strings.Contains(got, "kernel") {
+		t.Fatalf("netboot script of an unknown machine:\n%s", got)
+	}
+
+	start := time.Now()
+	admin.call("POST", "/v1/nodes/"+node.ID+"/inspect", "", 202, nil)
+	n := admin.waitNode(node.ID, 4*time.Minute, false, func(n api.Node) bool { return n.ProvisionState == api.StateAvailable })
+	took := time.Since(start)
+	if n.LastError != "" || n.Fault != "" {
+		t.Fatalf("inspection failed: fault %q, last_error %q", n.Fault, n.LastError)
+	}
+	if st, err := env.Sim.VM(sys); err != nil || st.BootDevice != "pxe" {
+		t.Fatalf("the VM's last boot was from %q (%v), want pxe", st.BootDevice, err)
+	}
+	var inv api.NodeInventory
+	admin.call("GET", "/v1/nodes/"+node.ID+"/inventory", "", 200, &inv)
+	if len(inv.Inventory.NICs) == 0 || inv.Inventory.System.UUID == "" || inv.Inventory.CPUs < 1 {
+		t.Fatalf("inventory: %+v", inv.Inventory)
+	}
+	var evs api.EventList
+	admin.call("GET", "/v1/nodes/"+node.ID+"/events", "", 200, &evs)
+	var booted bool
+	for _, e := range evs.Items {
+		booted = booted || strings.Contains(e.Message, "booted the deploy agent from the network")
+	}
+	if !booted {
+		t.Errorf("no event says the agent was booted from the network: %+v", evs.Items)
+	}
+	// Once the agent is done the same machine gets no agent any more.
+	mac := inv.Inventory.NICs[0].MAC
+	if got := get(t, env.URL+api.AgentNetbootPath+"?uuid="+inv.Inventory.System.UUID+"&mac="+mac); strings.Contains(got, "kernel") {
+		t.Fatalf("netboot script after the inspection:\n%s", got)
+	}
+	if p, _ := env.Sim.Power(sys); p != "Off" {
+		t.Errorf("VM power after inspection: %s", p)
+	}
+	t.Logf("inspection by network boot took %s (POST to available, TCG)", took.Round(time.Millisecond))
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, res.StatusCode, err)
+	}
+	return string(b)
+}

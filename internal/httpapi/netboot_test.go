@@ -1,0 +1,121 @@
+package httpapi_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/httpapi"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// fakeImages stands for agentboot.Builder: its initramfs names the boot's
+// token, so a test sees which boot it got.
+type fakeImages struct{}
+
+func (fakeImages) ISO(_ context.Context, cfg agent.Config) ([]byte, error) {
+	return []byte("iso for " + cfg.Token), nil
+}
+func (fakeImages) Initrd(_ context.Context, cfg agent.Config) ([]byte, error) {
+	return []byte("initrd for " + cfg.Token + " at " + cfg.API), nil
+}
+func (fakeImages) Kernel() ([]byte, error) { return []byte("kernel"), nil }
+func (fakeImages) Cmdline() string         { return "console=ttyS0 quiet" }
+
+const testAgentURL = "http://10.9.0.1:8080"
+
+// The iPXE script endpoint boots the agent only on the machine the
+// controller is booting, only until that agent calls in, and never when
+// two nodes claim the machine; everything else is sent to its next
+// device. The boot's files open with its key only.
+func TestAgentNetbootScript(t *testing.T) {
+	for name, open := range stores() {
+		t.Run(name, func(t *testing.T) { testAgentNetbootScript(t, open) })
+	}
+}
+
+func testAgentNetbootScript(t *testing.T, open func(testing.TB) store.Store) {
+	e := newEnv(t, open, func(o *httpapi.Options) { o.AgentImages, o.AgentURL = fakeImages{}, testAgentURL })
+	ctx := context.Background()
+	const uuid = "4c4c4544-0042-3010-8056-b4c04f4d3132"
+	a, b := e.createNode("nb-a"), e.createNode("nb-b")
+	token, hash := baremetal.NewAgentToken()
+	sess := &baremetal.AgentSession{NodeID: a.ID, Purpose: baremetal.AgentClean, Token: token, TokenHash: hash,
+		NetbootIDs: append(baremetal.NetbootUUIDs(uuid), baremetal.NetbootMAC("52:54:00:00:00:0a"))}
+	if err := e.st.PutAgentSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	script := func(query string) string {
+		t.Helper()
+		r := e.do("GET", api.AgentNetbootPath+query, "", "")
+		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") || !strings.HasPrefix(string(r.body), "#!ipxe\n") {
+			t.Fatalf("GET netboot%s: %d %s\n%s", query, r.status, r.header.Get("Content-Type"), r.body)
+		}
+		return string(r.body)
+	}
+	boots := func(s string) bool { return strings.Contains(s, "\nkernel ") && strings.Contains(s, "\nboot\n") }
+
+	if s := script(""); !strings.Contains(s, "chain --autofree "+testAgentURL+api.AgentNetbootPath+"?uuid=${uuid}&mac=${mac}") {
+		t.Fatalf("the first script does not ask again with the machine's identity:\n%s", s)
+	}
+	for _, q := range []string{"?uuid=" + strings.ToUpper(uuid), "?mac=52-54-00-00-00-0A", "?uuid=00000000-0000-0000-0000-000000000000&mac=52:54:00:00:00:0a"} {
+		s := script(q)
+		key := baremetal.AgentBootKey(token)
+		if !boots(s) || !strings.Contains(s, "kernel "+testAgentURL+"/v1/agent/boot/"+a.ID+"/"+key+"/vmlinuz initrd=initrd console=ttyS0 quiet\n") ||
+			!strings.Contains(s, "initrd "+testAgentURL+"/v1/agent/boot/"+a.ID+"/"+key+"/initrd\n") {
+			t.Fatalf("script for %s:\n%s", q, s)
+		}
+		if strings.Contains(s, token) {
+			t.Fatal("the script shows the agent token")
+		}
+	}
+	// The files of the boot, by its key; another key opens nothing.
+	base := "/v1/agent/boot/" + a.ID + "/" + baremetal.AgentBootKey(token) + "/"
+	if r := e.do("GET", base+"initrd", "", ""); r.status != 200 || string(r.body) != "initrd for "+token+" at "+testAgentURL {
+		t.Fatalf("initrd: %d %q", r.status, r.body)
+	}
+	if r := e.do("GET", base+"vmlinuz", "", ""); r.status != 200 || string(r.body) != "kernel" {
+		t.Fatalf("kernel: %d %q", r.status, r.body)
+	}
+	for _, p := range []string{base + "grub.cfg", "/v1/agent/boot/" + a.ID + "/" + strings.Repeat("0", 64) + "/initrd", "/v1/agent/boot/" + b.ID + "/" + baremetal.AgentBootKey(token) + "/initrd"} {
+		if r := e.do("GET", p, "", ""); r.status != 404 {
+			t.Fatalf("GET %s: %d, want 404", p, r.status)
+		}
+	}
+	if strings.Contains(e.logs.String(), baremetal.AgentBootKey(token)) {
+		t.Error("a boot key appears in the logs")
+	}
+
+	// Unknown machines, and junk, go to their next device.
+	for _, q := range []string{"?mac=52:54:00:00:00:0b", "?uuid=not-a-uuid", "?mac=%25", "?uuid=&mac="} {
+		if s := script(q); boots(s) || !strings.Contains(s, "\nexit 1\n") {
+			t.Fatalf("script for %s:\n%s", q, s)
+		}
+	}
+	// Two nodes claiming the machine: neither is booted, and the
+	// reason is on the console.
+	t2, h2 := baremetal.NewAgentToken()
+	if err := e.st.PutAgentSession(ctx, &baremetal.AgentSession{NodeID: b.ID, Purpose: baremetal.AgentClean, Token: t2, TokenHash: h2,
+		NetbootIDs: []string{baremetal.NetbootMAC("52:54:00:00:00:0a")}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := script("?uuid=" + uuid + "&mac=52:54:00:00:00:0a"); boots(s) || !strings.Contains(s, "match the agent boots of 2 nodes") {
+		t.Fatalf("script for a machine two nodes claim:\n%s", s)
+	}
+	if err := e.st.DeleteAgentSession(ctx, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Once the agent has called in, its files are no longer handed out.
+	seen := time.Now()
+	sess.LastSeenAt = &seen
+	if err := e.st.UpdateAgentSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	if s := script("?uuid=" + uuid); boots(s) {
+		t.Fatalf("script after the agent called in:\n%s", s)
+	}
+}
