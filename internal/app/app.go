@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agentboot"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
@@ -90,6 +91,9 @@ type Config struct {
 	// CleanErase is how cleanups erase disks with the deploy agent:
 	// "metadata" (default), "full" or "off".
 	CleanErase string
+	// CleanEraseClass overrides CleanErase per resource class:
+	// "class=mode[,class=mode...]", modes as CleanErase.
+	CleanEraseClass string
 	// InspectOnEnroll inspects every node whose BMC verify succeeded
 	// (enroll → inspecting → available) before it can be scheduled;
 	// needs AgentKernel.
@@ -107,6 +111,35 @@ func Defaults() Config {
 		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 20,
 		ImageCheck: true, CleanErase: "metadata",
 	}
+}
+
+// ParseCleanEraseClass reads --clean-erase-class: comma-separated
+// class=mode pairs, each class once, modes as --clean-erase. The map's
+// values are the jobs' (off is "").
+func ParseCleanEraseClass(v string) (map[string]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, pair := range strings.Split(v, ",") {
+		class, mode, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok {
+			return nil, fmt.Errorf("--clean-erase-class %q: want class=mode pairs separated by commas, e.g. storage=full,scratch=off", pair)
+		}
+		if err := baremetal.ValidateResourceClass("--clean-erase-class", class); err != nil {
+			return nil, err
+		}
+		switch mode {
+		case "metadata", "full", "off":
+		default:
+			return nil, fmt.Errorf("--clean-erase-class %s=%q: want metadata, full or off", class, mode)
+		}
+		if _, dup := out[class]; dup {
+			return nil, fmt.Errorf("--clean-erase-class: resource class %s is given twice", class)
+		}
+		out[class] = cleanErase(mode)
+	}
+	return out, nil
 }
 
 // cleanErase is the jobs' CleanErase for the --clean-erase value.
@@ -245,6 +278,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	default:
 		return fail(fmt.Errorf("--clean-erase %q: want metadata, full or off", cfg.CleanErase))
 	}
+	byClass, err := ParseCleanEraseClass(cfg.CleanEraseClass)
+	if err != nil {
+		return fail(err)
+	}
 	if cfg.InspectOnEnroll && cfg.AgentKernel == "" {
 		return fail(errors.New("--inspect-on-enroll needs --agent-kernel: inspection boots the deploy agent"))
 	}
@@ -270,6 +307,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
 		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
 		AgentBoot: images != nil, AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL, CleanErase: cleanErase(cfg.CleanErase),
+		CleanEraseByClass: byClass,
 		AgentNetboot:    images != nil && cfg.AgentNetboot,
 		InspectOnEnroll: cfg.InspectOnEnroll,
 	})

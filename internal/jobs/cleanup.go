@@ -52,7 +52,7 @@ func (w *cleanupWorker) cleanup(ctx context.Context, job *river.Job[CleanupArgs]
 		return cur.ProvisionState != baremetal.StateCleaning
 	}
 	erased := ""
-	if w.cfg.AgentBoot && w.cfg.CleanErase != "" {
+	if w.cfg.AgentBoot && w.cfg.eraseMode(n.ResourceClass) != "" {
 		var done bool
 		if erased, done, err = w.erase(ctx, job, n); !done {
 			return err
@@ -130,7 +130,7 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 		return "", false, err
 	}
 	if sess == nil || sess.Purpose != baremetal.AgentClean || sessionCommand(sess) != cmdID {
-		cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: w.cfg.CleanErase}
+		cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: w.cfg.eraseMode(n.ResourceClass)}
 		how, err := w.startAgent(ctx, n, baremetal.AgentClean, cmd)
 		var perm *permanentError
 		switch {
@@ -144,7 +144,7 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 		case err != nil:
 			return "", false, w.cleanupError(ctx, job, n, err)
 		}
-		msg := fmt.Sprintf("booted the deploy agent %s to erase the disks (%s)", how, w.cfg.CleanErase)
+		msg := fmt.Sprintf("booted the deploy agent %s to erase the disks (%s)", how, cmd.Erase)
 		if err := w.agentBooted(ctx, n.ID, baremetal.StateCleaning, "clean", msg); err != nil {
 			return "", false, ignoreGone(err)
 		}
@@ -170,5 +170,5 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 		w.recordActionFault(ctx, n.ID, baremetal.FaultCleanFailed, failed)
 		return "", false, w.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %s", n.Name, failed))
 	}
-	return "disks erased (" + w.cfg.CleanErase + "): " + out.status.Message, true, nil
+	return "disks erased (" + w.cfg.eraseMode(n.ResourceClass) + "): " + out.status.Message, true, nil
 }

@@ -107,6 +107,10 @@ type Config struct {
 	// agent when AgentBoot: "metadata" (partition tables and filesystem
 	// signatures), "full" (every byte) or "" (no erase).
 	CleanErase string
+	// CleanEraseByClass overrides CleanErase for the nodes of a resource
+	// class (same values; "" is no erase): a storage class may want every
+	// byte gone, a scratch class no erase at all.
+	CleanEraseByClass map[string]string
 	// InspectOnEnroll: a node whose BMC verify succeeded goes to
 	// inspecting instead of available, and is inspected by the agent
 	// first (when AgentBoot, and its BMC has virtual media).
@@ -199,4 +203,13 @@ func (c Config) agentTimeout() time.Duration {
 		return c.AgentTimeout
 	}
 	return 15 * time.Minute
+}
+
+// eraseMode is how a cleanup erases the disks of a node of resource class
+// rc: its class's setting, else CleanErase; "" is no erase.
+func (c Config) eraseMode(rc string) string {
+	if m, ok := c.CleanEraseByClass[rc]; ok {
+		return m
+	}
+	return c.CleanErase
 }
