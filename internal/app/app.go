@@ -308,8 +308,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
 		AgentBoot: images != nil, AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL, CleanErase: cleanErase(cfg.CleanErase),
 		CleanEraseByClass: byClass,
-		AgentNetboot:    images != nil && cfg.AgentNetboot,
-		InspectOnEnroll: cfg.InspectOnEnroll,
+		AgentNetboot:      images != nil && cfg.AgentNetboot,
+		InspectOnEnroll:   cfg.InspectOnEnroll,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("jobs: %w", err))
