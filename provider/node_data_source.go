@@ -40,6 +40,7 @@ type nodeDataModel struct {
 	Driver            types.String `tfsdk:"driver"`
 	ResourceClass     types.String `tfsdk:"resource_class"`
 	Properties        types.Object `tfsdk:"properties"`
+	PropertyOverrides types.Set    `tfsdk:"property_overrides"`
 	Maintenance       types.Bool   `tfsdk:"maintenance"`
 	MaintenanceReason types.String `tfsdk:"maintenance_reason"`
 	PowerState        types.String `tfsdk:"power_state"`
@@ -76,7 +77,7 @@ func nodeDataAttributes() map[string]schema.Attribute {
 			Computed:            true,
 		},
 		"properties": schema.SingleNestedAttribute{
-			MarkdownDescription: "Hardware properties (configured or from the BMC's inventory).",
+			MarkdownDescription: "Hardware properties: the operator's overrides (see `property_overrides`), and what inspection found for the others.",
 			Computed:            true,
 			Attributes: map[string]schema.Attribute{
 				"cpus":      schema.Int64Attribute{MarkdownDescription: "Number of CPU cores.", Computed: true},
@@ -84,6 +85,11 @@ func nodeDataAttributes() map[string]schema.Attribute {
 				"local_gb":  schema.Int64Attribute{MarkdownDescription: "Local disk in GiB.", Computed: true},
 				"cpu_arch":  schema.StringAttribute{MarkdownDescription: "CPU architecture.", Computed: true},
 			},
+		},
+		"property_overrides": schema.SetAttribute{
+			MarkdownDescription: "Which `properties` the operator set (" + codeList(api.PropertyNames()) + "); inspection never changes those, and fills the others.",
+			ElementType:         types.StringType,
+			Computed:            true,
 		},
 		"maintenance": schema.BoolAttribute{
 			MarkdownDescription: "Whether an operator took the node out of service.",
@@ -280,6 +286,9 @@ func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
 	m.ResourceClass = types.StringValue(n.ResourceClass)
 	var diags diag.Diagnostics
 	m.Properties, diags = propertiesObject(n.Properties)
+	overrides, d := propertyOverridesSet(n.PropertyOverrides)
+	diags.Append(d...)
+	m.PropertyOverrides = overrides
 	m.Maintenance = types.BoolValue(n.Maintenance)
 	m.MaintenanceReason = types.StringValue(n.MaintenanceReason)
 	m.PowerState = types.StringValue(string(n.PowerState))
