@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -84,6 +88,82 @@ data "baremetal_node" "n" {
 					resource.TestCheckResourceAttr(addr, "provision_state", "available"),
 					resource.TestCheckNoResourceAttr(addr, "inventory.cpus"),
 				),
+			},
+		},
+	})
+}
+
+// TestAccNodeInventoryOnResourceAndList: the baremetal_node resource and
+// the baremetal_nodes data source carry the same read-only inventory as
+// the baremetal_node data source: null until the node is inspected, then
+// read on refresh without a diff, and kept (known) in the plan of an
+// update, which never changes it.
+func TestAccNodeInventoryOnResourceAndList(t *testing.T) {
+	env := accEnv(t, testenv.Options{Systems: 2})
+	c := accClient(t, env, env.AdminToken)
+	enrollNode(t, env, "inv-listed", "inv", 1)
+	const addr, list = "baremetal_node.test", "data.baremetal_nodes.inv"
+	cfg := func(extra string) string {
+		return providerConfig(env, env.AdminToken) + nodeHCL(env, "test", "inv-managed", "inv", 0, extra) + `
+data "baremetal_nodes" "inv" {
+  resource_class = "inv"
+  depends_on     = [baremetal_node.test]
+}
+`
+	}
+	inv := tfjsonpath.New("inventory")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             checkNodesGone(c),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, inv, knownvalue.Null()),
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(list, "nodes.#", "2"),
+					resource.TestCheckNoResourceAttr(list, "nodes.0.inventory.cpus"),
+					resource.TestCheckNoResourceAttr(list, "nodes.1.inventory.cpus"),
+				),
+			},
+			{
+				PreConfig: func() {
+					inspectNode(t, env, "inv-managed", 4, 8192, 100)
+					inspectNode(t, env, "inv-listed", 2, 512, 4)
+				},
+				Config: cfg(""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, inv.AtMapKey("cpus"), knownvalue.Int64Exact(4)),
+					statecheck.ExpectKnownValue(addr, inv.AtMapKey("memory_bytes"), knownvalue.Int64Exact(8192<<20)),
+					statecheck.ExpectKnownValue(addr, inv.AtMapKey("disks").AtSliceIndex(0).AtMapKey("size_bytes"), knownvalue.Int64Exact(100<<30)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("properties").AtMapKey("local_gb"), knownvalue.Int64Exact(100)),
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckTypeSetElemNestedAttrs(list, "nodes.*", map[string]string{
+						"name": "inv-listed", "inventory.cpus": "2", "inventory.disks.0.name": "vda", "inventory.disks.0.size_bytes": "4294967296"}),
+					resource.TestCheckTypeSetElemNestedAttrs(list, "nodes.*", map[string]string{
+						"name": "inv-managed", "inventory.cpus": "4", "inventory.memory_bytes": "8589934592"}),
+				),
+			},
+			{
+				// An update plans the inventory as it is.
+				Config: cfg(`
+  maintenance        = true
+  maintenance_reason = "inventory test"
+`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+						plancheck.ExpectKnownValue(addr, inv.AtMapKey("cpus"), knownvalue.Int64Exact(4)),
+					},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, inv.AtMapKey("cpus"), knownvalue.Int64Exact(4)),
+				},
 			},
 		},
 	})

@@ -80,6 +80,7 @@ type nodeResourceModel struct {
 	Fault             types.String   `tfsdk:"fault"`
 	LastError         types.String   `tfsdk:"last_error"`
 	InstanceID        types.String   `tfsdk:"instance_id"`
+	Inventory         types.Object   `tfsdk:"inventory"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -319,6 +320,7 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				// Instances come and go on their own; a node update never sets it.
 				PlanModifiers: stable,
 			},
+			"inventory": inventoryResourceAttribute(),
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true}),
@@ -478,6 +480,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	// must know it (it will be marked tainted).
 	secrets := plan.BMC
 	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+	plan.Inventory = types.ObjectNull(inventoryAttrTypes) // a new node is not inspected yet
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -488,6 +491,8 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	node, err = r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+		// Inspected on enroll (--inspect-on-enroll) by now, perhaps.
+		plan.Inventory = readInventory(ctx, r.client, node, &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
@@ -652,6 +657,10 @@ func (r *NodeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		state.ForceDestroy = types.BoolValue(false)
 	}
 	resp.Diagnostics.Append(state.setFromAPI(node, state.BMC)...) // nil after an import: no password known
+	state.Inventory = readInventory(ctx, r.client, node, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -695,6 +704,9 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	}
 	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
 	resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
+	if plan.Inventory.IsUnknown() {
+		plan.Inventory = readInventory(ctx, r.client, node, &resp.Diagnostics)
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -706,6 +718,9 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if node != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
 		resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
+		if plan.Inventory.IsUnknown() {
+			plan.Inventory = readInventory(ctx, r.client, node, &resp.Diagnostics)
+		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
@@ -869,6 +884,8 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	keepKnown(&m.Fault, planned.Fault)
 	keepKnown(&m.LastError, planned.LastError)
 	keepKnown(&m.InstanceID, planned.InstanceID)
+	// An update never changes the inventory: the plan kept the state's.
+	keepKnown(&m.Inventory, planned.Inventory)
 	return keepKnownMembers(&m.Properties, planned.Properties)
 }
 
