@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -122,11 +123,22 @@ func inventoryResourceAttribute() rschema.SingleNestedAttribute {
 	}
 }
 
-// readInventory reads the node's inventory: null when the node was never
-// inspected or the token is a member's (a member sees the node's
+// readInventory returns the node's inventory: null when the node was
+// never inspected or the token is a member's (a member sees the node's
 // capacity, not its inventory; failing the read would break every
-// member's configuration that reads a node).
-func readInventory(ctx context.Context, c *apiclient.Client, node *api.Node, diags *diag.Diagnostics) types.Object {
+// member's configuration that reads a node). prior is the inventory
+// already known (the state's, or null): it is kept while the node says
+// it was inspected at that same time, so that a refresh costs one request
+// per node, not two.
+func readInventory(ctx context.Context, c *apiclient.Client, node *api.Node, prior types.Object, diags *diag.Diagnostics) types.Object {
+	if node.InspectedAt == nil {
+		return types.ObjectNull(inventoryAttrTypes)
+	}
+	if !prior.IsNull() && !prior.IsUnknown() {
+		if at, ok := prior.Attributes()["inspected_at"].(types.String); ok && at.ValueString() == node.InspectedAt.UTC().Format(time.RFC3339) {
+			return prior
+		}
+	}
 	inv, err := c.GetNodeInventory(ctx, node.ID)
 	switch {
 	case err == nil:
@@ -134,7 +146,7 @@ func readInventory(ctx context.Context, c *apiclient.Client, node *api.Node, dia
 		diags.Append(ds...)
 		return o
 	case errors.Is(err, apiclient.ErrNotFound):
-		// Never inspected (the node itself was just read).
+		// Gone since the node was read (the node with it).
 	case errors.Is(err, apiclient.ErrForbidden):
 		tflog.Debug(ctx, "node inventory is for admins; the provider's token is not one", map[string]any{"node": node.Name})
 	default:

@@ -166,7 +166,7 @@ func (d *NodeDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 	}
 	var out nodeDataModel
 	resp.Diagnostics.Append(out.setFromAPI(node)...)
-	out.Inventory = readInventory(ctx, d.client, node, &resp.Diagnostics)
+	out.Inventory = readInventory(ctx, d.client, node, types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}

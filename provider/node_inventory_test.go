@@ -1,10 +1,17 @@
 package provider
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -112,6 +119,7 @@ data "baremetal_nodes" "inv" {
 `
 	}
 	inv := tfjsonpath.New("inventory")
+	inspected := time.Now().Add(-time.Hour).Truncate(time.Second)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		CheckDestroy:             checkNodesGone(c),
@@ -129,8 +137,8 @@ data "baremetal_nodes" "inv" {
 			},
 			{
 				PreConfig: func() {
-					inspectNode(t, env, "inv-managed", 4, 8192, 100)
-					inspectNode(t, env, "inv-listed", 2, 512, 4)
+					inspectNode(t, env, "inv-managed", inspected, 4, 8192, 100)
+					inspectNode(t, env, "inv-listed", inspected, 2, 512, 4)
 				},
 				Config: cfg(""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
@@ -165,6 +173,97 @@ data "baremetal_nodes" "inv" {
 					statecheck.ExpectKnownValue(addr, inv.AtMapKey("cpus"), knownvalue.Int64Exact(4)),
 				},
 			},
+			{
+				// Inspected again: the refresh reads the new inventory.
+				PreConfig: func() { inspectNode(t, env, "inv-managed", inspected.Add(time.Minute), 8, 8192, 200) },
+				Config: cfg(`
+  maintenance        = true
+  maintenance_reason = "inventory test"
+`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, inv.AtMapKey("cpus"), knownvalue.Int64Exact(8)),
+					statecheck.ExpectKnownValue(addr, inv.AtMapKey("inspected_at"),
+						knownvalue.StringExact(inspected.Add(time.Minute).UTC().Format(time.RFC3339))),
+				},
+			},
 		},
 	})
+}
+
+// TestReadInventoryOnlyWhenNew: the provider asks for a node's inventory
+// only when the node says it was inspected at another time than the
+// inventory it holds, so a refresh of a node costs one request, not two:
+// none for a node never inspected, none when nothing changed, one after
+// a new inspection.
+func TestReadInventoryOnlyWhenNew(t *testing.T) {
+	opts := testenv.Options{Systems: 2}
+	opts.SimOptions.Password = bmcPassword
+	env := testenv.Start(t, opts)
+	ctx := context.Background()
+	c := accClient(t, env, env.AdminToken)
+	never := enrollNode(t, env, "inv-never", "inv", 0)
+	inspected := enrollNode(t, env, "inv-once", "inv", 1)
+	at := time.Now().Add(-time.Hour).Truncate(time.Second)
+	inspectNode(t, env, inspected.Name, at, 2, 512, 4)
+	read := func(name string, prior types.Object) (types.Object, float64) {
+		t.Helper()
+		n, err := c.GetNode(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := inventoryRequests(t, env)
+		var diags diag.Diagnostics
+		o := readInventory(ctx, c, n, prior, &diags)
+		if diags.HasError() {
+			t.Fatalf("read inventory of %s: %v", name, diags)
+		}
+		return o, inventoryRequests(t, env) - before
+	}
+	cpus := func(o types.Object) int64 { return o.Attributes()["cpus"].(types.Int64).ValueInt64() }
+
+	if o, asked := read(never.Name, types.ObjectNull(inventoryAttrTypes)); !o.IsNull() || asked != 0 {
+		t.Fatalf("never inspected: %v after %v requests, want null after none", o, asked)
+	}
+	first, asked := read(inspected.Name, types.ObjectNull(inventoryAttrTypes))
+	if first.IsNull() || cpus(first) != 2 || asked != 1 {
+		t.Fatalf("first read: %v after %v requests, want 2 CPUs after 1", first, asked)
+	}
+	if o, asked := read(inspected.Name, first); !o.Equal(first) || asked != 0 {
+		t.Fatalf("unchanged: %v after %v requests, want the prior after none", o, asked)
+	}
+	inspectNode(t, env, inspected.Name, at.Add(time.Minute), 8, 512, 4)
+	if o, asked := read(inspected.Name, first); cpus(o) != 8 || asked != 1 {
+		t.Fatalf("inspected again: %v after %v requests, want 8 CPUs after 1", o, asked)
+	}
+}
+
+// inventoryRequests counts the requests the controller has served for
+// nodes' inventories, from its own metrics.
+func inventoryRequests(t *testing.T, env *testenv.Env) float64 {
+	t.Helper()
+	res, err := http.Get(env.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "baremetal_http_request_duration_seconds_count{") || !strings.Contains(line, "/inventory") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }

@@ -71,7 +71,7 @@ func TestAccNodePropertyOverrides(t *testing.T) {
 				// The deploy agent inspects the node (stored as the inspect
 				// job stores it): the refresh shows what it found, except
 				// where the configuration overrides it.
-				PreConfig: func() { inspectNode(t, env, "overrides", 4, 8192, 100) },
+				PreConfig: func() { inspectNode(t, env, "overrides", time.Now(), 4, 8192, 100) },
 				Config:    cfg(`properties = { cpus = 128, local_gb = 500 }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
@@ -136,7 +136,7 @@ func TestAccNodePropertyOverrides(t *testing.T) {
 // inspectNode stores an inventory for the named node and records its
 // properties as inspected, as the inspect job does when the deploy agent
 // reports (the agent itself is proven on a real VM in internal/app).
-func inspectNode(t *testing.T, env *testenv.Env, name string, cpus, memoryMB, diskGB int) {
+func inspectNode(t *testing.T, env *testenv.Env, name string, at time.Time, cpus, memoryMB, diskGB int) {
 	t.Helper()
 	inv := api.AgentInventory{CPUs: cpus, MemoryBytes: int64(memoryMB) << 20,
 		Disks: []api.AgentDisk{{Name: "vda", Path: "/dev/vda", SizeBytes: int64(diskGB) << 30}}}
@@ -150,7 +150,7 @@ func inspectNode(t *testing.T, env *testenv.Env, name string, cpus, memoryMB, di
 		if err != nil {
 			return err
 		}
-		if err := tx.SetInventory(ctx, &baremetal.Inventory{NodeID: n.ID, Data: string(data), InspectedAt: time.Now()}); err != nil {
+		if err := tx.SetInventory(ctx, &baremetal.Inventory{NodeID: n.ID, Data: string(data), InspectedAt: at}); err != nil {
 			return err
 		}
 		n.RecordInspection(baremetal.Properties{CPUs: cpus, MemoryMB: memoryMB, LocalGB: diskGB}, false)

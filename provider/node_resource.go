@@ -491,8 +491,10 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	node, err = r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
-		// Inspected on enroll (--inspect-on-enroll) by now, perhaps.
-		plan.Inventory = readInventory(ctx, r.client, node, &resp.Diagnostics)
+		// Not inspected yet, as a rule: an inspection on enroll
+		// (--inspect-on-enroll) begins as the wait ends, and shows at the
+		// next refresh.
+		plan.Inventory = readInventory(ctx, r.client, node, types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
@@ -657,7 +659,7 @@ func (r *NodeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		state.ForceDestroy = types.BoolValue(false)
 	}
 	resp.Diagnostics.Append(state.setFromAPI(node, state.BMC)...) // nil after an import: no password known
-	state.Inventory = readInventory(ctx, r.client, node, &resp.Diagnostics)
+	state.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -705,7 +707,7 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
 	resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
 	if plan.Inventory.IsUnknown() {
-		plan.Inventory = readInventory(ctx, r.client, node, &resp.Diagnostics)
+		plan.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -719,7 +721,7 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
 		resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
 		if plan.Inventory.IsUnknown() {
-			plan.Inventory = readInventory(ctx, r.client, node, &resp.Diagnostics)
+			plan.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
 		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}

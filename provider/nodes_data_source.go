@@ -116,7 +116,7 @@ func (d *NodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	for i := range nodes {
 		resp.Diagnostics.Append(cfg.Nodes[i].setFromAPI(&nodes[i])...)
 		// One more request per node: the list carries no inventories.
-		cfg.Nodes[i].Inventory = readInventory(ctx, d.client, &nodes[i], &resp.Diagnostics)
+		cfg.Nodes[i].Inventory = readInventory(ctx, d.client, &nodes[i], types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
 		}

@@ -90,9 +90,14 @@ type Node struct {
 	LastError         string         `json:"last_error"`
 	FaultSince        *time.Time     `json:"fault_since"`
 	InstanceID        string         `json:"instance_id"`
-	CreatedAt         time.Time      `json:"created_at"`
-	UpdatedAt         time.Time      `json:"updated_at"`
-	Version           int64          `json:"version"`
+	// InspectedAt is when the node's inventory (GET
+	// /v1/nodes/{id}/inventory) was last reported, null if never: a
+	// client that holds that inventory knows without asking whether it
+	// is still the latest.
+	InspectedAt *time.Time `json:"inspected_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	Version     int64      `json:"version"`
 }
 
 // NodeCreate is the body of POST /v1/nodes.

@@ -232,6 +232,12 @@ type Node struct {
 
 	InstanceID string
 
+	// InspectedAt is when the deploy agent's inventory (Inventory) was
+	// stored, nil if never: read with the node, so clients learn whether
+	// the inventory changed without asking for it. Read-only: writes of
+	// the node ignore it; SetInventory sets it.
+	InspectedAt *time.Time
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// Version increases by one on every write; the store rejects a write

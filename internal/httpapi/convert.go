@@ -24,7 +24,7 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 		Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
 		PowerState: api.PowerState(n.PowerState), ProvisionState: api.ProvisionState(n.ProvisionState),
 		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince,
-		InstanceID: n.InstanceID, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
+		InstanceID: n.InstanceID, InspectedAt: n.InspectedAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
 	}
 	if !c.Admin() {
 		// BMC errors name BMC addresses and URLs: infrastructure detail

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
 // TestPropertyOverridesAPI: properties given on POST are overrides, and
-// property_overrides lists them (also to members); a merge patch sets
+// property_overrides lists them (also to members); inspected_at tells
+// when the inventory was stored; a merge patch sets
 // and clears them one by one (null clears, and the inspected value shows
 // at once), "properties": null clears them all, bad values are refused
 // by field and change nothing.
@@ -41,11 +44,23 @@ func TestPropertyOverridesAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if n.InspectedAt != nil {
+				t.Fatalf("never inspected, inspected_at %v", n.InspectedAt)
+			}
 			cur.RecordInspection(baremetal.Properties{CPUs: 4, MemoryMB: 8192, LocalGB: 100, CPUArch: "x86_64"}, false)
-			if err := e.st.UpdateNode(ctx, cur); err != nil {
+			at := time.Date(2026, 12, 3, 10, 4, 5, 0, time.UTC)
+			if err := e.st.InTx(ctx, func(tx store.Tx) error {
+				if err := tx.SetInventory(ctx, &baremetal.Inventory{NodeID: cur.ID, Data: `{"cpus":4}`, InspectedAt: at}); err != nil {
+					return err
+				}
+				return tx.UpdateNode(ctx, cur)
+			}); err != nil {
 				t.Fatal(err)
 			}
 			e.mustJSON("GET", "/v1/nodes/ovr", adminSecret, "", 200, &n)
+			if n.InspectedAt == nil || !n.InspectedAt.Equal(at) {
+				t.Fatalf("inspected_at %v, want %v", n.InspectedAt, at)
+			}
 			if want := (api.Properties{CPUs: 128, MemoryMB: 8192, LocalGB: 500, CPUArch: "x86_64"}); n.Properties != want {
 				t.Fatalf("after inspection: %+v, want %+v", n.Properties, want)
 			}

@@ -104,7 +104,8 @@ const nodeColumns = `id, name, driver, bmc_address, bmc_username, bmc_password_s
 	maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since,
 	bmc_failures, next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override,
 	local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb,
-	inspected_cpu_arch, created_at, updated_at, version`
+	inspected_cpu_arch, created_at, updated_at, version,
+	(SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id)`
 
 // nodeFields are the columns a write sets from the Node, in nodeArgs order.
 var nodeFields = []string{"name", "driver", "bmc_address", "bmc_username", "bmc_password_sealed", "bmc_insecure",
@@ -149,6 +150,7 @@ func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
 		n                             baremetal.Node
 		sealed, created, updated      string
 		faultSince, nextCheck, lastSe sql.NullString
+		inspected                     sql.NullString
 	)
 	if err := sc.Scan(&n.ID, &n.Name, &n.Driver, &n.BMC.Address, &n.BMC.Username, &sealed, &n.BMC.Insecure,
 		&n.BMC.SystemID, &n.BMC.CipherSuite, &n.ResourceClass, &n.Properties.CPUs, &n.Properties.MemoryMB,
@@ -156,7 +158,7 @@ func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
 		&n.ProvisionState, &n.Fault, &n.LastError, &faultSince, &n.BMCFailures, &nextCheck, &lastSe,
 		&n.InstanceID, &n.Overrides.CPUs, &n.Overrides.MemoryMB, &n.Overrides.LocalGB, &n.Overrides.CPUArch,
 		&n.Inspected.CPUs, &n.Inspected.MemoryMB, &n.Inspected.LocalGB, &n.Inspected.CPUArch,
-		&created, &updated, &n.Version); err != nil {
+		&created, &updated, &n.Version, &inspected); err != nil {
 		return nil, err
 	}
 	var err error
@@ -172,6 +174,9 @@ func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
 		return nil, err
 	}
 	if n.LastSeenAt, err = parseTimePtr(lastSe); err != nil {
+		return nil, err
+	}
+	if n.InspectedAt, err = parseTimePtr(inspected); err != nil {
 		return nil, err
 	}
 	if n.CreatedAt, err = parseTime(created); err != nil {
