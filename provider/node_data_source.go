@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
@@ -40,6 +38,7 @@ type nodeDataModel struct {
 	Driver            types.String `tfsdk:"driver"`
 	ResourceClass     types.String `tfsdk:"resource_class"`
 	Properties        types.Object `tfsdk:"properties"`
+	PropertyOverrides types.Set    `tfsdk:"property_overrides"`
 	Maintenance       types.Bool   `tfsdk:"maintenance"`
 	MaintenanceReason types.String `tfsdk:"maintenance_reason"`
 	PowerState        types.String `tfsdk:"power_state"`
@@ -48,15 +47,7 @@ type nodeDataModel struct {
 	FaultSince        types.String `tfsdk:"fault_since"`
 	LastError         types.String `tfsdk:"last_error"`
 	InstanceID        types.String `tfsdk:"instance_id"`
-}
-
-// nodeDataSourceModel is baremetal_node's model: a node as data sources
-// show it, with the hardware its last inspection found. Only the single
-// node's data source has it: one more API call per node read, which a
-// list of hundreds should not pay.
-type nodeDataSourceModel struct {
-	nodeDataModel
-	Inventory types.Object `tfsdk:"inventory"`
+	Inventory         types.Object `tfsdk:"inventory"`
 }
 
 func (d *NodeDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -76,7 +67,7 @@ func nodeDataAttributes() map[string]schema.Attribute {
 			Computed:            true,
 		},
 		"properties": schema.SingleNestedAttribute{
-			MarkdownDescription: "Hardware properties (configured or from the BMC's inventory).",
+			MarkdownDescription: "Hardware properties: the operator's overrides (see `property_overrides`), and what inspection found for the others.",
 			Computed:            true,
 			Attributes: map[string]schema.Attribute{
 				"cpus":      schema.Int64Attribute{MarkdownDescription: "Number of CPU cores.", Computed: true},
@@ -84,6 +75,11 @@ func nodeDataAttributes() map[string]schema.Attribute {
 				"local_gb":  schema.Int64Attribute{MarkdownDescription: "Local disk in GiB.", Computed: true},
 				"cpu_arch":  schema.StringAttribute{MarkdownDescription: "CPU architecture.", Computed: true},
 			},
+		},
+		"property_overrides": schema.SetAttribute{
+			MarkdownDescription: "Which `properties` the operator set (" + codeList(api.PropertyNames()) + "); inspection never changes those, and fills the others.",
+			ElementType:         types.StringType,
+			Computed:            true,
 		},
 		"maintenance": schema.BoolAttribute{
 			MarkdownDescription: "Whether an operator took the node out of service.",
@@ -117,6 +113,7 @@ func nodeDataAttributes() map[string]schema.Attribute {
 			MarkdownDescription: "Id of the instance on the node, or empty.",
 			Computed:            true,
 		},
+		"inventory": inventoryDataSourceAttribute(),
 	}
 }
 
@@ -131,13 +128,6 @@ func (d *NodeDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 		MarkdownDescription: "Name of the node to read. Exactly one of `id` and `name` must be set.",
 		Optional:            true,
 		Computed:            true,
-	}
-	attrs["inventory"] = schema.SingleNestedAttribute{
-		MarkdownDescription: "The hardware the deploy agent reported when the node was last inspected " +
-			"(`controller node inspect`, or `POST /v1/nodes/{id}/inspect`). Null when the node was never inspected, " +
-			"and for a provider whose token is a member's: inventories are for admins.",
-		Computed:   true,
-		Attributes: inventoryAttributes(),
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads one node by id or name: its capacity, state, health and inspected hardware. BMC details are never exposed.",
@@ -156,7 +146,7 @@ func (d *NodeDataSource) Configure(_ context.Context, req datasource.ConfigureRe
 }
 
 func (d *NodeDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	var cfg nodeDataSourceModel
+	var cfg nodeDataModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -174,103 +164,13 @@ func (d *NodeDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 		addAPIError(&resp.Diagnostics, "Could not read node "+key, err, nil)
 		return
 	}
-	var out nodeDataSourceModel
+	var out nodeDataModel
 	resp.Diagnostics.Append(out.setFromAPI(node)...)
-	out.Inventory = types.ObjectNull(inventoryAttrTypes)
-	inv, err := d.client.GetNodeInventory(ctx, node.ID)
-	switch {
-	case err == nil:
-		var diags diag.Diagnostics
-		out.Inventory, diags = inventoryObject(inv)
-		resp.Diagnostics.Append(diags...)
-	case errors.Is(err, apiclient.ErrNotFound):
-		// Never inspected (the node itself was just read).
-	case errors.Is(err, apiclient.ErrForbidden):
-		// A member's token sees the node's capacity, not its inventory;
-		// failing the read would break every member's configuration that
-		// reads a node.
-		tflog.Debug(ctx, "node inventory is for admins; the provider's token is not one", map[string]any{"node": node.Name})
-	default:
-		addAPIError(&resp.Diagnostics, "Could not read the inventory of node "+node.Name, err, nil)
+	out.Inventory = readInventory(ctx, d.client, node, types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &out)...)
-}
-
-var (
-	diskAttrTypes = map[string]attr.Type{
-		"name": types.StringType, "size_bytes": types.Int64Type, "model": types.StringType,
-		"serial": types.StringType, "wwn": types.StringType, "rotational": types.BoolType,
-	}
-	nicAttrTypes       = map[string]attr.Type{"name": types.StringType, "mac": types.StringType}
-	inventoryAttrTypes = map[string]attr.Type{
-		"inspected_at": types.StringType,
-		"cpus":         types.Int64Type,
-		"memory_bytes": types.Int64Type,
-		"disks":        types.ListType{ElemType: types.ObjectType{AttrTypes: diskAttrTypes}},
-		"nics":         types.ListType{ElemType: types.ObjectType{AttrTypes: nicAttrTypes}},
-	}
-)
-
-func inventoryAttributes() map[string]schema.Attribute {
-	return map[string]schema.Attribute{
-		"inspected_at": schema.StringAttribute{MarkdownDescription: "When the deploy agent reported it (RFC 3339).", Computed: true},
-		"cpus":         schema.Int64Attribute{MarkdownDescription: "Logical CPUs.", Computed: true},
-		"memory_bytes": schema.Int64Attribute{MarkdownDescription: "Memory in bytes.", Computed: true},
-		"disks": schema.ListNestedAttribute{
-			MarkdownDescription: "Block devices backed by hardware (removable ones included), as the kernel names them.",
-			Computed:            true,
-			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-				"name":       schema.StringAttribute{MarkdownDescription: "Kernel name, e.g. `sda`, `nvme0n1` (the `name` root device hint).", Computed: true},
-				"size_bytes": schema.Int64Attribute{MarkdownDescription: "Size in bytes.", Computed: true},
-				"model":      schema.StringAttribute{MarkdownDescription: "Model, or empty.", Computed: true},
-				"serial":     schema.StringAttribute{MarkdownDescription: "Serial number, or empty.", Computed: true},
-				"wwn":        schema.StringAttribute{MarkdownDescription: "World Wide Name, or empty.", Computed: true},
-				"rotational": schema.BoolAttribute{MarkdownDescription: "Whether it is a spinning disk.", Computed: true},
-			}},
-		},
-		"nics": schema.ListNestedAttribute{
-			MarkdownDescription: "Ethernet interfaces backed by hardware.",
-			Computed:            true,
-			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-				"name": schema.StringAttribute{MarkdownDescription: "Interface name in the deploy agent, e.g. `eth0`.", Computed: true},
-				"mac":  schema.StringAttribute{MarkdownDescription: "MAC address.", Computed: true},
-			}},
-		},
-	}
-}
-
-// inventoryObject is the inventory attribute's value of a node's inventory.
-func inventoryObject(inv *api.NodeInventory) (types.Object, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	disks := make([]attr.Value, 0, len(inv.Inventory.Disks))
-	for _, d := range inv.Inventory.Disks {
-		o, ds := types.ObjectValue(diskAttrTypes, map[string]attr.Value{
-			"name": types.StringValue(d.Name), "size_bytes": types.Int64Value(d.SizeBytes), "model": types.StringValue(d.Model),
-			"serial": types.StringValue(d.Serial), "wwn": types.StringValue(d.WWN), "rotational": types.BoolValue(d.Rotational),
-		})
-		diags.Append(ds...)
-		disks = append(disks, o)
-	}
-	nics := make([]attr.Value, 0, len(inv.Inventory.NICs))
-	for _, n := range inv.Inventory.NICs {
-		o, ds := types.ObjectValue(nicAttrTypes, map[string]attr.Value{"name": types.StringValue(n.Name), "mac": types.StringValue(n.MAC)})
-		diags.Append(ds...)
-		nics = append(nics, o)
-	}
-	diskList, ds := types.ListValue(types.ObjectType{AttrTypes: diskAttrTypes}, disks)
-	diags.Append(ds...)
-	nicList, ds := types.ListValue(types.ObjectType{AttrTypes: nicAttrTypes}, nics)
-	diags.Append(ds...)
-	o, ds := types.ObjectValue(inventoryAttrTypes, map[string]attr.Value{
-		"inspected_at": types.StringValue(inv.InspectedAt),
-		"cpus":         types.Int64Value(int64(inv.Inventory.CPUs)),
-		"memory_bytes": types.Int64Value(inv.Inventory.MemoryBytes),
-		"disks":        diskList,
-		"nics":         nicList,
-	})
-	diags.Append(ds...)
-	return o, diags
 }
 
 func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
@@ -280,6 +180,9 @@ func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
 	m.ResourceClass = types.StringValue(n.ResourceClass)
 	var diags diag.Diagnostics
 	m.Properties, diags = propertiesObject(n.Properties)
+	overrides, d := propertyOverridesSet(n.PropertyOverrides)
+	diags.Append(d...)
+	m.PropertyOverrides = overrides
 	m.Maintenance = types.BoolValue(n.Maintenance)
 	m.MaintenanceReason = types.StringValue(n.MaintenanceReason)
 	m.PowerState = types.StringValue(string(n.PowerState))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"strings"
@@ -50,6 +51,7 @@ var (
 	_ resource.ResourceWithConfigure      = &NodeResource{}
 	_ resource.ResourceWithImportState    = &NodeResource{}
 	_ resource.ResourceWithValidateConfig = &NodeResource{}
+	_ resource.ResourceWithModifyPlan     = &NodeResource{}
 )
 
 // NodeResource manages a baremetal_node: a physical server enrolled
@@ -68,6 +70,7 @@ type nodeResourceModel struct {
 	BMC               *nodeBMCModel  `tfsdk:"bmc"`
 	ResourceClass     types.String   `tfsdk:"resource_class"`
 	Properties        types.Object   `tfsdk:"properties"`
+	PropertyOverrides types.Set      `tfsdk:"property_overrides"`
 	Maintenance       types.Bool     `tfsdk:"maintenance"`
 	MaintenanceReason types.String   `tfsdk:"maintenance_reason"`
 	WaitForAvailable  types.Bool     `tfsdk:"wait_for_available"`
@@ -77,6 +80,7 @@ type nodeResourceModel struct {
 	Fault             types.String   `tfsdk:"fault"`
 	LastError         types.String   `tfsdk:"last_error"`
 	InstanceID        types.String   `tfsdk:"instance_id"`
+	Inventory         types.Object   `tfsdk:"inventory"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -113,7 +117,7 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 	observed := []planmodifier.String{observedUnlessReverified}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A physical server (node) enrolled in the controller through its BMC. Needs an admin token.\n\n" +
-			"A new node starts in `enroll`; the controller reaches its BMC once, fills empty `properties` from the " +
+			"A new node starts in `enroll`; the controller reaches its BMC once, fills the `properties` not set here from the " +
 			"hardware inventory and makes it `available`. Creation waits for that unless `wait_for_available` is `false`. " +
 			"If the BMC cannot be reached the node stays in `enroll` with a `fault` (retried automatically) and " +
 			"creation fails when its timeout expires, reporting the fault.\n\n" +
@@ -138,7 +142,8 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"`fault`, `last_error`, `instance_id`) as the refresh read them, so a change of `maintenance` shows that change alone. " +
 			"Only an update that makes the controller re-verify the BMC during the apply (a new `driver`, `bmc.address` or " +
 			"`bmc.system_id`, or any update of a node still in `enroll` that the apply waits for) plans them, and the " +
-			"`properties` still empty, as `(known after apply)`. The state after the apply holds the planned values; the next " +
+			"`properties` still empty, as `(known after apply)`; so does removing a property from `properties`, which clears " +
+			"its override and brings back what inspection found. The state after the apply holds the planned values; the next " +
 			"refresh reads what the controller has observed since, without a diff.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -221,36 +226,45 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				Validators:          []validator.String{stringvalidator.RegexMatches(resourceClassRE, "must be 1-63 letters, digits, '.', '_' or '-'")},
 			},
 			"properties": schema.SingleNestedAttribute{
-				MarkdownDescription: "Hardware properties. Those left out are filled by the controller from the BMC's inventory; set one to override what the inventory says.",
-				Optional:            true,
-				Computed:            true,
-				PlanModifiers:       []planmodifier.Object{propertiesUnlessFilled{}},
+				MarkdownDescription: "Hardware properties. Each one set here is an operator's override: the controller shows it as set and " +
+					"inspection never changes it. Those left out show what inspection found (the BMC's inventory when the node is verified, " +
+					"the deploy agent's when it is inspected). Removing one from the configuration clears its override: the plan shows it " +
+					"as `(known after apply)` and the apply brings back the inspected value (empty if the node was never inspected).",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.Object{propertiesUnlessFilled{}},
 				Attributes: map[string]schema.Attribute{
 					"cpus": schema.Int64Attribute{
 						MarkdownDescription: "Number of CPU cores.",
 						Optional:            true, Computed: true,
 						PlanModifiers: []planmodifier.Int64{propertyUnlessFilled},
-						Validators:    []validator.Int64{int64validator.AtLeast(0)},
+						Validators:    []validator.Int64{int64validator.Between(1, 65536)},
 					},
 					"memory_mb": schema.Int64Attribute{
 						MarkdownDescription: "Memory in MiB.",
 						Optional:            true, Computed: true,
 						PlanModifiers: []planmodifier.Int64{propertyUnlessFilled},
-						Validators:    []validator.Int64{int64validator.AtLeast(0)},
+						Validators:    []validator.Int64{int64validator.Between(1, math.MaxInt32)},
 					},
 					"local_gb": schema.Int64Attribute{
 						MarkdownDescription: "Local disk in GiB.",
 						Optional:            true, Computed: true,
 						PlanModifiers: []planmodifier.Int64{propertyUnlessFilled},
-						Validators:    []validator.Int64{int64validator.AtLeast(0)},
+						Validators:    []validator.Int64{int64validator.Between(1, math.MaxInt32)},
 					},
 					"cpu_arch": schema.StringAttribute{
 						MarkdownDescription: "CPU architecture, e.g. `x86_64` or `aarch64`.",
 						Optional:            true, Computed: true,
 						PlanModifiers: []planmodifier.String{propertyUnlessFilled},
-						Validators:    []validator.String{stringvalidator.LengthAtMost(32)},
+						Validators:    []validator.String{stringvalidator.LengthBetween(1, 32)},
 					},
 				},
+			},
+			"property_overrides": schema.SetAttribute{
+				MarkdownDescription: "Which `properties` are overrides (" + codeList(api.PropertyNames()) + "): those set in the configuration. " +
+					"The others show what inspection found.",
+				ElementType: types.StringType,
+				Computed:    true,
 			},
 			"maintenance": schema.BoolAttribute{
 				MarkdownDescription: "Take the node out of service. An operator's decision only: the controller never sets it by itself. " +
@@ -306,6 +320,7 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				// Instances come and go on their own; a node update never sets it.
 				PlanModifiers: stable,
 			},
+			"inventory": inventoryResourceAttribute(),
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true}),
@@ -445,7 +460,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 			CipherSuite: int(plan.BMC.CipherSuite.ValueInt64()),
 		},
 		ResourceClass:     plan.ResourceClass.ValueString(),
-		Properties:        propertiesFromObject(plan.Properties),
+		Properties:        overridesFromPlan(plan.Properties, plan.PropertyOverrides),
 		Maintenance:       plan.Maintenance.ValueBool(),
 		MaintenanceReason: plan.MaintenanceReason.ValueString(),
 	}
@@ -465,6 +480,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	// must know it (it will be marked tainted).
 	secrets := plan.BMC
 	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+	plan.Inventory = types.ObjectNull(inventoryAttrTypes) // a new node is not inspected yet
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -475,6 +491,10 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	node, err = r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+		// Not inspected yet, as a rule: an inspection on enroll
+		// (--inspect-on-enroll) begins as the wait ends, and shows at the
+		// next refresh.
+		plan.Inventory = readInventory(ctx, r.client, node, types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
@@ -639,6 +659,10 @@ func (r *NodeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		state.ForceDestroy = types.BoolValue(false)
 	}
 	resp.Diagnostics.Append(state.setFromAPI(node, state.BMC)...) // nil after an import: no password known
+	state.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -682,6 +706,9 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	}
 	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
 	resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
+	if plan.Inventory.IsUnknown() {
+		plan.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -693,6 +720,9 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if node != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
 		resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
+		if plan.Inventory.IsUnknown() {
+			plan.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
+		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
@@ -742,9 +772,8 @@ func nodePatch(plan, state *nodeResourceModel) (api.NodePatch, bool) {
 	if !plan.ResourceClass.Equal(state.ResourceClass) {
 		p.ResourceClass, changed = str(plan.ResourceClass), true
 	}
-	if !plan.Properties.Equal(state.Properties) {
-		props := propertiesFromObject(plan.Properties)
-		p.Properties, changed = &props, true
+	if !plan.Properties.Equal(state.Properties) || !plan.PropertyOverrides.Equal(state.PropertyOverrides) {
+		p.Properties, changed = propertiesPatch(plan.Properties, plan.PropertyOverrides), true
 	}
 	if !plan.Maintenance.Equal(state.Maintenance) || !plan.MaintenanceReason.Equal(state.MaintenanceReason) {
 		m := plan.Maintenance.ValueBool()
@@ -836,6 +865,9 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.
 	m.ResourceClass = types.StringValue(n.ResourceClass)
 	var diags diag.Diagnostics
 	m.Properties, diags = propertiesObject(n.Properties)
+	overrides, d := propertyOverridesSet(n.PropertyOverrides)
+	diags.Append(d...)
+	m.PropertyOverrides = overrides
 	m.Maintenance = types.BoolValue(n.Maintenance)
 	m.MaintenanceReason = stringOrNull(n.MaintenanceReason)
 	m.PowerState = types.StringValue(string(n.PowerState))
@@ -854,6 +886,8 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	keepKnown(&m.Fault, planned.Fault)
 	keepKnown(&m.LastError, planned.LastError)
 	keepKnown(&m.InstanceID, planned.InstanceID)
+	// An update never changes the inventory: the plan kept the state's.
+	keepKnown(&m.Inventory, planned.Inventory)
 	return keepKnownMembers(&m.Properties, planned.Properties)
 }
 
@@ -874,25 +908,133 @@ func propertiesObject(p api.Properties) (types.Object, diag.Diagnostics) {
 	})
 }
 
-// propertiesFromObject reads planned properties; unknown or null members
-// are sent empty, which asks the controller to fill them from inventory.
-func propertiesFromObject(o types.Object) api.Properties {
+// overridesFromPlan returns the planned properties that are overrides
+// (named in the planned property_overrides); the others are sent empty,
+// which leaves them to inspection.
+func overridesFromPlan(props types.Object, overrides types.Set) api.Properties {
 	var p api.Properties
-	if o.IsNull() || o.IsUnknown() {
+	if props.IsNull() || props.IsUnknown() {
 		return p
 	}
-	attrs := o.Attributes()
-	if v, ok := attrs["cpus"].(basetypes.Int64Value); ok {
+	names := setNames(overrides)
+	attrs := props.Attributes()
+	if v, ok := attrs["cpus"].(basetypes.Int64Value); ok && names[api.PropertyCPUs] {
 		p.CPUs = int(v.ValueInt64())
 	}
-	if v, ok := attrs["memory_mb"].(basetypes.Int64Value); ok {
+	if v, ok := attrs["memory_mb"].(basetypes.Int64Value); ok && names[api.PropertyMemoryMB] {
 		p.MemoryMB = int(v.ValueInt64())
 	}
-	if v, ok := attrs["local_gb"].(basetypes.Int64Value); ok {
+	if v, ok := attrs["local_gb"].(basetypes.Int64Value); ok && names[api.PropertyLocalGB] {
 		p.LocalGB = int(v.ValueInt64())
 	}
-	if v, ok := attrs["cpu_arch"].(basetypes.StringValue); ok {
+	if v, ok := attrs["cpu_arch"].(basetypes.StringValue); ok && names[api.PropertyCPUArch] {
 		p.CPUArch = v.ValueString()
 	}
 	return p
+}
+
+// propertiesPatch is the merge patch of the node's overrides: each
+// planned override with its value, every other property null, which
+// clears an override the configuration no longer sets.
+func propertiesPatch(props types.Object, overrides types.Set) *api.PropertiesPatch {
+	p := overridesFromPlan(props, overrides)
+	names := setNames(overrides)
+	var out api.PropertiesPatch
+	if names[api.PropertyCPUs] {
+		out.CPUs = &p.CPUs
+	}
+	if names[api.PropertyMemoryMB] {
+		out.MemoryMB = &p.MemoryMB
+	}
+	if names[api.PropertyLocalGB] {
+		out.LocalGB = &p.LocalGB
+	}
+	if names[api.PropertyCPUArch] {
+		out.CPUArch = &p.CPUArch
+	}
+	return &out
+}
+
+func setNames(s types.Set) map[api.PropertyName]bool {
+	names := map[api.PropertyName]bool{}
+	if s.IsNull() || s.IsUnknown() {
+		return names
+	}
+	for _, e := range s.Elements() {
+		if v, ok := e.(types.String); ok {
+			names[api.PropertyName(v.ValueString())] = true
+		}
+	}
+	return names
+}
+
+func propertyOverridesSet(names []api.PropertyName) (types.Set, diag.Diagnostics) {
+	elems := make([]attr.Value, len(names))
+	for i, n := range names {
+		elems[i] = types.StringValue(string(n))
+	}
+	return types.SetValue(types.StringType, elems)
+}
+
+// ModifyPlan plans the operator's property overrides from the
+// configuration: a property set there is an override, one left out is
+// not. A property whose override the configuration no longer sets is
+// planned unknown, as the apply clears the override and the controller
+// then shows what inspection found. (Without this, Terraform would keep
+// the old value of an optional and computed attribute that left the
+// configuration, and never clear the override.)
+func (r *NodeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var config, planned types.Object
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("properties"), &config)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("properties"), &planned)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if config.IsUnknown() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("property_overrides"), types.SetUnknown(types.StringType))...)
+		return
+	}
+	configured := map[string]bool{}
+	if !config.IsNull() {
+		for k, v := range config.Attributes() {
+			configured[k] = !v.IsNull()
+		}
+	}
+	names := make([]api.PropertyName, 0, len(configured))
+	for _, n := range api.PropertyNames() {
+		if configured[n] {
+			names = append(names, api.PropertyName(n))
+		}
+	}
+	overrides, diags := propertyOverridesSet(names)
+	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("property_overrides"), overrides)...)
+	if req.State.Raw.IsNull() || planned.IsNull() || planned.IsUnknown() {
+		return
+	}
+	var was types.Set
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("property_overrides"), &was)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cleared := false
+	members := planned.Attributes()
+	replanned := make(map[string]attr.Value, len(members))
+	for k, v := range members {
+		replanned[k] = v
+		if setNames(was)[api.PropertyName(k)] && !configured[k] {
+			replanned[k], cleared = unknownOf(v), true
+		}
+	}
+	if !cleared {
+		return
+	}
+	obj, diags := types.ObjectValue(planned.AttributeTypes(ctx), replanned)
+	resp.Diagnostics.Append(diags...)
+	if !diags.HasError() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("properties"), obj)...)
+	}
 }

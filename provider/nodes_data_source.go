@@ -46,7 +46,7 @@ func (d *NodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 	element["name"] = schema.StringAttribute{MarkdownDescription: "The node's name.", Computed: true}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists the nodes that match all the given filters (all nodes without filters), " +
-			"with their capacity, state and health; never BMC details. Nodes being retired (`provision_state` " +
+			"with their capacity, state, health and inspected hardware; never BMC details. Nodes being retired (`provision_state` " +
 			"`deleting`) are listed too, unless `include_deleting` is `false`: a faulted node whose retire waits for its BMC " +
 			"is still faulted, and a `check` block on `fault = \"any\"` should see it.",
 		Attributes: map[string]schema.Attribute{
@@ -115,6 +115,11 @@ func (d *NodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	cfg.Nodes = make([]nodeDataModel, len(nodes))
 	for i := range nodes {
 		resp.Diagnostics.Append(cfg.Nodes[i].setFromAPI(&nodes[i])...)
+		// One more request per node: the list carries no inventories.
+		cfg.Nodes[i].Inventory = readInventory(ctx, d.client, &nodes[i], types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
+			return
+		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &cfg)...)
 }

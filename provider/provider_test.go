@@ -2,9 +2,11 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -161,13 +163,14 @@ func TestFieldPath(t *testing.T) {
 
 func TestNodePatchSendsOnlyChanges(t *testing.T) {
 	props, _ := propertiesObject(api.Properties{CPUs: 8, MemoryMB: 1024})
+	overrides, _ := propertyOverridesSet([]api.PropertyName{api.PropertyCPUs, api.PropertyMemoryMB})
 	base := func() *nodeResourceModel {
 		return &nodeResourceModel{
 			Name: types.StringValue("n1"), Driver: types.StringValue("redfish"),
 			BMC: &nodeBMCModel{Address: types.StringValue("http://a"), Username: types.StringValue("u"),
 				Password: types.StringValue("p"), Insecure: types.BoolValue(false), SystemID: types.StringNull(),
 				CipherSuite: types.Int64Value(0)},
-			ResourceClass: types.StringValue("rc"), Properties: props,
+			ResourceClass: types.StringValue("rc"), Properties: props, PropertyOverrides: overrides,
 			Maintenance: types.BoolValue(false), MaintenanceReason: types.StringNull(),
 		}
 	}
@@ -221,6 +224,21 @@ func TestNodePatchSendsOnlyChanges(t *testing.T) {
 	p, _ = nodePatch(base(), writeOnly(base(), "", 2))
 	if p.BMC == nil || p.BMC.Password == nil || *p.BMC.Password != "p" {
 		t.Fatalf("switch back to password: not sent: %+v", p.BMC)
+	}
+
+	// memory_mb left the configuration: its override is cleared (null),
+	// cpus stays one.
+	plan = base()
+	plan.Properties, _ = types.ObjectValue(propertiesAttrTypes, map[string]attr.Value{"cpus": types.Int64Value(8),
+		"memory_mb": types.Int64Unknown(), "local_gb": types.Int64Value(0), "cpu_arch": types.StringValue("")})
+	plan.PropertyOverrides, _ = propertyOverridesSet([]api.PropertyName{api.PropertyCPUs})
+	p, _ = nodePatch(plan, base())
+	if p.Properties == nil || p.Properties.CPUs == nil || *p.Properties.CPUs != 8 ||
+		p.Properties.MemoryMB != nil || p.Properties.LocalGB != nil || p.Properties.CPUArch != nil || p.BMC != nil {
+		t.Fatalf("cleared override: %+v", p.Properties)
+	}
+	if b, _ := json.Marshal(p.Properties); string(b) != `{"cpus":8,"memory_mb":null,"local_gb":null,"cpu_arch":null}` {
+		t.Fatalf("cleared override sent as %s", b)
 	}
 
 	plan = base()

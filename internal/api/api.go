@@ -48,7 +48,10 @@ type BMCInput struct {
 	CipherSuite int    `json:"cipher_suite,omitempty"`
 }
 
-// Properties of a node's hardware.
+// Properties of a node's hardware; a member left out (or 0, "") is
+// unknown. Written (NodeCreate), each member set is an operator's
+// override, which inspection never changes; the others are filled by
+// inspection.
 type Properties struct {
 	CPUs     int    `json:"cpus,omitempty"`
 	MemoryMB int    `json:"memory_mb,omitempty"`
@@ -56,14 +59,29 @@ type Properties struct {
 	CPUArch  string `json:"cpu_arch,omitempty"`
 }
 
+// PropertiesPatch is the properties member of a NodePatch. A merge patch
+// merges it into the node's overrides: a member set overrides that
+// property, a member sent as null (nil here: this type sends all four)
+// clears its override, which shows what inspection found at once.
+type PropertiesPatch struct {
+	CPUs     *int    `json:"cpus"`
+	MemoryMB *int    `json:"memory_mb"`
+	LocalGB  *int    `json:"local_gb"`
+	CPUArch  *string `json:"cpu_arch"`
+}
+
 // Node as returned by the API. Members see BMC as null.
 type Node struct {
-	ID                string         `json:"id"`
-	Name              string         `json:"name"`
-	Driver            Driver         `json:"driver"`
-	BMC               *BMC           `json:"bmc"`
-	ResourceClass     string         `json:"resource_class"`
-	Properties        Properties     `json:"properties"`
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	Driver        Driver     `json:"driver"`
+	BMC           *BMC       `json:"bmc"`
+	ResourceClass string     `json:"resource_class"`
+	Properties    Properties `json:"properties"`
+	// PropertyOverrides lists the properties the operator set (always
+	// shown as set, never changed by inspection); the others show what
+	// inspection found.
+	PropertyOverrides []PropertyName `json:"property_overrides"`
 	Maintenance       bool           `json:"maintenance"`
 	MaintenanceReason string         `json:"maintenance_reason"`
 	PowerState        PowerState     `json:"power_state"`
@@ -72,9 +90,14 @@ type Node struct {
 	LastError         string         `json:"last_error"`
 	FaultSince        *time.Time     `json:"fault_since"`
 	InstanceID        string         `json:"instance_id"`
-	CreatedAt         time.Time      `json:"created_at"`
-	UpdatedAt         time.Time      `json:"updated_at"`
-	Version           int64          `json:"version"`
+	// InspectedAt is when the node's inventory (GET
+	// /v1/nodes/{id}/inventory) was last reported, null if never: a
+	// client that holds that inventory knows without asking whether it
+	// is still the latest.
+	InspectedAt *time.Time `json:"inspected_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	Version     int64      `json:"version"`
 }
 
 // NodeCreate is the body of POST /v1/nodes.
@@ -91,13 +114,13 @@ type NodeCreate struct {
 // NodePatch is the body of PATCH /v1/nodes/{id}: a JSON Merge Patch of
 // a node, where nil fields are left alone.
 type NodePatch struct {
-	Name              *string     `json:"name,omitempty"`
-	Driver            *Driver     `json:"driver,omitempty"`
-	BMC               *BMCPatch   `json:"bmc,omitempty"`
-	ResourceClass     *string     `json:"resource_class,omitempty"`
-	Properties        *Properties `json:"properties,omitempty"`
-	Maintenance       *bool       `json:"maintenance,omitempty"`
-	MaintenanceReason *string     `json:"maintenance_reason,omitempty"`
+	Name              *string          `json:"name,omitempty"`
+	Driver            *Driver          `json:"driver,omitempty"`
+	BMC               *BMCPatch        `json:"bmc,omitempty"`
+	ResourceClass     *string          `json:"resource_class,omitempty"`
+	Properties        *PropertiesPatch `json:"properties,omitempty"`
+	Maintenance       *bool            `json:"maintenance,omitempty"`
+	MaintenanceReason *string          `json:"maintenance_reason,omitempty"`
 }
 
 // BMCPatch is the bmc member of a NodePatch.

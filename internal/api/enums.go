@@ -175,3 +175,19 @@ func DeployMethods() []string { return []string{string(DeployImage), string(Depl
 func RootDeviceHints() []string {
 	return []string{"size_gb", "serial", "wwn", "model", "vendor", "name"}
 }
+
+// PropertyName names one of a node's hardware properties (a member of
+// Properties), as Node.PropertyOverrides lists them.
+type PropertyName string
+
+const (
+	PropertyCPUs     PropertyName = "cpus"
+	PropertyMemoryMB PropertyName = "memory_mb"
+	PropertyLocalGB  PropertyName = "local_gb"
+	PropertyCPUArch  PropertyName = "cpu_arch"
+)
+
+// PropertyNames lists every property.
+func PropertyNames() []string {
+	return []string{string(PropertyCPUs), string(PropertyMemoryMB), string(PropertyLocalGB), string(PropertyCPUArch)}
+}

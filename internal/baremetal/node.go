@@ -72,13 +72,124 @@ type BMC struct {
 	CipherSuite int `json:"cipher_suite,omitempty"`
 }
 
-// Properties describe a node's hardware; filled from inventory where the
-// operator left them empty.
+// Properties describe a node's hardware; 0 and "" mean unknown.
 type Properties struct {
 	CPUs     int    `json:"cpus,omitempty"`
 	MemoryMB int    `json:"memory_mb,omitempty"`
 	LocalGB  int    `json:"local_gb,omitempty"`
 	CPUArch  string `json:"cpu_arch,omitempty"`
+}
+
+// PropertyName names one of a node's properties (its API and Terraform
+// name).
+type PropertyName string
+
+const (
+	PropertyCPUs     PropertyName = "cpus"
+	PropertyMemoryMB PropertyName = "memory_mb"
+	PropertyLocalGB  PropertyName = "local_gb"
+	PropertyCPUArch  PropertyName = "cpu_arch"
+)
+
+// PropertyNames lists every property, in the order they are shown.
+var PropertyNames = []PropertyName{PropertyCPUs, PropertyMemoryMB, PropertyLocalGB, PropertyCPUArch}
+
+// Known reports which properties p holds a value for (not 0 or "").
+func (p Properties) Known() PropertyOverrides {
+	return PropertyOverrides{CPUs: p.CPUs != 0, MemoryMB: p.MemoryMB != 0, LocalGB: p.LocalGB != 0, CPUArch: p.CPUArch != ""}
+}
+
+// Only returns p with the properties outside set cleared.
+func (p Properties) Only(set PropertyOverrides) Properties {
+	var out Properties
+	if set.CPUs {
+		out.CPUs = p.CPUs
+	}
+	if set.MemoryMB {
+		out.MemoryMB = p.MemoryMB
+	}
+	if set.LocalGB {
+		out.LocalGB = p.LocalGB
+	}
+	if set.CPUArch {
+		out.CPUArch = p.CPUArch
+	}
+	return out
+}
+
+// merge returns p with each property in set taken from q.
+func (p Properties) merge(q Properties, set PropertyOverrides) Properties {
+	if set.CPUs {
+		p.CPUs = q.CPUs
+	}
+	if set.MemoryMB {
+		p.MemoryMB = q.MemoryMB
+	}
+	if set.LocalGB {
+		p.LocalGB = q.LocalGB
+	}
+	if set.CPUArch {
+		p.CPUArch = q.CPUArch
+	}
+	return p
+}
+
+// PropertyOverrides says, per property, whether the operator set it
+// explicitly (an override) rather than leaving it to inspection.
+type PropertyOverrides struct {
+	CPUs, MemoryMB, LocalGB, CPUArch bool
+}
+
+// Names lists the overridden properties, in PropertyNames order.
+func (o PropertyOverrides) Names() []PropertyName {
+	names := []PropertyName{}
+	for _, f := range []struct {
+		on   bool
+		name PropertyName
+	}{{o.CPUs, PropertyCPUs}, {o.MemoryMB, PropertyMemoryMB}, {o.LocalGB, PropertyLocalGB}, {o.CPUArch, PropertyCPUArch}} {
+		if f.on {
+			names = append(names, f.name)
+		}
+	}
+	return names
+}
+
+// not is the complement of o: the properties inspection fills.
+func (o PropertyOverrides) not() PropertyOverrides {
+	return PropertyOverrides{CPUs: !o.CPUs, MemoryMB: !o.MemoryMB, LocalGB: !o.LocalGB, CPUArch: !o.CPUArch}
+}
+
+// SetOverrides makes the known members of p (not 0 or "") the
+// operator's overrides and drops every other override: a property the
+// operator no longer sets shows what inspection found at once (unknown if
+// the node was never inspected).
+func (n *Node) SetOverrides(p Properties) {
+	n.Overrides = p.Known()
+	n.Properties = n.Inspected.merge(p, n.Overrides)
+}
+
+// OperatorProperties returns the operator's overrides (the other
+// properties empty): what the operator set, as opposed to what the
+// node's properties show.
+func (n *Node) OperatorProperties() Properties {
+	return n.Properties.Only(n.Overrides)
+}
+
+// RecordInspection remembers the properties an inspection found (the
+// known members of found) and shows them where the operator set no
+// override: an operator's value always wins and is never overwritten.
+// With onlyUnknown, found fills only properties no earlier inspection
+// found (a BMC's summary at enroll must not replace what the deploy
+// agent measured on the machine itself).
+func (n *Node) RecordInspection(found Properties, onlyUnknown bool) {
+	take := found.Known()
+	if onlyUnknown {
+		had := n.Inspected.Known()
+		take = PropertyOverrides{CPUs: take.CPUs && !had.CPUs, MemoryMB: take.MemoryMB && !had.MemoryMB,
+			LocalGB: take.LocalGB && !had.LocalGB, CPUArch: take.CPUArch && !had.CPUArch}
+	}
+	n.Inspected = n.Inspected.merge(found, take)
+	n.Properties = n.Properties.merge(n.Inspected, n.Overrides.not())
 }
 
 // Node is a physical server managed through its BMC.
@@ -88,7 +199,17 @@ type Node struct {
 	Driver        Driver
 	BMC           BMC
 	ResourceClass string
-	Properties    Properties
+	// Properties are the node's hardware as scheduling and the API see
+	// it: per property the operator's override where Overrides says so,
+	// else what inspection found (Inspected).
+	Properties Properties
+	// Overrides says which Properties the operator set; inspection never
+	// changes those.
+	Overrides PropertyOverrides
+	// Inspected is what inspection (the deploy agent, or the BMC's
+	// inventory when it is verified) last found, kept under an override
+	// so that clearing the override brings it back.
+	Inspected Properties
 
 	// Operator-only.
 	Maintenance       bool
@@ -110,6 +231,12 @@ type Node struct {
 	LastSeenAt *time.Time
 
 	InstanceID string
+
+	// InspectedAt is when the deploy agent's inventory (Inventory) was
+	// stored, nil if never: read with the node, so clients learn whether
+	// the inventory changed without asking for it. Read-only: writes of
+	// the node ignore it; SetInventory sets it.
+	InspectedAt *time.Time
 
 	CreatedAt time.Time
 	UpdatedAt time.Time

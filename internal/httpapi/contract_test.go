@@ -20,6 +20,7 @@ func openAPIEnums(t *testing.T) map[string][]string {
 	type schema struct {
 		Enum       []string          `json:"enum"`
 		Properties map[string]schema `json:"properties"`
+		Items      *schema           `json:"items"`
 	}
 	var doc struct {
 		Components struct {
@@ -43,6 +44,9 @@ func openAPIEnums(t *testing.T) map[string][]string {
 		for prop, p := range s.Properties {
 			if p.Enum != nil {
 				enums[name+"."+prop] = p.Enum
+			}
+			if p.Items != nil && p.Items.Enum != nil { // a list of enum values
+				enums[name+"."+prop+"[]"] = p.Items.Enum
 			}
 		}
 	}
@@ -91,6 +95,7 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"AgentCommand.erase":                         api.AgentEraseMethods(),
 		"AgentCommandStatus.state":                   api.AgentCommandStates(),
 		"GET /v1/agent/boot/{id}/{key}/{file} ?file": api.AgentBootFiles(),
+		"Node.property_overrides[]":                  api.PropertyNames(),
 	}
 	got := openAPIEnums(t)
 	for where, vs := range want {
@@ -116,7 +121,8 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 	types := map[string]any{
 		"Problem": api.Problem{}, "Capacity": api.Capacity{}, "Properties": api.Properties{},
-		"BMC": api.BMC{}, "BMCInput": api.BMCInput{}, "BMCPatch": api.BMCPatch{},
+		"PropertiesPatch": api.PropertiesPatch{},
+		"BMC":             api.BMC{}, "BMCInput": api.BMCInput{}, "BMCPatch": api.BMCPatch{},
 		"Node": api.Node{}, "NodeCreate": api.NodeCreate{}, "NodePatch": api.NodePatch{}, "NodeList": api.NodeList{},
 		"Event": api.Event{}, "EventList": api.EventList{}, "Image": api.Image{},
 		"Instance": api.Instance{}, "InstanceCreate": api.InstanceCreate{}, "InstanceUpdate": api.InstanceUpdate{},
@@ -182,6 +188,7 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		"problem codes":     {codes, api.ProblemCodes()},
 		"deploy methods":    {strs(baremetal.DeployMethods), api.DeployMethods()},
 		"root device hints": {baremetal.RootDeviceHints, api.RootDeviceHints()},
+		"property names":    {strs(baremetal.PropertyNames), api.PropertyNames()},
 	} {
 		if !sameSet(c.domain, c.wire) {
 			t.Errorf("%s: the domain has %q, the API %q", what, sorted(c.domain), sorted(c.wire))
@@ -200,6 +207,8 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		{string(baremetal.StateDeploying), string(api.StateDeploying)}, {string(baremetal.StateActive), string(api.StateActive)},
 		{string(baremetal.StateDeployFailed), string(api.StateDeployFailed)}, {string(baremetal.StateCleaning), string(api.StateCleaning)},
 		{string(baremetal.StateDeleting), string(api.StateDeleting)},
+		{string(baremetal.PropertyCPUs), string(api.PropertyCPUs)}, {string(baremetal.PropertyMemoryMB), string(api.PropertyMemoryMB)},
+		{string(baremetal.PropertyLocalGB), string(api.PropertyLocalGB)}, {string(baremetal.PropertyCPUArch), string(api.PropertyCPUArch)},
 		{string(baremetal.FaultNone), string(api.FaultNone)}, {string(baremetal.FaultBMCUnreachable), string(api.FaultBMCUnreachable)},
 		{string(baremetal.FaultBMCAuthFailed), string(api.FaultBMCAuthFailed)}, {string(baremetal.FaultBMCError), string(api.FaultBMCError)},
 		{string(baremetal.FaultBMCRefused), string(api.FaultBMCRefused)}, {string(baremetal.FaultPowerMismatch), string(api.FaultPowerMismatch)},

@@ -20,11 +20,11 @@ import (
 func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 	out := api.Node{
 		ID: n.ID, Name: n.Name, Driver: api.Driver(n.Driver), ResourceClass: n.ResourceClass,
-		Properties:  api.Properties(n.Properties),
+		Properties: api.Properties(n.Properties), PropertyOverrides: propertyNames(n.Overrides),
 		Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
 		PowerState: api.PowerState(n.PowerState), ProvisionState: api.ProvisionState(n.ProvisionState),
 		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince,
-		InstanceID: n.InstanceID, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
+		InstanceID: n.InstanceID, InspectedAt: n.InspectedAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
 	}
 	if !c.Admin() {
 		// BMC errors name BMC addresses and URLs: infrastructure detail
@@ -34,6 +34,16 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 	} else {
 		out.BMC = &api.BMC{Address: n.BMC.Address, Username: n.BMC.Username, Insecure: n.BMC.Insecure,
 			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
+	}
+	return out
+}
+
+// propertyNames lists the overridden properties ([] when none).
+func propertyNames(o baremetal.PropertyOverrides) []api.PropertyName {
+	names := o.Names()
+	out := make([]api.PropertyName, len(names))
+	for i, p := range names {
+		out[i] = api.PropertyName(p)
 	}
 	return out
 }

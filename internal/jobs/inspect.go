@@ -25,8 +25,8 @@ import (
 //  2. the job snoozes, polling the session, until the agent's first
 //     heartbeat with an inventory has been recorded (service.AgentHeartbeat)
 //     or Config.AgentTimeout has passed since the boot;
-//  3. the inventory is stored, the properties the operator left empty are
-//     filled from it, the node is powered off and its media ejected, and
+//  3. the inventory is stored, the properties it shows are recorded as
+//     inspected (and shown where the operator set no override), the node is powered off and its media ejected, and
 //     it becomes available again. An agent that never reports ends the
 //     inspection the same way, with the reason in last_error: the node did
 //     nothing wrong that a retry would fix.
@@ -171,7 +171,7 @@ func (w *inspectWorker) endInspection(ctx context.Context, job *river.Job[Inspec
 		if err := tx.SetInventory(ctx, &baremetal.Inventory{NodeID: n.ID, Data: string(data), InspectedAt: now}); err != nil {
 			return err
 		}
-		fillFromAgent(&n.Properties, inv)
+		fillFromAgent(n, inv)
 		if n.Fault == baremetal.FaultNone {
 			n.LastError = ""
 		}
@@ -205,26 +205,41 @@ func (w *inspectWorker) inspectError(ctx context.Context, job *river.Job[Inspect
 	return w.retryForever(job.JobRow, fmt.Errorf("inspect node %s: %w", n.Name, err))
 }
 
-// fillFromAgent fills the properties the operator left empty from the
-// agent's inventory (what the operator set always wins): CPUs, memory in
-// MiB, and the largest fixed disk in GiB.
-func fillFromAgent(p *baremetal.Properties, inv *api.AgentInventory) {
-	ok := func(q baremetal.Properties) bool { return q.Validate() == nil }
-	if p.CPUs == 0 && ok(baremetal.Properties{CPUs: inv.CPUs}) {
-		p.CPUs = inv.CPUs
-	}
-	if mb := int(inv.MemoryBytes >> 20); p.MemoryMB == 0 && ok(baremetal.Properties{MemoryMB: mb}) {
-		p.MemoryMB = mb
-	}
+// fillFromAgent records the properties the agent's inventory shows
+// (CPUs, memory in MiB, and the largest fixed disk in GiB) as inspected:
+// they replace what an earlier inspection found, and show wherever the
+// operator set no override (what the operator set always wins).
+func fillFromAgent(n *baremetal.Node, inv *api.AgentInventory) {
 	var largest int64
 	for _, d := range inv.Disks {
 		if !d.Removable {
 			largest = max(largest, d.SizeBytes)
 		}
 	}
-	if gb := int(largest >> 30); p.LocalGB == 0 && ok(baremetal.Properties{LocalGB: gb}) {
-		p.LocalGB = gb
+	n.RecordInspection(validOnly(baremetal.Properties{CPUs: inv.CPUs, MemoryMB: int(inv.MemoryBytes >> 20), LocalGB: int(largest >> 30)}), false)
+}
+
+// validOnly keeps the members of p the domain accepts. Inventories are
+// not input we can refuse, and a quirky BMC or machine may report -1 CPUs,
+// petabytes of memory or an architecture string with control characters:
+// a value the domain refuses would make every later write of the node
+// fail validation (and PostgreSQL refuse the row).
+func validOnly(p baremetal.Properties) baremetal.Properties {
+	var out baremetal.Properties
+	ok := func(q baremetal.Properties) bool { return q.Validate() == nil }
+	if ok(baremetal.Properties{CPUs: p.CPUs}) {
+		out.CPUs = p.CPUs
 	}
+	if ok(baremetal.Properties{MemoryMB: p.MemoryMB}) {
+		out.MemoryMB = p.MemoryMB
+	}
+	if ok(baremetal.Properties{LocalGB: p.LocalGB}) {
+		out.LocalGB = p.LocalGB
+	}
+	if ok(baremetal.Properties{CPUArch: p.CPUArch}) {
+		out.CPUArch = p.CPUArch
+	}
+	return out
 }
 
 // InventorySummary says what an inventory holds, in one line for events:

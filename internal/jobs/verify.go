@@ -67,7 +67,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 		now := time.Now()
 		w.observePower(n, ps, nil, now)
 		touchSeen(n, now)
-		fillProperties(&n.Properties, inv)
+		fillProperties(n, inv)
 		c.Reason = fmt.Sprintf("BMC verified: power %s", ps)
 		if inv != nil {
 			c.Reason += fmt.Sprintf(", %d CPUs, %d MiB, %s", inv.CPUs, inv.MemoryMB, inv.CPUArch)
@@ -133,27 +133,15 @@ func (w *verifyWorker) readInventory(ctx context.Context, n *baremetal.Node) (*b
 	return inv, err
 }
 
-// fillProperties fills the properties the operator left empty from the
-// inventory; what the operator set always wins.
-func fillProperties(p *baremetal.Properties, inv *bmc.Inventory) {
+// fillProperties records the properties the BMC's inventory shows as
+// inspected where no inspection found them before (the deploy agent's,
+// measured on the machine itself, stays), and shows them where the
+// operator set no override: what the operator set always wins.
+func fillProperties(n *baremetal.Node, inv *bmc.Inventory) {
 	if inv == nil {
 		return
 	}
-	// A BMC's inventory is not input we can refuse, and a quirky one may
-	// report -1 CPUs, petabytes of memory or an architecture string with
-	// control characters. Take each value only when the domain accepts it:
-	// a value it refuses would make every later write of the node fail
-	// validation (and PostgreSQL refuse the row).
-	ok := func(q baremetal.Properties) bool { return q.Validate() == nil }
-	if p.CPUs == 0 && ok(baremetal.Properties{CPUs: inv.CPUs}) {
-		p.CPUs = inv.CPUs
-	}
-	if p.MemoryMB == 0 && ok(baremetal.Properties{MemoryMB: inv.MemoryMB}) {
-		p.MemoryMB = inv.MemoryMB
-	}
-	if p.CPUArch == "" && ok(baremetal.Properties{CPUArch: inv.CPUArch}) {
-		p.CPUArch = inv.CPUArch
-	}
+	n.RecordInspection(validOnly(baremetal.Properties{CPUs: inv.CPUs, MemoryMB: inv.MemoryMB, CPUArch: inv.CPUArch}), true)
 }
 
 // syncNodeWorker reads one node's power state: a targeted power sync, for

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 )
@@ -11,21 +12,42 @@ import (
 // Inventory values the domain would refuse are not copied into the node's
 // properties: a node holding them could never be written again.
 func TestFillPropertiesTakesOnlyValidInventory(t *testing.T) {
-	var p baremetal.Properties
-	fillProperties(&p, &bmc.Inventory{CPUs: -1, MemoryMB: math.MaxInt32 + 1, CPUArch: "x86_64\x00"})
-	if p != (baremetal.Properties{}) {
-		t.Fatalf("invalid inventory copied: %+v", p)
+	var n baremetal.Node
+	fillProperties(&n, &bmc.Inventory{CPUs: -1, MemoryMB: math.MaxInt32 + 1, CPUArch: "x86_64\x00"})
+	if n.Properties != (baremetal.Properties{}) || n.Inspected != (baremetal.Properties{}) {
+		t.Fatalf("invalid inventory copied: %+v (inspected %+v)", n.Properties, n.Inspected)
 	}
-	if err := p.Validate(); err != nil {
+	if err := n.Properties.Validate(); err != nil {
 		t.Fatalf("properties after fill do not validate: %v", err)
 	}
-	fillProperties(&p, &bmc.Inventory{CPUs: 64, MemoryMB: 262144, CPUArch: "x86_64"})
-	if want := (baremetal.Properties{CPUs: 64, MemoryMB: 262144, CPUArch: "x86_64"}); p != want {
-		t.Fatalf("valid inventory: %+v, want %+v", p, want)
+	fillProperties(&n, &bmc.Inventory{CPUs: 64, MemoryMB: 262144, CPUArch: "x86_64"})
+	if want := (baremetal.Properties{CPUs: 64, MemoryMB: 262144, CPUArch: "x86_64"}); n.Properties != want || n.Inspected != want {
+		t.Fatalf("valid inventory: %+v (inspected %+v), want %+v", n.Properties, n.Inspected, want)
 	}
-	// An operator's values win.
-	fillProperties(&p, &bmc.Inventory{CPUs: 8, MemoryMB: 1024, CPUArch: "aarch64"})
-	if p.CPUs != 64 || p.MemoryMB != 262144 || p.CPUArch != "x86_64" {
-		t.Fatalf("inventory overwrote set properties: %+v", p)
+	// A BMC's summary fills only what no inspection found.
+	fillProperties(&n, &bmc.Inventory{CPUs: 8, MemoryMB: 1024, CPUArch: "aarch64"})
+	if n.Properties.CPUs != 64 || n.Properties.MemoryMB != 262144 || n.Properties.CPUArch != "x86_64" {
+		t.Fatalf("a BMC inventory replaced inspected properties: %+v", n.Properties)
+	}
+}
+
+// The deploy agent's inventory replaces what the BMC said, except where
+// the operator set an override; the overridden value is remembered as
+// inspected, and clearing the override shows it.
+func TestFillFromAgentKeepsOverrides(t *testing.T) {
+	var n baremetal.Node
+	n.SetOverrides(baremetal.Properties{CPUs: 128})
+	fillProperties(&n, &bmc.Inventory{CPUs: 32, MemoryMB: 65536, CPUArch: "x86_64"})
+	fillFromAgent(&n, &api.AgentInventory{CPUs: 4, MemoryBytes: 8 << 30, Disks: []api.AgentDisk{
+		{Name: "sr0", SizeBytes: 900 << 30, Removable: true}, {Name: "vda", SizeBytes: 64 << 30}, {Name: "vdb", SizeBytes: 32 << 30}}})
+	if want := (baremetal.Properties{CPUs: 128, MemoryMB: 8192, LocalGB: 64, CPUArch: "x86_64"}); n.Properties != want {
+		t.Fatalf("after the agent's inventory: %+v, want %+v", n.Properties, want)
+	}
+	if want := (baremetal.Properties{CPUs: 4, MemoryMB: 8192, LocalGB: 64, CPUArch: "x86_64"}); n.Inspected != want {
+		t.Fatalf("inspected: %+v, want %+v", n.Inspected, want)
+	}
+	n.SetOverrides(baremetal.Properties{})
+	if n.Properties != n.Inspected {
+		t.Fatalf("override cleared: %+v, want the inspected %+v", n.Properties, n.Inspected)
 	}
 }

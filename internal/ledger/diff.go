@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -39,6 +40,7 @@ func Diff(before, after *baremetal.Node, c *Change, now time.Time) []*baremetal.
 	}
 	updated("resource_class", a.ResourceClass, b.ResourceClass)
 	updated("properties", fmt.Sprintf("%+v", a.Properties), fmt.Sprintf("%+v", b.Properties))
+	add("updated", "property_overrides", overrides(a), overrides(b), "property overrides changed (inspection fills the others)")
 	if a.Maintenance != b.Maintenance {
 		msg := "maintenance cleared"
 		if b.Maintenance {
@@ -74,6 +76,16 @@ func Diff(before, after *baremetal.Node, c *Change, now time.Time) []*baremetal.
 		e.Time = now
 	}
 	return evs
+}
+
+// overrides lists the node's property overrides for an event: "cpus,local_gb".
+func overrides(n *baremetal.Node) string {
+	names := n.Overrides.Names()
+	out := make([]string, len(names))
+	for i, p := range names {
+		out[i] = string(p)
+	}
+	return strings.Join(out, ",")
 }
 
 // faultMessage tells a fault change: raised with its cause, cleared with

@@ -19,21 +19,25 @@ import (
 // empty BMC.Password keeps the stored one (the API never returns it, so a
 // client cannot echo it back).
 type NodeSpec struct {
-	Name              string
-	Driver            baremetal.Driver
-	BMC               baremetal.BMC
-	ResourceClass     string
+	Name          string
+	Driver        baremetal.Driver
+	BMC           baremetal.BMC
+	ResourceClass string
+	// Properties are the operator's overrides: each property set (not 0
+	// or "") wins over inspection; one left empty shows what inspection
+	// found (see baremetal.Node.SetOverrides).
 	Properties        baremetal.Properties
 	Maintenance       bool
 	MaintenanceReason string
 }
 
-// SpecOf returns the settable fields of n (password left empty).
+// SpecOf returns the settable fields of n (password left empty; of the
+// properties, the operator's overrides only).
 func SpecOf(n *baremetal.Node) NodeSpec {
 	b := n.BMC
 	b.Password = ""
 	return NodeSpec{Name: n.Name, Driver: n.Driver, BMC: b, ResourceClass: n.ResourceClass,
-		Properties: n.Properties, Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason}
+		Properties: n.OperatorProperties(), Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason}
 }
 
 // nodeKicker is implemented by job runners that can make a node's pending
@@ -56,9 +60,10 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 	}
 	n := &baremetal.Node{
 		Name: spec.Name, Driver: spec.Driver, BMC: spec.BMC, ResourceClass: spec.ResourceClass,
-		Properties: spec.Properties, Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
+		Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
 		PowerState: baremetal.PowerUnknown, ProvisionState: baremetal.StateEnroll,
 	}
+	n.SetOverrides(spec.Properties)
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
@@ -231,7 +236,10 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 					return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted: only maintenance may still change", cur.Name)
 				}
 			}
-			n.Name, n.Driver, n.ResourceClass, n.Properties = spec.Name, spec.Driver, spec.ResourceClass, spec.Properties
+			n.Name, n.Driver, n.ResourceClass = spec.Name, spec.Driver, spec.ResourceClass
+			// An override the operator no longer sets shows what
+			// inspection found at once.
+			n.SetOverrides(spec.Properties)
 			n.Maintenance, n.MaintenanceReason = spec.Maintenance, spec.MaintenanceReason
 			if !n.Maintenance {
 				n.MaintenanceReason = "" // clearing maintenance clears its reason

@@ -1,5 +1,6 @@
 # A Redfish server. The controller verifies the BMC and fills the
-# properties left out from the hardware inventory. The password is
+# properties left out from the hardware inventory; one set here (cpu_arch)
+# is an override that inspection never changes. The password is
 # write-only (Terraform or OpenTofu >= 1.11): it never reaches the state.
 resource "baremetal_node" "web01" {
   name           = "web01"

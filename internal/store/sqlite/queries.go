@@ -102,13 +102,18 @@ func newID(id string) string {
 const nodeColumns = `id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure,
 	bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch,
 	maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since,
-	bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version`
+	bmc_failures, next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override,
+	local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb,
+	inspected_cpu_arch, created_at, updated_at, version,
+	(SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id)`
 
 // nodeFields are the columns a write sets from the Node, in nodeArgs order.
 var nodeFields = []string{"name", "driver", "bmc_address", "bmc_username", "bmc_password_sealed", "bmc_insecure",
 	"bmc_system_id", "bmc_cipher_suite", "resource_class", "cpus", "memory_mb", "local_gb", "cpu_arch",
 	"maintenance", "maintenance_reason", "power_state", "provision_state", "fault", "last_error", "fault_since",
-	"bmc_failures", "next_check_at", "last_seen_at", "instance_id"}
+	"bmc_failures", "next_check_at", "last_seen_at", "instance_id", "cpus_override", "memory_mb_override",
+	"local_gb_override", "cpu_arch_override", "inspected_cpus", "inspected_memory_mb", "inspected_local_gb",
+	"inspected_cpu_arch"}
 
 // bmc_key (store.BMCKeyArg) follows the fields. An update keeps a NULL key
 // while the BMC settings stay as they are: a duplicate left by an old
@@ -135,7 +140,9 @@ func (q queries) nodeArgs(n *baremetal.Node) ([]any, error) {
 		n.BMC.SystemID, n.BMC.CipherSuite, n.ResourceClass, n.Properties.CPUs, n.Properties.MemoryMB,
 		n.Properties.LocalGB, n.Properties.CPUArch, n.Maintenance, n.MaintenanceReason, string(n.PowerState),
 		string(n.ProvisionState), string(n.Fault), n.LastError, fmtTimePtr(n.FaultSince), n.BMCFailures,
-		fmtTimePtr(n.NextCheckAt), fmtTimePtr(n.LastSeenAt), n.InstanceID}, nil
+		fmtTimePtr(n.NextCheckAt), fmtTimePtr(n.LastSeenAt), n.InstanceID, n.Overrides.CPUs, n.Overrides.MemoryMB,
+		n.Overrides.LocalGB, n.Overrides.CPUArch, n.Inspected.CPUs, n.Inspected.MemoryMB, n.Inspected.LocalGB,
+		n.Inspected.CPUArch}, nil
 }
 
 func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
@@ -143,12 +150,15 @@ func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
 		n                             baremetal.Node
 		sealed, created, updated      string
 		faultSince, nextCheck, lastSe sql.NullString
+		inspected                     sql.NullString
 	)
 	if err := sc.Scan(&n.ID, &n.Name, &n.Driver, &n.BMC.Address, &n.BMC.Username, &sealed, &n.BMC.Insecure,
 		&n.BMC.SystemID, &n.BMC.CipherSuite, &n.ResourceClass, &n.Properties.CPUs, &n.Properties.MemoryMB,
 		&n.Properties.LocalGB, &n.Properties.CPUArch, &n.Maintenance, &n.MaintenanceReason, &n.PowerState,
 		&n.ProvisionState, &n.Fault, &n.LastError, &faultSince, &n.BMCFailures, &nextCheck, &lastSe,
-		&n.InstanceID, &created, &updated, &n.Version); err != nil {
+		&n.InstanceID, &n.Overrides.CPUs, &n.Overrides.MemoryMB, &n.Overrides.LocalGB, &n.Overrides.CPUArch,
+		&n.Inspected.CPUs, &n.Inspected.MemoryMB, &n.Inspected.LocalGB, &n.Inspected.CPUArch,
+		&created, &updated, &n.Version, &inspected); err != nil {
 		return nil, err
 	}
 	var err error
@@ -164,6 +174,9 @@ func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
 		return nil, err
 	}
 	if n.LastSeenAt, err = parseTimePtr(lastSe); err != nil {
+		return nil, err
+	}
+	if n.InspectedAt, err = parseTimePtr(inspected); err != nil {
 		return nil, err
 	}
 	if n.CreatedAt, err = parseTime(created); err != nil {

@@ -99,6 +99,9 @@ func testAgentSessions(t *testing.T, s store.Store) {
 	// Inventories: not found before the first, replaced by the next.
 	_, err = s.GetInventory(ctx, n.ID)
 	wantCode(t, err, baremetal.CodeNotFound, "")
+	if at := getNode(t, s, n.ID).InspectedAt; at != nil {
+		t.Errorf("a node never inspected has inspected_at %v", at)
+	}
 	inv := &baremetal.Inventory{NodeID: n.ID, Data: `{"cpus":2}`, InspectedAt: time.Now()}
 	must(t, s.SetInventory(ctx, inv))
 	gotInv, err := s.GetInventory(ctx, n.ID)
@@ -109,6 +112,24 @@ func testAgentSessions(t *testing.T, s store.Store) {
 	gotInv, err = s.GetInventory(ctx, n.ID)
 	must(t, err)
 	same(t, "inventory replaced", inv, gotInv)
+	// The node tells when its inventory was stored, in reads of one node
+	// and of many, and keeps telling it through its own writes.
+	if at := getNode(t, s, n.ID).InspectedAt; at == nil || !at.Equal(gotInv.InspectedAt) {
+		t.Errorf("node's inspected_at %v, want the inventory's %v", at, gotInv.InspectedAt)
+	}
+	withInv := getNode(t, s, n.ID)
+	withInv.ResourceClass = "other"
+	must(t, s.UpdateNode(ctx, withInv))
+	listed, _, err := s.ListNodes(ctx, store.NodeFilter{ResourceClass: "other"})
+	must(t, err)
+	if len(listed) != 1 || listed[0].InspectedAt == nil || !listed[0].InspectedAt.Equal(gotInv.InspectedAt) {
+		t.Errorf("listed after a write: %+v, want inspected at %v", listed, gotInv.InspectedAt)
+	}
+	byID, err := s.GetNodes(ctx, []string{n.ID})
+	must(t, err)
+	if len(byID) != 1 || byID[0].InspectedAt == nil || !byID[0].InspectedAt.Equal(gotInv.InspectedAt) {
+		t.Errorf("GetNodes: %+v, want inspected at %v", byID, gotInv.InspectedAt)
+	}
 	wantCode(t, s.SetInventory(ctx, &baremetal.Inventory{NodeID: "no-such-node", Data: "{}", InspectedAt: time.Now()}), baremetal.CodeNotFound, "")
 
 	// Both go with their node; deleting a session that is gone is fine.

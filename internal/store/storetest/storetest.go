@@ -27,6 +27,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"NodeCRUD", testNodeCRUD},
+		{"NodePropertyOverrides", testNodePropertyOverrides},
+		{"NodePropertyOverridesMigration", testNodePropertyOverridesMigration},
 		{"NodeNotFound", testNodeNotFound},
 		{"NodeDuplicateName", testNodeDuplicateName},
 		{"NodeExplicitID", testNodeExplicitID},
@@ -201,6 +203,87 @@ func testNodeCRUD(t *testing.T, s store.Store) {
 	must(t, s.DeleteNode(ctx, n.ID, got.Version))
 	_, err := s.GetNode(ctx, n.ID)
 	wantCode(t, err, baremetal.CodeNotFound, "")
+}
+
+// testNodePropertyOverrides: which properties are the operator's and
+// what inspection found are stored with the node, each property on its
+// own, through insert and update; a node without either reads back
+// without either.
+func testNodePropertyOverrides(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	plain := newNode("plain")
+	plain.Properties = baremetal.Properties{}
+	plain = insertNode(t, s, plain)
+	got := getNode(t, s, plain.ID)
+	if got.Overrides != (baremetal.PropertyOverrides{}) || got.Inspected != (baremetal.Properties{}) {
+		t.Errorf("a node without overrides reads back overrides %+v, inspected %+v", got.Overrides, got.Inspected)
+	}
+
+	n := newNode("overridden")
+	n.Properties = baremetal.Properties{}
+	n.SetOverrides(baremetal.Properties{CPUs: 128, CPUArch: "aarch64"})
+	n = insertNode(t, s, n)
+	got = getNode(t, s, n.ID)
+	same(t, "node with overrides", n, got)
+	if got.Overrides != (baremetal.PropertyOverrides{CPUs: true, CPUArch: true}) {
+		t.Errorf("overrides after insert: %+v", got.Overrides)
+	}
+
+	got.RecordInspection(baremetal.Properties{CPUs: 32, MemoryMB: 65536, LocalGB: 64, CPUArch: "x86_64"}, false)
+	must(t, s.UpdateNode(ctx, got))
+	inspected := getNode(t, s, n.ID)
+	same(t, "inspected node", got, inspected)
+	if want := (baremetal.Properties{CPUs: 128, MemoryMB: 65536, LocalGB: 64, CPUArch: "aarch64"}); inspected.Properties != want {
+		t.Errorf("properties after inspection: %+v, want %+v", inspected.Properties, want)
+	}
+	if want := (baremetal.Properties{CPUs: 32, MemoryMB: 65536, LocalGB: 64, CPUArch: "x86_64"}); inspected.Inspected != want {
+		t.Errorf("inspected after inspection: %+v, want %+v", inspected.Inspected, want)
+	}
+
+	// Each override clears on its own.
+	inspected.SetOverrides(baremetal.Properties{CPUArch: "aarch64", LocalGB: 2000})
+	must(t, s.UpdateNode(ctx, inspected))
+	cleared := getNode(t, s, n.ID)
+	same(t, "node with cpus cleared", inspected, cleared)
+	if cleared.Overrides != (baremetal.PropertyOverrides{LocalGB: true, CPUArch: true}) || cleared.Properties.CPUs != 32 || cleared.Properties.LocalGB != 2000 {
+		t.Errorf("after clearing cpus and overriding local_gb: overrides %+v, properties %+v", cleared.Overrides, cleared.Properties)
+	}
+}
+
+// testNodePropertyOverridesMigration: a database from before migration
+// 0008, where inspection filled only empty properties and never
+// overwrote a set one, opens with every set property an override (so
+// inspection still leaves it alone) and remembered as inspected (so
+// clearing the override keeps the value until the next inspection).
+func testNodePropertyOverridesMigration(t *testing.T, s store.Store) {
+	full := insertNode(t, s, newNode("pre8-full"))
+	part := newNode("pre8-part")
+	part.Properties = baremetal.Properties{MemoryMB: 2048}
+	part = insertNode(t, s, part)
+	for _, col := range []string{"cpus_override", "memory_mb_override", "local_gb_override", "cpu_arch_override",
+		"inspected_cpus", "inspected_memory_mb", "inspected_local_gb", "inspected_cpu_arch"} {
+		rawExec(t, s, `ALTER TABLE nodes DROP COLUMN `+col)
+	}
+	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 8`)
+	must(t, s.Close())
+	s2 := reopen(t, s)
+
+	got := getNode(t, s2, full.ID)
+	if got.Overrides != (baremetal.PropertyOverrides{CPUs: true, MemoryMB: true, LocalGB: true, CPUArch: true}) ||
+		got.Inspected != full.Properties || got.Properties != full.Properties {
+		t.Errorf("%s migrated: overrides %+v, inspected %+v, properties %+v; want all overrides, inspected = properties = %+v",
+			got.Name, got.Overrides, got.Inspected, got.Properties, full.Properties)
+	}
+	got = getNode(t, s2, part.ID)
+	if got.Overrides != (baremetal.PropertyOverrides{MemoryMB: true}) || got.Inspected != part.Properties || got.Properties != part.Properties {
+		t.Errorf("%s migrated: overrides %+v, inspected %+v, properties %+v; want memory_mb overridden, inspected = properties = %+v",
+			got.Name, got.Overrides, got.Inspected, got.Properties, part.Properties)
+	}
+	got.SetOverrides(baremetal.Properties{})
+	must(t, s2.UpdateNode(ctxOf(t), got))
+	if got = getNode(t, s2, part.ID); got.Properties != part.Properties {
+		t.Errorf("migrated override cleared: %+v, want the value kept %+v", got.Properties, part.Properties)
+	}
 }
 
 func testNodeNotFound(t *testing.T, s store.Store) {
