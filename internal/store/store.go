@@ -35,6 +35,11 @@ type Store interface {
 	// Native returns the driver handle River needs: *sql.DB for sqlite,
 	// *pgxpool.Pool for postgres.
 	Native() any
+	// ReadNative returns a driver handle for reads only, of the same
+	// types as Native: on SQLite the read pool, so a read of River's
+	// tables (which the store does not own) does not wait for the one
+	// writer connection; on PostgreSQL the same pool as Native.
+	ReadNative() any
 	Close() error
 }
 

@@ -214,6 +214,10 @@ func (s *Store) Dialect() string { return "sqlite" }
 // riversqlite driver.
 func (s *Store) Native() any { return s.writer }
 
+// ReadNative returns the read pool's *sql.DB (query_only: a write through
+// it is an error).
+func (s *Store) ReadNative() any { return s.reader }
+
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
