@@ -19,9 +19,13 @@ import (
 // job it needs commit together).
 type Store interface {
 	Queries
-	// InTx runs fn in one transaction; fn's error rolls it back. With the
-	// embedded SQLite store there is one writer connection: inside fn use
-	// only tx, never the Store, or the call blocks until its deadline.
+	// InTx runs fn in one transaction; fn's error rolls it back. It
+	// returns after the commit, so fn's writes are durable by then. With
+	// the embedded SQLite store there is one writer connection: inside fn
+	// use only tx, never the Store, or the call blocks until its deadline;
+	// and transactions waiting for that connection are committed together
+	// (group commit, one fsync for all), each fn in a savepoint of its own,
+	// so its writes stay all or nothing.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 	// Ping checks that the database answers (readyz).
 	Ping(ctx context.Context) error
