@@ -95,6 +95,10 @@ type Queries interface {
 
 	// InsertEvent appends an event; it sets ID and Time when zero.
 	InsertEvent(ctx context.Context, e *baremetal.Event) error
+	// InsertEvents appends events in order, as InsertEvent each (in one
+	// round trip on PostgreSQL: a change of a node is often several
+	// events). IDs and times are set only when all were written.
+	InsertEvents(ctx context.Context, evs []*baremetal.Event) error
 	// ListEvents returns a node's events oldest first, after cursor.
 	ListEvents(ctx context.Context, nodeID string, p Page) ([]*baremetal.Event, string, error)
 
