@@ -2,10 +2,12 @@ package app_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
@@ -107,10 +111,63 @@ func benchEnroll(b *testing.B, dbURL string, nodes int) {
 	b.ReportMetric(float64(nodes)/verified.Seconds(), "available/s")
 	b.ReportMetric(float64(cpuEnrolled.Microseconds())/1000/float64(nodes), "cpu-ms/enroll")
 	b.ReportMetric(float64(cpuVerified.Microseconds())/1000/float64(nodes), "cpu-ms/available")
-	b.Logf("%d nodes, %d clients: enrolled in %s (%.0f/s), all available after %s (%.0f/s); process CPU %.2f ms per node until enrolled, %.2f ms until available",
+	wait, run := verifyTimes(b, env)
+	b.Logf("%d nodes, %d clients: enrolled in %s (%.0f/s), all available after %s (%.0f/s); process CPU %.2f ms per node until enrolled, %.2f ms until available; "+
+		"verify jobs: queued before their start p50 %.0f ms p90 %.0f ms, ran p50 %.1f ms p90 %.1f ms",
 		nodes, clients, enrolled.Round(time.Millisecond), float64(nodes)/enrolled.Seconds(), verified.Round(time.Millisecond),
 		float64(nodes)/verified.Seconds(), float64(cpuEnrolled.Microseconds())/1000/float64(nodes),
-		float64(cpuVerified.Microseconds())/1000/float64(nodes))
+		float64(cpuVerified.Microseconds())/1000/float64(nodes), pct(wait, 50), pct(wait, 90), pct(run, 50), pct(run, 90))
+}
+
+// verifyTimes reads, from River's job table, how long each finished
+// verify job waited from its insert to its start and how long it ran, in
+// milliseconds: which of the two limits the rate to available.
+func verifyTimes(b *testing.B, env *testenv.Env) (wait, run []float64) {
+	b.Helper()
+	q := `SELECT (julianday(attempted_at) - julianday(created_at)) * 86400000, (julianday(finalized_at) - julianday(attempted_at)) * 86400000
+		FROM river_job WHERE kind = 'verify' AND state = 'completed'`
+	if env.App.Store.Dialect() == "postgres" {
+		q = `SELECT extract(epoch FROM attempted_at - created_at) * 1000, extract(epoch FROM finalized_at - attempted_at) * 1000
+			FROM river_job WHERE kind = 'verify' AND state = 'completed'`
+	}
+	scan := func(next func() bool, sc func(...any) error, err func() error) {
+		for next() {
+			var w, r float64
+			if e := sc(&w, &r); e != nil {
+				b.Fatal(e)
+			}
+			wait, run = append(wait, w), append(run, r)
+		}
+		if e := err(); e != nil {
+			b.Fatal(e)
+		}
+	}
+	switch db := env.App.Store.ReadNative().(type) {
+	case *sql.DB:
+		rows, err := db.QueryContext(context.Background(), q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rows.Close()
+		scan(rows.Next, rows.Scan, rows.Err)
+	case *pgxpool.Pool:
+		rows, err := db.Query(context.Background(), q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rows.Close()
+		scan(rows.Next, rows.Scan, rows.Err)
+	}
+	slices.Sort(wait)
+	slices.Sort(run)
+	return wait, run
+}
+
+func pct(sorted []float64, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
 }
 
 func postNode(client *http.Client, env *testenv.Env, body string) error {
