@@ -165,7 +165,7 @@ func (c *jobCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		err error
 	)
-	switch db := c.st.Native().(type) {
+	switch db := c.st.ReadNative().(type) {
 	case *sql.DB:
 		var r *sql.Rows
 		if r, err = db.QueryContext(ctx, jobDepthSQL); err == nil {

@@ -351,7 +351,7 @@ func TestSyncRacesOperatorWrites(t *testing.T) {
 // reconcile re-reads what it lists: a node listed in enroll that was
 // verified since gets no new verify job (after a large enroll, a stale
 // listing queued hundreds), while a node really left without its job
-// still gets one.
+// still gets one, once.
 func TestReconcileIgnoresStaleListing(t *testing.T) {
 	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		h, sys := newFakeHarness(t, open(t), 2)
@@ -360,6 +360,9 @@ func TestReconcileIgnoresStaleListing(t *testing.T) {
 		stale := *verified
 		stale.ProvisionState = baremetal.StateEnroll // as listed before its verify finished
 		h.r.reconcile(h.ctx, []*baremetal.Node{&stale, orphan})
+		// Again: the orphan's job, still queued, is not queued twice (the
+		// inserts go in one batch; uniqueness still applies to each).
+		h.r.reconcile(h.ctx, []*baremetal.Node{orphan})
 		res, err := h.r.q.JobList(h.ctx, river.NewJobListParams().Kinds(VerifyArgs{}.Kind()).First(10))
 		if err != nil {
 			t.Fatal(err)

@@ -51,13 +51,15 @@ func (r *Runner) reconcile(ctx context.Context, nodes []*baremetal.Node) {
 		for _, n := range fresh {
 			byID[n.ID] = n
 		}
+		var still []*baremetal.Node
 		for _, listed := range chunk {
 			n := byID[listed.ID]
 			if n == nil || n.ProvisionState != listed.ProvisionState || n.InstanceID != listed.InstanceID {
 				continue // gone or moved on: its own transition queued what it needs
 			}
-			r.ensureJob(ctx, n, jobFor(n))
+			still = append(still, n)
 		}
+		r.ensureJobs(ctx, still)
 	}
 }
 
@@ -82,16 +84,37 @@ func jobFor(n *baremetal.Node) river.JobArgs {
 	return nil
 }
 
-// ensureJob inserts args; uniqueness drops it when the node's job is still
-// queued or running, which is the normal case.
-func (r *Runner) ensureJob(ctx context.Context, n *baremetal.Node, args river.JobArgs) {
-	res, err := r.q.Insert(ctx, args, nil)
-	if err != nil {
-		r.log.WarnContext(ctx, "reconcile: queue job", "node", n.Name, "kind", args.Kind(), "err", err)
+// ensureJobs inserts each node's job (jobFor), all in one transaction:
+// uniqueness drops the insert when the node's job is still queued or
+// running, which is the normal case. One insert per node, each its own
+// transaction, cost a commit per node at every pass while many nodes sat
+// in a transitional state (a large enroll, BMCs down while nodes clean).
+func (r *Runner) ensureJobs(ctx context.Context, nodes []*baremetal.Node) {
+	if len(nodes) == 0 {
 		return
 	}
-	if !res.UniqueSkippedAsDuplicate {
+	params := make([]river.InsertManyParams, len(nodes))
+	for i, n := range nodes {
+		params[i] = river.InsertManyParams{Args: jobFor(n)}
+	}
+	res, err := r.q.InsertMany(ctx, params)
+	if err != nil {
+		r.log.WarnContext(ctx, "reconcile: queue jobs", "nodes", len(nodes), "err", err)
+		return
+	}
+	byKey := make(map[[2]string]*baremetal.Node, len(nodes))
+	for _, n := range nodes {
+		byKey[[2]string{jobFor(n).Kind(), n.ID}] = n
+	}
+	for _, res := range res {
+		if res.UniqueSkippedAsDuplicate {
+			continue
+		}
+		name, state := "", baremetal.ProvisionState("")
+		if n := byKey[[2]string{res.Job.Kind, nodeIDOf(res.Job)}]; n != nil {
+			name, state = n.Name, n.ProvisionState
+		}
 		r.log.WarnContext(ctx, "reconcile: node had no pending job for its state; queued one",
-			"node", n.Name, "state", n.ProvisionState, "kind", args.Kind(), "job_id", res.Job.ID)
+			"node", name, "state", state, "kind", res.Job.Kind, "job_id", res.Job.ID)
 	}
 }

@@ -255,9 +255,11 @@ func (tx *Tx) insertEvents(ctx context.Context, n *baremetal.Node, actor Actor, 
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		if err := tx.InsertEvent(ctx, e); err != nil {
-			return fmt.Errorf("insert %s event of node %s: %w", e.Type, n.Name, err)
-		}
+	}
+	if err := tx.InsertEvents(ctx, events); err != nil {
+		return fmt.Errorf("insert events of node %s: %w", n.Name, err)
+	}
+	for _, e := range events {
 		if e.Type == "fault" {
 			tx.faults = append(tx.faults, noted{n, e})
 		}

@@ -19,9 +19,13 @@ import (
 // job it needs commit together).
 type Store interface {
 	Queries
-	// InTx runs fn in one transaction; fn's error rolls it back. With the
-	// embedded SQLite store there is one writer connection: inside fn use
-	// only tx, never the Store, or the call blocks until its deadline.
+	// InTx runs fn in one transaction; fn's error rolls it back. It
+	// returns after the commit, so fn's writes are durable by then. With
+	// the embedded SQLite store there is one writer connection: inside fn
+	// use only tx, never the Store, or the call blocks until its deadline;
+	// and transactions waiting for that connection are committed together
+	// (group commit, one fsync for all), each fn in a savepoint of its own,
+	// so its writes stay all or nothing.
 	InTx(ctx context.Context, fn func(tx Tx) error) error
 	// Ping checks that the database answers (readyz).
 	Ping(ctx context.Context) error
@@ -35,6 +39,11 @@ type Store interface {
 	// Native returns the driver handle River needs: *sql.DB for sqlite,
 	// *pgxpool.Pool for postgres.
 	Native() any
+	// ReadNative returns a driver handle for reads only, of the same
+	// types as Native: on SQLite the read pool, so a read of River's
+	// tables (which the store does not own) does not wait for the one
+	// writer connection; on PostgreSQL the same pool as Native.
+	ReadNative() any
 	Close() error
 }
 
@@ -86,6 +95,10 @@ type Queries interface {
 
 	// InsertEvent appends an event; it sets ID and Time when zero.
 	InsertEvent(ctx context.Context, e *baremetal.Event) error
+	// InsertEvents appends events in order, as InsertEvent each (in one
+	// round trip on PostgreSQL: a change of a node is often several
+	// events). IDs and times are set only when all were written.
+	InsertEvents(ctx context.Context, evs []*baremetal.Event) error
 	// ListEvents returns a node's events oldest first, after cursor.
 	ListEvents(ctx context.Context, nodeID string, p Page) ([]*baremetal.Event, string, error)
 

@@ -153,6 +153,9 @@ func (s *Store) Dialect() string { return "postgres" }
 // Native returns the *pgxpool.Pool, for River's riverpgxv5 driver.
 func (s *Store) Native() any { return s.pool }
 
+// ReadNative is Native: PostgreSQL's readers never wait for a writer.
+func (s *Store) ReadNative() any { return s.pool }
+
 // Close closes the pool.
 func (s *Store) Close() error {
 	s.pool.Close()

@@ -24,6 +24,7 @@ type dbtx interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // queries implements store.Queries on the pool or on a transaction.
@@ -454,16 +455,57 @@ func (q queries) InsertEvent(ctx context.Context, e *baremetal.Event) error {
 	// The id always comes from the database: cursors rely on ids growing
 	// in insertion order.
 	var id int64
-	err := q.db.QueryRow(ctx, `INSERT INTO events (node_id, time, actor, type, field, old, new, message)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		e.NodeID, t, e.Actor, e.Type, e.Field, e.Old, e.New, e.Message).Scan(&id)
+	err := q.db.QueryRow(ctx, insertEventSQL, e.NodeID, t, e.Actor, e.Type, e.Field, e.Old, e.New, e.Message).Scan(&id)
 	if err != nil {
-		if foreignKeyViolation(err) {
-			return store.NotFound("node", e.NodeID)
-		}
-		return wrap("insert event", err)
+		return insertEventErr(e, err)
 	}
 	e.ID, e.Time = id, t
+	return nil
+}
+
+const insertEventSQL = `INSERT INTO events (node_id, time, actor, type, field, old, new, message)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`
+
+func insertEventErr(e *baremetal.Event, err error) error {
+	if foreignKeyViolation(err) {
+		return store.NotFound("node", e.NodeID)
+	}
+	return wrap("insert event", err)
+}
+
+// InsertEvents sends the inserts as one batch: one round trip, the
+// statements run in order (ids grow in insertion order).
+func (q queries) InsertEvents(ctx context.Context, evs []*baremetal.Event) error {
+	switch len(evs) {
+	case 0:
+		return nil
+	case 1:
+		return q.InsertEvent(ctx, evs[0])
+	}
+	times := make([]time.Time, len(evs))
+	b := &pgx.Batch{}
+	for i, e := range evs {
+		t := e.Time
+		if t.IsZero() {
+			t = store.Now()
+		}
+		times[i] = store.Timestamp(t)
+		b.Queue(insertEventSQL, e.NodeID, times[i], e.Actor, e.Type, e.Field, e.Old, e.New, e.Message)
+	}
+	br := q.db.SendBatch(ctx, b)
+	ids := make([]int64, len(evs))
+	for i, e := range evs {
+		if err := br.QueryRow().Scan(&ids[i]); err != nil {
+			_ = br.Close()
+			return insertEventErr(e, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return wrap("insert events", err)
+	}
+	for i, e := range evs {
+		e.ID, e.Time = ids[i], times[i]
+	}
 	return nil
 }
 

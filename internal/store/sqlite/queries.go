@@ -465,6 +465,24 @@ func (q queries) InsertEvent(ctx context.Context, e *baremetal.Event) error {
 	return nil
 }
 
+// InsertEvents inserts one event after another: in-process SQLite has no
+// round trips to save.
+func (q queries) InsertEvents(ctx context.Context, evs []*baremetal.Event) error {
+	ids := make([]int64, len(evs))
+	times := make([]time.Time, len(evs))
+	for i, e := range evs {
+		c := *e
+		if err := q.InsertEvent(ctx, &c); err != nil {
+			return err
+		}
+		ids[i], times[i] = c.ID, c.Time
+	}
+	for i, e := range evs {
+		e.ID, e.Time = ids[i], times[i]
+	}
+	return nil
+}
+
 func (q queries) ListEvents(ctx context.Context, nodeID string, p store.Page) ([]*baremetal.Event, string, error) {
 	after, err := decodeIntCursor(p.After)
 	if err != nil {

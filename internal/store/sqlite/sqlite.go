@@ -43,6 +43,8 @@ type Store struct {
 	queries
 	writer *sql.DB
 	gate   writeGate
+	// txq holds the transactions waiting for the writer (group.go).
+	txq    txQueue
 	reader *sql.DB
 	path   string
 	lock   *dirLock
@@ -169,34 +171,6 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// InTx runs fn in a transaction on the writer connection. fn's error (or
-// panic) rolls back and is returned as is, except that a driver error
-// saying the database cannot be used becomes store.Unavailable.
-func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) (err error) {
-	if err := s.gate.enter(ctx); err != nil {
-		return wrap("begin", err)
-	}
-	defer s.gate.leave() // deferred first: runs after the rollback below
-	sqlTx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return wrap("begin", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = sqlTx.Rollback()
-		}
-	}()
-	if err := fn(&Tx{queries: queries{r: sqlTx, w: sqlTx, box: s.box}, tx: sqlTx}); err != nil {
-		return wrapTx(err)
-	}
-	done = true
-	if err := sqlTx.Commit(); err != nil {
-		return wrap("commit", err)
-	}
-	return nil
-}
-
 // Ping runs a query on the read pool. It does not touch the writer, so a
 // long transaction does not make the controller look unready.
 func (s *Store) Ping(ctx context.Context) error {
@@ -213,6 +187,10 @@ func (s *Store) Dialect() string { return "sqlite" }
 // Native returns the writer *sql.DB (one connection), for River's
 // riversqlite driver.
 func (s *Store) Native() any { return s.writer }
+
+// ReadNative returns the read pool's *sql.DB (query_only: a write through
+// it is an error).
+func (s *Store) ReadNative() any { return s.reader }
 
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }

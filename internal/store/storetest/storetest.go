@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DomainLimits", testDomainLimits},
 		{"Events", testEvents},
 		{"EventsGoWithNode", testEventsGoWithNode},
+		{"InsertEvents", testInsertEvents},
 		{"Instances", testInstances},
 		{"InstanceNames", testInstanceNames},
 		{"InstanceStaleWrites", testInstanceStaleWrites},
@@ -680,6 +681,46 @@ func testEvents(t *testing.T, s store.Store) {
 	}
 	err = s.InsertEvent(ctx, &baremetal.Event{NodeID: "no-such-node", Type: "x"})
 	wantCode(t, err, baremetal.CodeNotFound, "")
+}
+
+func testInsertEvents(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	a := insertNode(t, s, newNode("a"))
+	must(t, s.InsertEvents(ctx, nil))
+	at := time.Date(2021, 5, 6, 7, 8, 9, 123456789, time.UTC)
+	evs := []*baremetal.Event{
+		{NodeID: a.ID, Actor: "controller", Type: "properties", Field: "properties", Old: "{}", New: "{CPUs:8}", Message: "first"},
+		{NodeID: a.ID, Actor: "controller", Type: "provision_state", Field: "provision_state", Old: "enroll", New: "available", Message: "second", Time: at},
+		{NodeID: a.ID, Actor: "controller", Type: "power_state", Field: "power_state", Old: "unknown", New: "off", Message: "third"},
+	}
+	must(t, s.InsertEvents(ctx, evs))
+	for i, e := range evs {
+		if e.ID == 0 || e.Time.IsZero() {
+			t.Fatalf("event %d: InsertEvents left id %d time %v", i, e.ID, e.Time)
+		}
+		if i > 0 && e.ID <= evs[i-1].ID {
+			t.Errorf("event ids do not grow in insertion order: %d after %d", e.ID, evs[i-1].ID)
+		}
+	}
+	if !evs[1].Time.Equal(at.Truncate(time.Microsecond)) {
+		t.Errorf("explicit event time became %v", evs[1].Time)
+	}
+	got, _, err := s.ListEvents(ctx, a.ID, store.Page{})
+	must(t, err)
+	same(t, "events inserted together", evs, got)
+
+	// A missing node writes none of them and sets no ids.
+	bad := []*baremetal.Event{{NodeID: a.ID, Type: "x", Message: "before"}, {NodeID: "no-such-node", Type: "x"}}
+	err = s.InTx(ctx, func(tx store.Tx) error { return tx.InsertEvents(ctx, bad) })
+	wantCode(t, err, baremetal.CodeNotFound, "")
+	if bad[0].ID != 0 || bad[1].ID != 0 {
+		t.Errorf("a failed InsertEvents set ids %d, %d", bad[0].ID, bad[1].ID)
+	}
+	got, _, err = s.ListEvents(ctx, a.ID, store.Page{})
+	must(t, err)
+	if len(got) != len(evs) {
+		t.Errorf("%d events after a failed InsertEvents, want %d", len(got), len(evs))
+	}
 }
 
 func testEventsGoWithNode(t *testing.T, s store.Store) {
