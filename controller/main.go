@@ -219,6 +219,7 @@ func serve(ctx context.Context, args []string) error {
 	f.StringVar(&cfg.AgentKernel, "agent-kernel", "", "serve the deploy agent (inspection): a Linux kernel, e.g. Debian's /boot/vmlinuz-<version> from linux-image-amd64; this binary (built with CGO_ENABLED=0) becomes the agent's /init; needs --public-url")
 	f.StringVar(&cfg.AgentModulesDir, "agent-modules-dir", "", "the agent kernel's modules (default /lib/modules/<its version>)")
 	f.StringVar(&cfg.AgentURL, "agent-url", "", "the API's base URL as booted nodes (the deploy agent) reach it, when that differs from --public-url (a provisioning network apart from the BMCs')")
+	f.StringVar(&cfg.AgentCAFile, "agent-ca-file", "", "with --agent-kernel, a PEM file of CA certificates the deploy agent trusts besides the system's: for an https --agent-url or image servers behind a private CA")
 	f.BoolVar(&cfg.AgentNetboot, "agent-netboot", false, "with --agent-kernel, boot the deploy agent from the network on nodes whose BMC has no virtual media (IPMI): the provisioning network's DHCP must hand iPXE the boot file <agent-url>/v1/agent/netboot (see the README)")
 	f.StringVar(&cfg.CleanErase, "clean-erase", cfg.CleanErase, "with --agent-kernel, how cleaning erases a node's disks between tenants: metadata (partition tables and filesystem signatures at both ends of every disk), full (every byte) or off")
 	f.StringVar(&cfg.CleanEraseClass, "clean-erase-class", "", "per resource class, how cleaning erases disks, overriding --clean-erase: class=mode pairs separated by commas, e.g. storage=full,scratch=off")

@@ -84,7 +84,7 @@ func TestHTTPControllerHeartbeat(t *testing.T) {
 		_, _ = io.WriteString(w, `{"next_heartbeat_seconds":7}`)
 	}))
 	defer srv.Close()
-	c := NewHTTPController(srv.URL+"/", "tok")
+	c := NewHTTPController(srv.URL+"/", "tok", nil)
 	r, err := c.Heartbeat(context.Background(), api.AgentHeartbeat{AgentVersion: "v1", Inventory: &api.AgentInventory{CPUs: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestHTTPControllerHeartbeat(t *testing.T) {
 	if gotPath != "POST /v1/agent/heartbeat" || gotBody.Inventory.CPUs != 2 || r.NextHeartbeatSeconds != 7 {
 		t.Fatalf("path %q body %+v reply %+v", gotPath, gotBody, r)
 	}
-	_, err = NewHTTPController(srv.URL, "wrong").Heartbeat(context.Background(), api.AgentHeartbeat{})
+	_, err = NewHTTPController(srv.URL, "wrong", nil).Heartbeat(context.Background(), api.AgentHeartbeat{})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized {
 		t.Fatalf("err = %v, want a 401 StatusError", err)

@@ -278,7 +278,7 @@ func (s *syncBuffer) String() string {
 func runAgent(t *testing.T, c *testController, r *Runner, interval time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Loop{
-		Controller: NewHTTPController(c.srv.URL, c.token),
+		Controller: NewHTTPController(c.srv.URL, c.token, nil),
 		Collect:    func() api.AgentInventory { return api.AgentInventory{CPUs: 1} },
 		Commands:   r,
 		Version:    "test",

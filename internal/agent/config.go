@@ -32,12 +32,16 @@
 package agent
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
+	"time"
 )
 
 // ConfigPath is where the per-boot config file sits in the agent's root.
@@ -56,6 +60,31 @@ type Config struct {
 	// command's outcome was taken (a test switch: the VM test ends on its
 	// own).
 	PowerOffAfterHeartbeat bool `json:"poweroff_after_heartbeat,omitempty"`
+	// CACerts are PEM certificates the agent trusts, besides the system's,
+	// for the controller's API, config drives and image URLs: the
+	// initramfs carries no system trust store, so an https controller or
+	// image server behind a private CA needs them (--agent-ca-file).
+	CACerts string `json:"ca_certs,omitempty"`
+}
+
+// HTTPClient is the agent's HTTP client for c: the given timeout (0:
+// none, for image streams) and c's CA certificates trusted on top of the
+// system's (an empty pool in the agent's initramfs).
+func (c Config) HTTPClient(timeout time.Duration) (*http.Client, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true
+	t.ResponseHeaderTimeout = time.Minute
+	if c.CACerts != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM([]byte(c.CACerts)) {
+			return nil, errors.New("ca_certs holds no PEM certificate")
+		}
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: t, Timeout: timeout}, nil
 }
 
 // String never shows the token.
@@ -64,7 +93,7 @@ func (c Config) String() string {
 	if c.Token != "" {
 		tok = "(set)"
 	}
-	return fmt.Sprintf("api=%s token=%s poweroff_after_heartbeat=%t", c.API, tok, c.PowerOffAfterHeartbeat)
+	return fmt.Sprintf("api=%s token=%s poweroff_after_heartbeat=%t ca_certs=%d bytes", c.API, tok, c.PowerOffAfterHeartbeat, len(c.CACerts))
 }
 
 // Validate reports what is missing or malformed.
@@ -77,6 +106,9 @@ func (c Config) Validate() error {
 	}
 	if c.Token == "" {
 		errs = append(errs, errors.New("no token (baremetal.token)"))
+	}
+	if c.CACerts != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(c.CACerts)) {
+		errs = append(errs, errors.New("ca_certs holds no PEM certificate"))
 	}
 	return errors.Join(errs...)
 }

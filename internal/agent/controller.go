@@ -35,15 +35,15 @@ type HTTPController struct {
 
 var _ Controller = (*HTTPController)(nil)
 
-// NewHTTPController returns a client of the controller at base.
-func NewHTTPController(base, token string) *HTTPController {
-	return &HTTPController{
-		base:  strings.TrimRight(base, "/"),
-		token: token,
+// NewHTTPController returns a client of the controller at base, over
+// client (nil: a default one with a 30 s timeout).
+func NewHTTPController(base, token string, client *http.Client) *HTTPController {
+	if client == nil {
 		// A controller that accepts the connection and then hangs must not
 		// stall the agent forever.
-		client: &http.Client{Timeout: 30 * time.Second},
+		client = &http.Client{Timeout: 30 * time.Second}
 	}
+	return &HTTPController{base: strings.TrimRight(base, "/"), token: token, client: client}
 }
 
 // StatusError is a heartbeat the controller answered with a non-2xx status.

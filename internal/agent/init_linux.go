@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/disk"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/kmod"
 )
 
@@ -71,10 +72,14 @@ func boot(version string) error {
 	ctx := context.Background()
 	BringUpNetwork(ctx, logger)
 
+	// Validate checked the CA certificates: these cannot fail.
+	apiClient, _ := cfg.HTTPClient(30 * time.Second)
+	driveClient, _ := cfg.HTTPClient(2 * time.Minute)
+	imageClient, _ := cfg.HTTPClient(0) // an image streams for as long as it takes
 	loop := &Loop{
-		Controller: NewHTTPController(cfg.API, cfg.Token),
+		Controller: NewHTTPController(cfg.API, cfg.Token, apiClient),
 		Collect:    DefaultCollector().Collect,
-		Commands:   &Runner{SysRoot: "/sys", Log: logger},
+		Commands:   &Runner{SysRoot: "/sys", Log: logger, Client: driveClient, Write: disk.Options{Client: imageClient}},
 		Version:    version,
 		Log:        logger,
 	}

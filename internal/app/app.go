@@ -8,6 +8,8 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,6 +88,10 @@ type Config struct {
 	// hands iPXE the API's netboot script (api.AgentNetbootPath at
 	// AgentURL), which boots the agent on the node being booted.
 	AgentNetboot bool
+	// AgentCAFile is a PEM file of CA certificates the agent trusts,
+	// besides the system's, for the controller's https URL and the image
+	// servers (its initramfs has no trust store of its own).
+	AgentCAFile string
 	// AgentTimeout bounds the wait for a booted agent's report.
 	AgentTimeout time.Duration
 	// CleanErase is how cleanups erase disks with the deploy agent:
@@ -111,6 +117,37 @@ func Defaults() Config {
 		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 20,
 		ImageCheck: true, CleanErase: "metadata",
 	}
+}
+
+// readAgentCA reads --agent-ca-file ("": none): at least one PEM
+// certificate, nothing else.
+func readAgentCA(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--agent-ca-file: %w", err)
+	}
+	rest, n := b, 0
+	for {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			return "", fmt.Errorf("--agent-ca-file %s: holds a %s block; want only CERTIFICATE blocks (never a private key)", path, blk.Type)
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			return "", fmt.Errorf("--agent-ca-file %s: certificate %d: %w", path, n+1, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return "", fmt.Errorf("--agent-ca-file %s: no PEM certificate in it", path)
+	}
+	return string(b), nil
 }
 
 // ParseCleanEraseClass reads --clean-erase-class: comma-separated
@@ -285,6 +322,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.InspectOnEnroll && cfg.AgentKernel == "" {
 		return fail(errors.New("--inspect-on-enroll needs --agent-kernel: inspection boots the deploy agent"))
 	}
+	agentCA, err := readAgentCA(cfg.AgentCAFile)
+	if err != nil {
+		return fail(err)
+	}
 	if cfg.AgentNetboot && cfg.AgentKernel == "" {
 		return fail(errors.New("--agent-netboot needs --agent-kernel: it boots the deploy agent from the network"))
 	}
@@ -330,7 +371,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hopts := httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg, PublicURL: publicURL}
 	if images != nil {
-		hopts.AgentImages, hopts.AgentURL = images, cfg.AgentURL
+		hopts.AgentImages, hopts.AgentURL, hopts.AgentCACerts = images, cfg.AgentURL, agentCA
 	}
 	api := httpapi.New(hopts)
 	a.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,

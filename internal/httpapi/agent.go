@@ -88,7 +88,7 @@ func (s *Server) agentBoot(w http.ResponseWriter, r *http.Request, _ service.Cal
 		s.writeError(w, r, err)
 		return
 	}
-	cfg := agent.Config{API: s.agentURL, Token: sess.Token}
+	cfg := agent.Config{API: s.agentURL, Token: sess.Token, CACerts: s.agentCACerts}
 	var (
 		img   []byte
 		ctype = "application/octet-stream"

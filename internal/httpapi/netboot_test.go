@@ -21,7 +21,7 @@ func (fakeImages) ISO(_ context.Context, cfg agent.Config) ([]byte, error) {
 	return []byte("iso for " + cfg.Token), nil
 }
 func (fakeImages) Initrd(_ context.Context, cfg agent.Config) ([]byte, error) {
-	return []byte("initrd for " + cfg.Token + " at " + cfg.API), nil
+	return []byte("initrd for " + cfg.Token + " at " + cfg.API + " trusting " + cfg.CACerts), nil
 }
 func (fakeImages) Kernel() ([]byte, error) { return []byte("kernel"), nil }
 func (fakeImages) Cmdline() string         { return "console=ttyS0 quiet" }
@@ -39,7 +39,7 @@ func TestAgentNetbootScript(t *testing.T) {
 }
 
 func testAgentNetbootScript(t *testing.T, open func(testing.TB) store.Store) {
-	e := newEnv(t, open, func(o *httpapi.Options) { o.AgentImages, o.AgentURL = fakeImages{}, testAgentURL })
+	e := newEnv(t, open, func(o *httpapi.Options) { o.AgentImages, o.AgentURL, o.AgentCACerts = fakeImages{}, testAgentURL, "PEM" })
 	ctx := context.Background()
 	const uuid = "4c4c4544-0042-3010-8056-b4c04f4d3132"
 	a, b := e.createNode("nb-a"), e.createNode("nb-b")
@@ -75,7 +75,7 @@ func testAgentNetbootScript(t *testing.T, open func(testing.TB) store.Store) {
 	}
 	// The files of the boot, by its key; another key opens nothing.
 	base := "/v1/agent/boot/" + a.ID + "/" + baremetal.AgentBootKey(token) + "/"
-	if r := e.do("GET", base+"initrd", "", ""); r.status != 200 || string(r.body) != "initrd for "+token+" at "+testAgentURL {
+	if r := e.do("GET", base+"initrd", "", ""); r.status != 200 || string(r.body) != "initrd for "+token+" at "+testAgentURL+" trusting PEM" {
 		t.Fatalf("initrd: %d %q", r.status, r.body)
 	}
 	if r := e.do("GET", base+"vmlinuz", "", ""); r.status != 200 || string(r.body) != "kernel" {

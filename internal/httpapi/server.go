@@ -41,6 +41,8 @@ type Server struct {
 	agentImages AgentImages
 	// agentURL is how booted nodes reach the API (the agent's heartbeats).
 	agentURL string
+	// agentCACerts are the PEM certificates the agent trusts (Options).
+	agentCACerts string
 }
 
 // Options configure a Server.
@@ -58,6 +60,10 @@ type Options struct {
 	// AgentURL is the API's base URL as booted nodes reach it, when that
 	// differs from PublicURL (empty: PublicURL).
 	AgentURL string
+	// AgentCACerts are PEM certificates the agent is to trust besides the
+	// system's (a private CA of the controller or the image servers);
+	// each boot's config carries them.
+	AgentCACerts string
 }
 
 type route struct {
@@ -112,7 +118,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg),
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), agentImages: o.AgentImages,
-		agentURL: strings.TrimSuffix(cmp.Or(o.AgentURL, o.PublicURL), "/")}
+		agentURL: strings.TrimSuffix(cmp.Or(o.AgentURL, o.PublicURL), "/"), agentCACerts: o.AgentCACerts}
 	s.outage = newOutage(log, o.Service.Ready)
 	for _, rt := range routes {
 		rt := rt
