@@ -39,7 +39,9 @@ func TestAgentNetbootScript(t *testing.T) {
 }
 
 func testAgentNetbootScript(t *testing.T, open func(testing.TB) store.Store) {
-	e := newEnv(t, open, func(o *httpapi.Options) { o.AgentImages, o.AgentURL, o.AgentCACerts = fakeImages{}, testAgentURL, "PEM" })
+	e := newEnv(t, open, func(o *httpapi.Options) {
+		o.AgentImages, o.AgentURL, o.AgentCACerts = fakeImages{}, testAgentURL, "PEM"
+	})
 	ctx := context.Background()
 	const uuid = "4c4c4544-0042-3010-8056-b4c04f4d3132"
 	a, b := e.createNode("nb-a"), e.createNode("nb-b")
