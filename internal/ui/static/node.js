@@ -70,7 +70,11 @@ export function nodeDetail(root, { params, role }) {
     const el = h('section', { 'aria-labelledby': 's-actions', id: 'actions' }, h('h2', { id: 's-actions' }, 'Actions'),
       h('h3', null, 'Maintenance'), setForm, clearBox,
       h('h3', null, 'Power'), h('div', { class: 'inline' }, power));
+    // Hidden until the node is loaded: the confirmations name it, and a
+    // click before the first answer had nothing to confirm.
+    el.hidden = true;
     el.update = (n) => {
+      el.hidden = false;
       setForm.hidden = n.maintenance;
       clearBox.hidden = !n.maintenance;
       replace(clearBox.firstChild, n.maintenance ? `In maintenance: ${n.maintenance_reason}` : '');
