@@ -35,9 +35,9 @@ import (
 // A transaction that finds the writer free runs alone, as a plain
 // transaction: group commit costs nothing without contention.
 //
-// A statement interrupted inside a transaction (its context was cancelled
-// during an INSERT, or the disk failed) may make SQLite roll back the whole
-// transaction. The leader sees that when the savepoint after the fn cannot
+// A statement interrupted inside a transaction may make SQLite roll back
+// the whole transaction. A caller's cancellation does not interrupt a
+// group's statements (cachingConn.stmtCtx), but a failing disk can. The leader sees that when the savepoint after the fn cannot
 // be released or rolled back: the callers whose fns had run get
 // store.Unavailable (nothing of theirs was written; a retry succeeds), and
 // those not run yet go back to the front of the queue.
@@ -175,6 +175,8 @@ func (s *Store) lead() {
 
 // runGroup commits several transactions as one.
 func (s *Store) runGroup(group []*txRequest) {
+	s.grouping.Store(true)
+	defer s.grouping.Store(false)
 	// The transaction belongs to no single caller: one caller's
 	// cancellation must not roll back the others' work (database/sql rolls
 	// a transaction back when its context ends).

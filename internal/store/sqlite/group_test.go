@@ -249,3 +249,48 @@ func TestGroupCommitCancelledWhileQueued(t *testing.T) {
 		t.Errorf("%s requests left queued", got)
 	}
 }
+
+// A caller cancelled while its statement runs inside a commit group does
+// not interrupt it: SQLite would roll back the whole transaction, and with
+// it the work of every other caller in the group.
+func TestGroupCommitCancelledMidStatement(t *testing.T) {
+	s := openGroupStore(t)
+	ctx := t.Context()
+	if _, err := s.writer.ExecContext(ctx, `CREATE TABLE big (x INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	const n, slow = 5, 1
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	queued(t, s, n, func(i int) {
+		wg.Go(func() {
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			errs[i] = s.InTx(cctx, func(tx store.Tx) error {
+				if err := insert(cctx, tx, i); err != nil {
+					return err
+				}
+				if i != slow {
+					return nil
+				}
+				// Cancelled while a long INSERT runs.
+				time.AfterFunc(20*time.Millisecond, cancel)
+				_, err := tx.Native().(*sql.Tx).ExecContext(cctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 2000000)
+					INSERT INTO big SELECT x FROM c`)
+				return err
+			})
+		})
+	})
+	wg.Wait()
+	for i := range n {
+		if i != slow && errs[i] != nil {
+			t.Errorf("transaction %d: %v; a cancelled neighbour's statement lost its work", i, errs[i])
+		}
+	}
+	got := rowsOfT(t, s)
+	for i := range n {
+		if i != slow && !slices.Contains(got, i) {
+			t.Errorf("row %d not committed (rows %v)", i, got)
+		}
+	}
+}

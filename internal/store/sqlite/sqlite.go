@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
@@ -44,10 +45,13 @@ type Store struct {
 	writer *sql.DB
 	gate   writeGate
 	// txq holds the transactions waiting for the writer (group.go).
-	txq    txQueue
-	reader *sql.DB
-	path   string
-	lock   *dirLock
+	txq txQueue
+	// grouping is true while a commit group runs on the writer: its
+	// statements are not interrupted by their callers' cancellation.
+	grouping *atomic.Bool
+	reader   *sql.DB
+	path     string
+	lock     *dirLock
 }
 
 var (
@@ -102,7 +106,8 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
-	wc, err := newCachingConnector(path + "?" + writerParams)
+	grouping := new(atomic.Bool)
+	wc, err := newCachingConnector(path+"?"+writerParams, grouping)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
@@ -112,7 +117,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	s := &Store{writer: writer, gate: newWriteGate(), path: path, lock: lock}
+	s := &Store{writer: writer, gate: newWriteGate(), path: path, lock: lock, grouping: grouping}
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -124,7 +129,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 
 	// Opened after migrating, so the file is already in WAL mode and has
 	// its tables when the first read arrives.
-	rc, err := newCachingConnector(path + "?" + readerParams)
+	rc, err := newCachingConnector(path+"?"+readerParams, nil)
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)

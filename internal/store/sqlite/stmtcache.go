@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	msqlite "modernc.org/sqlite"
 )
@@ -42,14 +43,17 @@ const stmtCacheSize = 128
 // cachingConnector opens connections that cache their statements.
 type cachingConnector struct {
 	driver.Connector
+	// uninterruptible, when set and true, runs statements without their
+	// context's cancellation (see cachingConn.stmtCtx).
+	uninterruptible *atomic.Bool
 }
 
-func newCachingConnector(dsn string) (driver.Connector, error) {
+func newCachingConnector(dsn string, uninterruptible *atomic.Bool) (driver.Connector, error) {
 	c, err := msqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return cachingConnector{c}, nil
+	return cachingConnector{c, uninterruptible}, nil
 }
 
 func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -57,7 +61,12 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCachingConn(conn)
+	cc, err := newCachingConn(conn)
+	if err != nil {
+		return nil, err
+	}
+	cc.uninterruptible = c.uninterruptible
+	return cc, nil
 }
 
 // The driver's connection implements all of these (see
@@ -98,6 +107,22 @@ type cachingConn struct {
 	mu    sync.Mutex
 	stmts map[string]*list.Element // of *cachedStmt, most recently used at the front
 	lru   list.List
+
+	uninterruptible *atomic.Bool // nil: never
+}
+
+// stmtCtx is the context a statement runs under. While a commit group
+// runs (group.go), a cancelled caller must not interrupt its statement:
+// SQLite rolls back the whole transaction when an INSERT, UPDATE or
+// DELETE inside it is interrupted, and with it the other callers' work.
+// Such a statement still runs to its end (they are short), and its
+// caller's fn decides; a context already cancelled before the statement
+// fails it in database/sql, as ever.
+func (c *cachingConn) stmtCtx(ctx context.Context) context.Context {
+	if c.uninterruptible != nil && c.uninterruptible.Load() {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 func newCachingConn(c driver.Conn) (*cachingConn, error) {
@@ -166,6 +191,7 @@ func (c *cachingConn) giveBack(s *cachedStmt) {
 }
 
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ctx = c.stmtCtx(ctx)
 	s, err := c.take(ctx, query)
 	if err != nil {
 		return nil, err
@@ -178,6 +204,7 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 }
 
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	ctx = c.stmtCtx(ctx)
 	s, err := c.take(ctx, query)
 	if err != nil {
 		return nil, err

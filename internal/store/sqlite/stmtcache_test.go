@@ -12,7 +12,7 @@ import (
 // connector, as the store's writer is.
 func openCaching(t *testing.T) *sql.DB {
 	t.Helper()
-	c, err := newCachingConnector(filepath.Join(t.TempDir(), "cache.db") + "?" + writerParams)
+	c, err := newCachingConnector(filepath.Join(t.TempDir(), "cache.db")+"?"+writerParams, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
