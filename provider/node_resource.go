@@ -294,8 +294,9 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 					"(`enroll` → `inspecting` → `available`), so its inventory and properties are known before it is scheduled. " +
 					"`true` or `false` wins over the controller's `--inspect-on-enroll`; leave it unset to follow that. A node that asks " +
 					"for it while the controller cannot inspect it (no deploy agent served, or an IPMI node without `--agent-netboot`) " +
-					"becomes `available` uninspected, and its events say why. Only enrolment reads it: changing it later inspects nothing " +
-					"(use `controller node inspect`).",
+					"becomes `available` uninspected, and its events say why. The controller reads it whenever it verifies the BMC (at " +
+					"enrolment, and again after a change of `driver`, `bmc.address` or `bmc.system_id`); changing it alone inspects " +
+					"nothing (`controller node inspect` inspects on demand).",
 				Optional: true,
 			},
 			"wait_for_available": schema.BoolAttribute{
