@@ -41,6 +41,8 @@ type nodeDataModel struct {
 	PropertyOverrides types.Set    `tfsdk:"property_overrides"`
 	Maintenance       types.Bool   `tfsdk:"maintenance"`
 	MaintenanceReason types.String `tfsdk:"maintenance_reason"`
+	CleanErase        types.String `tfsdk:"clean_erase"`
+	InspectOnEnroll   types.Bool   `tfsdk:"inspect_on_enroll"`
 	PowerState        types.String `tfsdk:"power_state"`
 	ProvisionState    types.String `tfsdk:"provision_state"`
 	Fault             types.String `tfsdk:"fault"`
@@ -88,6 +90,16 @@ func nodeDataAttributes() map[string]schema.Attribute {
 		"maintenance_reason": schema.StringAttribute{
 			MarkdownDescription: "Why the node is in maintenance; empty otherwise.",
 			Computed:            true,
+		},
+		"clean_erase": schema.StringAttribute{
+			MarkdownDescription: "The node's own erase mode for cleaning (" + codeList(api.CleanErases()) + "), winning over its resource class's " +
+				"and the controller's; empty when it follows those.",
+			Computed: true,
+		},
+		"inspect_on_enroll": schema.BoolAttribute{
+			MarkdownDescription: "The node's own choice of inspection once its BMC is verified, winning over the controller's " +
+				"`--inspect-on-enroll`; null when it follows that.",
+			Computed: true,
 		},
 		"power_state": schema.StringAttribute{
 			MarkdownDescription: "Power state last observed on the BMC: " + codeList(api.PowerStates()) + ".",
@@ -185,6 +197,8 @@ func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
 	m.PropertyOverrides = overrides
 	m.Maintenance = types.BoolValue(n.Maintenance)
 	m.MaintenanceReason = types.StringValue(n.MaintenanceReason)
+	m.CleanErase = types.StringValue(string(n.CleanErase))
+	m.InspectOnEnroll = types.BoolPointerValue(n.InspectOnEnroll)
 	m.PowerState = types.StringValue(string(n.PowerState))
 	m.ProvisionState = types.StringValue(string(n.ProvisionState))
 	m.Fault = types.StringValue(string(n.Fault))

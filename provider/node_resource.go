@@ -73,6 +73,8 @@ type nodeResourceModel struct {
 	PropertyOverrides types.Set      `tfsdk:"property_overrides"`
 	Maintenance       types.Bool     `tfsdk:"maintenance"`
 	MaintenanceReason types.String   `tfsdk:"maintenance_reason"`
+	CleanErase        types.String   `tfsdk:"clean_erase"`
+	InspectOnEnroll   types.Bool     `tfsdk:"inspect_on_enroll"`
 	WaitForAvailable  types.Bool     `tfsdk:"wait_for_available"`
 	ForceDestroy      types.Bool     `tfsdk:"force_destroy"`
 	PowerState        types.String   `tfsdk:"power_state"`
@@ -99,6 +101,7 @@ type nodeBMCModel struct {
 var nodeAttrs = map[string]attrKind{
 	"name": attrPlain, "driver": attrPlain, "bmc": attrObject, "resource_class": attrPlain,
 	"properties": attrObject, "maintenance": attrPlain, "maintenance_reason": attrPlain,
+	"clean_erase": attrPlain, "inspect_on_enroll": attrPlain,
 }
 
 var propertiesAttrTypes = map[string]attr.Type{
@@ -277,6 +280,24 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				MarkdownDescription: "Why the node is in maintenance; required when `maintenance` is `true` and only allowed then. Recorded in the node's audit events.",
 				Optional:            true,
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 1024)},
+			},
+			"clean_erase": schema.StringAttribute{
+				MarkdownDescription: "How cleaning erases this node's disks with the deploy agent between tenants: `metadata` (partition tables " +
+					"and filesystem signatures at both ends of every disk), `full` (every byte: NVMe format or blkdiscard where supported, " +
+					"else overwrite) or `off` (no erase, and no agent boot). It wins over the controller's setting for the node's resource " +
+					"class (`--clean-erase-class`) and its default (`--clean-erase`); leave it unset to follow those. Changes in place.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.OneOf(api.CleanErases()...)},
+			},
+			"inspect_on_enroll": schema.BoolAttribute{
+				MarkdownDescription: "Whether the controller inspects this node with the deploy agent once its BMC is verified " +
+					"(`enroll` → `inspecting` → `available`), so its inventory and properties are known before it is scheduled. " +
+					"`true` or `false` wins over the controller's `--inspect-on-enroll`; leave it unset to follow that. A node that asks " +
+					"for it while the controller cannot inspect it (no deploy agent served, or an IPMI node without `--agent-netboot`) " +
+					"becomes `available` uninspected, and its events say why. The controller reads it whenever it verifies the BMC (at " +
+					"enrolment, and again after a change of `driver`, `bmc.address` or `bmc.system_id`); changing it alone inspects " +
+					"nothing (`controller node inspect` inspects on demand).",
+				Optional: true,
 			},
 			"wait_for_available": schema.BoolAttribute{
 				MarkdownDescription: "Wait, on create (and after a BMC change), until the controller has verified the BMC and the node is `available`. " +
@@ -463,6 +484,8 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 		Properties:        overridesFromPlan(plan.Properties, plan.PropertyOverrides),
 		Maintenance:       plan.Maintenance.ValueBool(),
 		MaintenanceReason: plan.MaintenanceReason.ValueString(),
+		CleanErase:        api.CleanErase(plan.CleanErase.ValueString()),
+		InspectOnEnroll:   plan.InspectOnEnroll.ValueBoolPointer(),
 	}
 	node, err := r.createNode(ctx, in)
 	var held *nameHeldError
@@ -779,6 +802,14 @@ func nodePatch(plan, state *nodeResourceModel) (api.NodePatch, bool) {
 		m := plan.Maintenance.ValueBool()
 		p.Maintenance, p.MaintenanceReason, changed = &m, str(plan.MaintenanceReason), true
 	}
+	if !plan.CleanErase.Equal(state.CleanErase) {
+		mode := api.CleanErase(plan.CleanErase.ValueString()) // null: "", the class's or the controller's
+		p.CleanErase, changed = &mode, true
+	}
+	if !plan.InspectOnEnroll.Equal(state.InspectOnEnroll) {
+		// null unsets it: the node follows --inspect-on-enroll again.
+		p.InspectOnEnroll, changed = &api.Nullable[bool]{Value: plan.InspectOnEnroll.ValueBoolPointer()}, true
+	}
 	return p, changed
 }
 
@@ -870,6 +901,8 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.
 	m.PropertyOverrides = overrides
 	m.Maintenance = types.BoolValue(n.Maintenance)
 	m.MaintenanceReason = stringOrNull(n.MaintenanceReason)
+	m.CleanErase = stringOrNull(string(n.CleanErase))
+	m.InspectOnEnroll = types.BoolPointerValue(n.InspectOnEnroll)
 	m.PowerState = types.StringValue(string(n.PowerState))
 	m.ProvisionState = types.StringValue(string(n.ProvisionState))
 	m.Fault = types.StringValue(string(n.Fault))

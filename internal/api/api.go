@@ -25,7 +25,10 @@
 //	GET    /healthz, /readyz, /metrics, /openapi.json
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // BMC is a node's BMC as the API shows it: never with the password.
 type BMC struct {
@@ -84,12 +87,19 @@ type Node struct {
 	PropertyOverrides []PropertyName `json:"property_overrides"`
 	Maintenance       bool           `json:"maintenance"`
 	MaintenanceReason string         `json:"maintenance_reason"`
-	PowerState        PowerState     `json:"power_state"`
-	ProvisionState    ProvisionState `json:"provision_state"`
-	Fault             Fault          `json:"fault"`
-	LastError         string         `json:"last_error"`
-	FaultSince        *time.Time     `json:"fault_since"`
-	InstanceID        string         `json:"instance_id"`
+	// CleanErase is the node's own erase mode for cleaning, "" when it
+	// follows its resource class's or the controller's.
+	CleanErase CleanErase `json:"clean_erase"`
+	// InspectOnEnroll is the node's own choice of inspection after its
+	// BMC is verified, null when it follows the controller's
+	// --inspect-on-enroll.
+	InspectOnEnroll *bool          `json:"inspect_on_enroll"`
+	PowerState      PowerState     `json:"power_state"`
+	ProvisionState  ProvisionState `json:"provision_state"`
+	Fault           Fault          `json:"fault"`
+	LastError       string         `json:"last_error"`
+	FaultSince      *time.Time     `json:"fault_since"`
+	InstanceID      string         `json:"instance_id"`
 	// InspectedAt is when the node's inventory (GET
 	// /v1/nodes/{id}/inventory) was last reported, null if never: a
 	// client that holds that inventory knows without asking whether it
@@ -109,6 +119,8 @@ type NodeCreate struct {
 	Properties        Properties `json:"properties,omitempty"`
 	Maintenance       bool       `json:"maintenance,omitempty"`
 	MaintenanceReason string     `json:"maintenance_reason,omitempty"`
+	CleanErase        CleanErase `json:"clean_erase,omitempty"`
+	InspectOnEnroll   *bool      `json:"inspect_on_enroll,omitempty"`
 }
 
 // NodePatch is the body of PATCH /v1/nodes/{id}: a JSON Merge Patch of
@@ -121,6 +133,30 @@ type NodePatch struct {
 	Properties        *PropertiesPatch `json:"properties,omitempty"`
 	Maintenance       *bool            `json:"maintenance,omitempty"`
 	MaintenanceReason *string          `json:"maintenance_reason,omitempty"`
+	// CleanErase "" goes back to the resource class's or the
+	// controller's erase mode.
+	CleanErase *CleanErase `json:"clean_erase,omitempty"`
+	// InspectOnEnroll with a nil Value sends null: the node follows the
+	// controller's --inspect-on-enroll again.
+	InspectOnEnroll *Nullable[bool] `json:"inspect_on_enroll,omitempty"`
+}
+
+// Nullable is a merge patch member that can be sent as null, which
+// removes (unsets) it: a nil *Nullable leaves the member out of the
+// patch, Nullable{} sends null, Nullable{Value: &v} sends v.
+type Nullable[T any] struct{ Value *T }
+
+// MarshalJSON writes the value, or null.
+func (n Nullable[T]) MarshalJSON() ([]byte, error) { return json.Marshal(n.Value) }
+
+// UnmarshalJSON reads a value (a null member leaves the *Nullable nil).
+func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
+	var v *T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	n.Value = v
+	return nil
 }
 
 // BMCPatch is the bmc member of a NodePatch.

@@ -191,3 +191,21 @@ const (
 func PropertyNames() []string {
 	return []string{string(PropertyCPUs), string(PropertyMemoryMB), string(PropertyLocalGB), string(PropertyCPUArch)}
 }
+
+// CleanErase is a node's own choice of how cleaning erases its disks;
+// CleanEraseDefault ("") follows its resource class's setting, else the
+// controller's.
+type CleanErase string
+
+const (
+	CleanEraseDefault  CleanErase = ""
+	CleanEraseMetadata CleanErase = "metadata" // partition tables and filesystem signatures
+	CleanEraseFull     CleanErase = "full"     // every byte
+	CleanEraseOff      CleanErase = "off"      // no erase, no agent boot
+)
+
+// CleanErases lists the erase modes a node may set (CleanEraseDefault
+// aside).
+func CleanErases() []string {
+	return []string{string(CleanEraseMetadata), string(CleanEraseFull), string(CleanEraseOff)}
+}

@@ -55,6 +55,27 @@ const (
 // Faults lists every fault value, for filters and validation.
 var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultBMCRefused, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed, FaultAgentLost}
 
+// CleanErase is a node's own choice of how cleaning erases its disks
+// with the deploy agent; CleanEraseDefault leaves it to the node's
+// resource class (--clean-erase-class) and the controller
+// (--clean-erase).
+type CleanErase string
+
+const (
+	CleanEraseDefault CleanErase = ""
+	// CleanEraseMetadata wipes partition tables and filesystem
+	// signatures at both ends of every disk.
+	CleanEraseMetadata CleanErase = "metadata"
+	// CleanEraseFull erases every byte (NVMe format, blkdiscard, else
+	// overwrite).
+	CleanEraseFull CleanErase = "full"
+	// CleanEraseOff skips the erase (and the agent boot) altogether.
+	CleanEraseOff CleanErase = "off"
+)
+
+// CleanErases lists the values a node may set (CleanEraseDefault aside).
+var CleanErases = []CleanErase{CleanEraseMetadata, CleanEraseFull, CleanEraseOff}
+
 // BMC is how the controller reaches a node's baseboard management controller.
 type BMC struct {
 	// Address is a URL: https://host[:port] or http://... for Redfish,
@@ -210,6 +231,13 @@ type Node struct {
 	// inventory when it is verified) last found, kept under an override
 	// so that clearing the override brings it back.
 	Inspected Properties
+
+	// CleanErase, when set, wins over the resource class's and the
+	// controller's erase mode for this node's cleanings.
+	CleanErase CleanErase
+	// InspectOnEnroll, when set, wins over the controller's
+	// --inspect-on-enroll for this node: nil follows the controller.
+	InspectOnEnroll *bool
 
 	// Operator-only.
 	Maintenance       bool

@@ -134,6 +134,9 @@ func (n *Node) Validate() error {
 	if err := n.Properties.Validate(); err != nil {
 		return err
 	}
+	if n.CleanErase != CleanEraseDefault && !slices.Contains(CleanErases, n.CleanErase) {
+		return FieldErrorf("clean_erase", "clean_erase %q is not an erase mode; use metadata, full or off (or leave it empty for the resource class's or the controller's)", n.CleanErase)
+	}
 	if n.Maintenance && strings.TrimSpace(n.MaintenanceReason) == "" {
 		return FieldErrorf("maintenance_reason", "maintenance_reason is required when maintenance is true")
 	}

@@ -47,6 +47,8 @@ func TestNodeValidate(t *testing.T) {
 		{"maintenance_reason", func(n *Node) { n.Maintenance, n.MaintenanceReason = true, "fan\xff" }},
 		{"maintenance_reason", func(n *Node) { n.Maintenance = true }},
 		{"maintenance_reason", func(n *Node) { n.MaintenanceReason = "why" }},
+		{"clean_erase", func(n *Node) { n.CleanErase = "wipe" }},
+		{"clean_erase", func(n *Node) { n.CleanErase = "Full" }},
 	}
 	for _, c := range cases {
 		n := validNode()
@@ -58,6 +60,13 @@ func TestNodeValidate(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "s3cret-pw") {
 			t.Errorf("%s: error leaks the password: %v", c.field, err)
+		}
+	}
+	for _, mode := range append([]CleanErase{CleanEraseDefault}, CleanErases...) {
+		n := validNode()
+		n.CleanErase = mode
+		if err := n.Validate(); err != nil {
+			t.Errorf("clean_erase %q: %v", mode, err)
 		}
 	}
 	ipmi := validNode()

@@ -96,6 +96,9 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"AgentCommandStatus.state":                   api.AgentCommandStates(),
 		"GET /v1/agent/boot/{id}/{key}/{file} ?file": api.AgentBootFiles(),
 		"Node.property_overrides[]":                  api.PropertyNames(),
+		"Node.clean_erase":                           orNone(api.CleanErases()),
+		"NodeCreate.clean_erase":                     orNone(api.CleanErases()),
+		"NodePatch.clean_erase":                      orNone(api.CleanErases()),
 	}
 	got := openAPIEnums(t)
 	for where, vs := range want {
@@ -189,6 +192,7 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		"deploy methods":    {strs(baremetal.DeployMethods), api.DeployMethods()},
 		"root device hints": {baremetal.RootDeviceHints, api.RootDeviceHints()},
 		"property names":    {strs(baremetal.PropertyNames), api.PropertyNames()},
+		"clean erases":      {strs(baremetal.CleanErases), api.CleanErases()},
 	} {
 		if !sameSet(c.domain, c.wire) {
 			t.Errorf("%s: the domain has %q, the API %q", what, sorted(c.domain), sorted(c.wire))
@@ -209,6 +213,8 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		{string(baremetal.StateDeleting), string(api.StateDeleting)},
 		{string(baremetal.PropertyCPUs), string(api.PropertyCPUs)}, {string(baremetal.PropertyMemoryMB), string(api.PropertyMemoryMB)},
 		{string(baremetal.PropertyLocalGB), string(api.PropertyLocalGB)}, {string(baremetal.PropertyCPUArch), string(api.PropertyCPUArch)},
+		{string(baremetal.CleanEraseDefault), string(api.CleanEraseDefault)}, {string(baremetal.CleanEraseMetadata), string(api.CleanEraseMetadata)},
+		{string(baremetal.CleanEraseFull), string(api.CleanEraseFull)}, {string(baremetal.CleanEraseOff), string(api.CleanEraseOff)},
 		{string(baremetal.FaultNone), string(api.FaultNone)}, {string(baremetal.FaultBMCUnreachable), string(api.FaultBMCUnreachable)},
 		{string(baremetal.FaultBMCAuthFailed), string(api.FaultBMCAuthFailed)}, {string(baremetal.FaultBMCError), string(api.FaultBMCError)},
 		{string(baremetal.FaultBMCRefused), string(api.FaultBMCRefused)}, {string(baremetal.FaultPowerMismatch), string(api.FaultPowerMismatch)},

@@ -22,6 +22,7 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 		ID: n.ID, Name: n.Name, Driver: api.Driver(n.Driver), ResourceClass: n.ResourceClass,
 		Properties: api.Properties(n.Properties), PropertyOverrides: propertyNames(n.Overrides),
 		Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
+		CleanErase: api.CleanErase(n.CleanErase), InspectOnEnroll: n.InspectOnEnroll,
 		PowerState: api.PowerState(n.PowerState), ProvisionState: api.ProvisionState(n.ProvisionState),
 		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince,
 		InstanceID: n.InstanceID, InspectedAt: n.InspectedAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,

@@ -18,6 +18,7 @@ func specFromAPI(in api.NodeCreate) service.NodeSpec {
 			Insecure: in.BMC.Insecure, SystemID: in.BMC.SystemID, CipherSuite: in.BMC.CipherSuite},
 		Properties:  baremetal.Properties(in.Properties),
 		Maintenance: in.Maintenance, MaintenanceReason: in.MaintenanceReason,
+		CleanErase: baremetal.CleanErase(in.CleanErase), InspectOnEnroll: in.InspectOnEnroll,
 	}
 }
 
@@ -108,6 +109,7 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 				SystemID: spec.BMC.SystemID, CipherSuite: spec.BMC.CipherSuite},
 			Properties:  api.Properties(spec.Properties),
 			Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
+			CleanErase: api.CleanErase(spec.CleanErase), InspectOnEnroll: spec.InspectOnEnroll,
 		})
 		if err != nil {
 			return spec, err

@@ -52,7 +52,7 @@ func (w *cleanupWorker) cleanup(ctx context.Context, job *river.Job[CleanupArgs]
 		return cur.ProvisionState != baremetal.StateCleaning
 	}
 	erased := ""
-	if w.cfg.AgentBoot && w.cfg.eraseMode(n.ResourceClass) != "" {
+	if w.cfg.AgentBoot && w.cfg.eraseMode(n) != "" {
 		var done bool
 		if erased, done, err = w.erase(ctx, job, n); !done {
 			return err
@@ -130,7 +130,7 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 		return "", false, err
 	}
 	if sess == nil || sess.Purpose != baremetal.AgentClean || sessionCommand(sess) != cmdID {
-		cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: w.cfg.eraseMode(n.ResourceClass)}
+		cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: w.cfg.eraseMode(n)}
 		how, err := w.startAgent(ctx, n, baremetal.AgentClean, cmd)
 		var perm *permanentError
 		switch {
@@ -170,5 +170,5 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 		w.recordActionFault(ctx, n.ID, baremetal.FaultCleanFailed, failed)
 		return "", false, w.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %s", n.Name, failed))
 	}
-	return "disks erased (" + w.cfg.eraseMode(n.ResourceClass) + "): " + out.status.Message, true, nil
+	return "disks erased (" + w.cfg.eraseMode(n) + "): " + out.status.Message, true, nil
 }

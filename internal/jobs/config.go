@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
@@ -109,11 +110,13 @@ type Config struct {
 	CleanErase string
 	// CleanEraseByClass overrides CleanErase for the nodes of a resource
 	// class (same values; "" is no erase): a storage class may want every
-	// byte gone, a scratch class no erase at all.
+	// byte gone, a scratch class no erase at all. A node's own CleanErase,
+	// when set, wins over both.
 	CleanEraseByClass map[string]string
 	// InspectOnEnroll: a node whose BMC verify succeeded goes to
 	// inspecting instead of available, and is inspected by the agent
-	// first (when AgentBoot, and its BMC has virtual media).
+	// first (when AgentBoot, and its BMC has virtual media). A node's own
+	// InspectOnEnroll, when set, wins over it.
 	InspectOnEnroll bool
 	// AgentTimeout bounds the wait for a booted agent's report (default
 	// 15 minutes: a server's firmware POST alone can take five).
@@ -205,10 +208,18 @@ func (c Config) agentTimeout() time.Duration {
 	return 15 * time.Minute
 }
 
-// eraseMode is how a cleanup erases the disks of a node of resource class
-// rc: its class's setting, else CleanErase; "" is no erase.
-func (c Config) eraseMode(rc string) string {
-	if m, ok := c.CleanEraseByClass[rc]; ok {
+// eraseMode is how a cleanup erases the disks of node n: the node's own
+// setting (off: no erase), else its resource class's, else CleanErase;
+// "" is no erase.
+func (c Config) eraseMode(n *baremetal.Node) string {
+	switch n.CleanErase {
+	case baremetal.CleanEraseOff:
+		return ""
+	case baremetal.CleanEraseDefault:
+	default:
+		return string(n.CleanErase)
+	}
+	if m, ok := c.CleanEraseByClass[n.ResourceClass]; ok {
 		return m
 	}
 	return c.CleanErase

@@ -63,6 +63,10 @@ func TestInspectOnEnroll(t *testing.T) {
 func TestInspectOnEnrollDecision(t *testing.T) {
 	redfish := &baremetal.Node{Driver: baremetal.DriverRedfish}
 	ipmi := &baremetal.Node{Driver: baremetal.DriverIPMI}
+	yes, no := true, false
+	yesNode := &baremetal.Node{Driver: baremetal.DriverRedfish, InspectOnEnroll: &yes}
+	noNode := &baremetal.Node{Driver: baremetal.DriverRedfish, InspectOnEnroll: &no}
+	yesIPMI := &baremetal.Node{Driver: baremetal.DriverIPMI, InspectOnEnroll: &yes}
 	on := Config{InspectOnEnroll: true, AgentBoot: true, PublicURL: "http://c.example"}
 	netboot := on
 	netboot.AgentNetboot = true
@@ -79,6 +83,11 @@ func TestInspectOnEnrollDecision(t *testing.T) {
 		{"no public url", Config{InspectOnEnroll: true, AgentBoot: true}, redfish, false, "serves no deploy agent image"},
 		{"ipmi", on, ipmi, false, "IPMI has no virtual media"},
 		{"ipmi netboot", netboot, ipmi, true, "inspect on enroll"},
+		{"node true, flag off", Config{AgentBoot: true, PublicURL: "http://c.example"}, yesNode, true, "the node's inspect_on_enroll"},
+		{"node false, flag on", on, noNode, false, "inspect_on_enroll is false"},
+		{"node false, flag off", Config{AgentBoot: true, PublicURL: "http://c.example"}, noNode, false, ""},
+		{"node true, no agent", Config{PublicURL: "http://c.example"}, yesNode, false, "serves no deploy agent image"},
+		{"node true, ipmi", on, yesIPMI, false, "IPMI has no virtual media"},
 	} {
 		got, why := c.cfg.inspectOnEnroll(c.n)
 		if got != c.want || (c.why == "") != (why == "") || !strings.Contains(why, c.why) {

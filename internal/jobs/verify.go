@@ -95,20 +95,30 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 }
 
 // inspectOnEnroll says whether a node whose BMC was just verified is
-// inspected before it becomes available (Config.InspectOnEnroll), and,
-// when the flag asks for it but the node cannot be, why not (for the
-// event).
+// inspected before it becomes available (the node's own InspectOnEnroll,
+// else Config.InspectOnEnroll), and, when that asks for it but the node
+// cannot be, why not (for the event): a node that asked is still
+// enrolled, available and uninspected.
 func (c Config) inspectOnEnroll(n *baremetal.Node) (bool, string) {
+	want, asked := c.InspectOnEnroll, "inspect on enroll"
+	if n.InspectOnEnroll != nil {
+		want, asked = *n.InspectOnEnroll, "inspect on enroll: the node's inspect_on_enroll"
+		if !want && c.InspectOnEnroll {
+			// The operator opted this node out of the controller's flag:
+			// say so, or the event would read as if the flag were off.
+			return false, "not inspected on enroll: the node's inspect_on_enroll is false"
+		}
+	}
 	switch {
-	case !c.InspectOnEnroll:
+	case !want:
 		return false, ""
 	case !c.AgentBoot || c.PublicURL == "":
-		return false, "not inspected on enroll: the controller serves no deploy agent image (--agent-kernel and --public-url)"
+		return false, "not inspected on enroll (" + asked + "): the controller serves no deploy agent image (--agent-kernel and --public-url)"
 	case n.Driver == baremetal.DriverIPMI && !c.AgentNetboot:
 		// Not worth a boot that must fail: IPMI has no virtual media.
-		return false, "not inspected on enroll: IPMI has no virtual media to boot the deploy agent from, and the controller does not boot it from the network (--agent-netboot)"
+		return false, "not inspected on enroll (" + asked + "): IPMI has no virtual media to boot the deploy agent from, and the controller does not boot it from the network (--agent-netboot)"
 	}
-	return true, "inspecting: booting the deploy agent to report the hardware (inspect on enroll)"
+	return true, "inspecting: booting the deploy agent to report the hardware (" + asked + ")"
 }
 
 // readInventory reads the hardware inventory; nil without error when the

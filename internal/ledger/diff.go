@@ -41,6 +41,8 @@ func Diff(before, after *baremetal.Node, c *Change, now time.Time) []*baremetal.
 	updated("resource_class", a.ResourceClass, b.ResourceClass)
 	updated("properties", fmt.Sprintf("%+v", a.Properties), fmt.Sprintf("%+v", b.Properties))
 	add("updated", "property_overrides", overrides(a), overrides(b), "property overrides changed (inspection fills the others)")
+	add("updated", "clean_erase", string(a.CleanErase), string(b.CleanErase), "clean_erase changed (empty: the resource class's or the controller's erase mode)")
+	add("updated", "inspect_on_enroll", tristate(a.InspectOnEnroll), tristate(b.InspectOnEnroll), "inspect_on_enroll changed (empty: the controller's --inspect-on-enroll)")
 	if a.Maintenance != b.Maintenance {
 		msg := "maintenance cleared"
 		if b.Maintenance {
@@ -86,6 +88,15 @@ func overrides(n *baremetal.Node) string {
 		out[i] = string(p)
 	}
 	return strings.Join(out, ",")
+}
+
+// tristate shows a setting that may defer to the controller's: "" when
+// unset, else "true" or "false".
+func tristate(b *bool) string {
+	if b == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b)
 }
 
 // faultMessage tells a fault change: raised with its cause, cleared with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -29,6 +30,11 @@ type NodeSpec struct {
 	Properties        baremetal.Properties
 	Maintenance       bool
 	MaintenanceReason string
+	// CleanErase and InspectOnEnroll are the node's own settings, each
+	// winning over the controller's (and, for the erase, the resource
+	// class's); unset ("" and nil) follows those.
+	CleanErase      baremetal.CleanErase
+	InspectOnEnroll *bool
 }
 
 // SpecOf returns the settable fields of n (password left empty; of the
@@ -37,7 +43,8 @@ func SpecOf(n *baremetal.Node) NodeSpec {
 	b := n.BMC
 	b.Password = ""
 	return NodeSpec{Name: n.Name, Driver: n.Driver, BMC: b, ResourceClass: n.ResourceClass,
-		Properties: n.OperatorProperties(), Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason}
+		Properties: n.OperatorProperties(), Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
+		CleanErase: n.CleanErase, InspectOnEnroll: n.InspectOnEnroll}
 }
 
 // nodeKicker is implemented by job runners that can make a node's pending
@@ -61,6 +68,7 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 	n := &baremetal.Node{
 		Name: spec.Name, Driver: spec.Driver, BMC: spec.BMC, ResourceClass: spec.ResourceClass,
 		Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
+		CleanErase: spec.CleanErase, InspectOnEnroll: spec.InspectOnEnroll,
 		PowerState: baremetal.PowerUnknown, ProvisionState: baremetal.StateEnroll,
 	}
 	n.SetOverrides(spec.Properties)
@@ -232,11 +240,12 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				// operator lets the retire go on.
 				same, was := spec, SpecOf(&cur)
 				same.Maintenance, same.MaintenanceReason, same.BMC.Password = was.Maintenance, was.MaintenanceReason, ""
-				if same != was {
+				if !reflect.DeepEqual(same, was) { // InspectOnEnroll is a pointer: compare what it points to
 					return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted: only maintenance may still change", cur.Name)
 				}
 			}
 			n.Name, n.Driver, n.ResourceClass = spec.Name, spec.Driver, spec.ResourceClass
+			n.CleanErase, n.InspectOnEnroll = spec.CleanErase, spec.InspectOnEnroll
 			// An override the operator no longer sets shows what
 			// inspection found at once.
 			n.SetOverrides(spec.Properties)

@@ -89,7 +89,7 @@ const nodeColumns = `id, name, driver, bmc_address, bmc_username, bmc_password_s
 	maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since,
 	bmc_failures, next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override,
 	local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb,
-	inspected_cpu_arch, created_at, updated_at, version,
+	inspected_cpu_arch, clean_erase, inspect_on_enroll, created_at, updated_at, version,
 	(SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id)`
 
 // nodeFields are the columns a write sets from the Node, in nodeArgs order.
@@ -98,7 +98,7 @@ var nodeFields = []string{"name", "driver", "bmc_address", "bmc_username", "bmc_
 	"maintenance", "maintenance_reason", "power_state", "provision_state", "fault", "last_error", "fault_since",
 	"bmc_failures", "next_check_at", "last_seen_at", "instance_id", "cpus_override", "memory_mb_override",
 	"local_gb_override", "cpu_arch_override", "inspected_cpus", "inspected_memory_mb", "inspected_local_gb",
-	"inspected_cpu_arch"}
+	"inspected_cpu_arch", "clean_erase", "inspect_on_enroll"}
 
 // bmc_key (store.BMCKeyArg) follows the fields on insert. An update keeps
 // a NULL key while the BMC settings stay as they are: a duplicate left by
@@ -154,7 +154,7 @@ func (q queries) nodeArgs(n *baremetal.Node) ([]any, error) {
 		string(n.ProvisionState), string(n.Fault), n.LastError, tsPtr(n.FaultSince), n.BMCFailures,
 		tsPtr(n.NextCheckAt), tsPtr(n.LastSeenAt), n.InstanceID, n.Overrides.CPUs, n.Overrides.MemoryMB,
 		n.Overrides.LocalGB, n.Overrides.CPUArch, n.Inspected.CPUs, n.Inspected.MemoryMB, n.Inspected.LocalGB,
-		n.Inspected.CPUArch}, nil
+		n.Inspected.CPUArch, string(n.CleanErase), n.InspectOnEnroll}, nil
 }
 
 func (q queries) scanNode(row pgx.Row) (*baremetal.Node, error) {
@@ -164,6 +164,7 @@ func (q queries) scanNode(row pgx.Row) (*baremetal.Node, error) {
 		faultSince, nextCheck, lastSeen     *time.Time
 		inspected                           *time.Time
 		created, updated                    time.Time
+		cleanErase                          string
 	)
 	if err := row.Scan(&n.ID, &n.Name, &driver, &n.BMC.Address, &n.BMC.Username, &sealed, &n.BMC.Insecure,
 		&n.BMC.SystemID, &n.BMC.CipherSuite, &n.ResourceClass, &n.Properties.CPUs, &n.Properties.MemoryMB,
@@ -171,13 +172,14 @@ func (q queries) scanNode(row pgx.Row) (*baremetal.Node, error) {
 		&state, &fault, &n.LastError, &faultSince, &n.BMCFailures, &nextCheck, &lastSeen,
 		&n.InstanceID, &n.Overrides.CPUs, &n.Overrides.MemoryMB, &n.Overrides.LocalGB, &n.Overrides.CPUArch,
 		&n.Inspected.CPUs, &n.Inspected.MemoryMB, &n.Inspected.LocalGB, &n.Inspected.CPUArch,
-		&created, &updated, &n.Version, &inspected); err != nil {
+		&cleanErase, &n.InspectOnEnroll, &created, &updated, &n.Version, &inspected); err != nil {
 		return nil, err
 	}
 	n.Driver, n.PowerState = baremetal.Driver(driver), baremetal.PowerState(power)
 	n.ProvisionState, n.Fault = baremetal.ProvisionState(state), baremetal.Fault(fault)
 	n.FaultSince, n.NextCheckAt, n.LastSeenAt = utcPtr(faultSince), utcPtr(nextCheck), utcPtr(lastSeen)
 	n.InspectedAt = utcPtr(inspected)
+	n.CleanErase = baremetal.CleanErase(cleanErase)
 	n.CreatedAt, n.UpdatedAt = utc(created), utc(updated)
 	if sealed != "" {
 		var err error

@@ -104,7 +104,7 @@ const nodeColumns = `id, name, driver, bmc_address, bmc_username, bmc_password_s
 	maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since,
 	bmc_failures, next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override,
 	local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb,
-	inspected_cpu_arch, created_at, updated_at, version,
+	inspected_cpu_arch, clean_erase, inspect_on_enroll, created_at, updated_at, version,
 	(SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id)`
 
 // nodeFields are the columns a write sets from the Node, in nodeArgs order.
@@ -113,7 +113,7 @@ var nodeFields = []string{"name", "driver", "bmc_address", "bmc_username", "bmc_
 	"maintenance", "maintenance_reason", "power_state", "provision_state", "fault", "last_error", "fault_since",
 	"bmc_failures", "next_check_at", "last_seen_at", "instance_id", "cpus_override", "memory_mb_override",
 	"local_gb_override", "cpu_arch_override", "inspected_cpus", "inspected_memory_mb", "inspected_local_gb",
-	"inspected_cpu_arch"}
+	"inspected_cpu_arch", "clean_erase", "inspect_on_enroll"}
 
 // bmc_key (store.BMCKeyArg) follows the fields. An update keeps a NULL key
 // while the BMC settings stay as they are: a duplicate left by an old
@@ -142,7 +142,7 @@ func (q queries) nodeArgs(n *baremetal.Node) ([]any, error) {
 		string(n.ProvisionState), string(n.Fault), n.LastError, fmtTimePtr(n.FaultSince), n.BMCFailures,
 		fmtTimePtr(n.NextCheckAt), fmtTimePtr(n.LastSeenAt), n.InstanceID, n.Overrides.CPUs, n.Overrides.MemoryMB,
 		n.Overrides.LocalGB, n.Overrides.CPUArch, n.Inspected.CPUs, n.Inspected.MemoryMB, n.Inspected.LocalGB,
-		n.Inspected.CPUArch}, nil
+		n.Inspected.CPUArch, string(n.CleanErase), n.InspectOnEnroll}, nil
 }
 
 func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
@@ -151,6 +151,7 @@ func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
 		sealed, created, updated      string
 		faultSince, nextCheck, lastSe sql.NullString
 		inspected                     sql.NullString
+		cleanErase                    string
 	)
 	if err := sc.Scan(&n.ID, &n.Name, &n.Driver, &n.BMC.Address, &n.BMC.Username, &sealed, &n.BMC.Insecure,
 		&n.BMC.SystemID, &n.BMC.CipherSuite, &n.ResourceClass, &n.Properties.CPUs, &n.Properties.MemoryMB,
@@ -158,9 +159,10 @@ func (q queries) scanNode(sc scanner) (*baremetal.Node, error) {
 		&n.ProvisionState, &n.Fault, &n.LastError, &faultSince, &n.BMCFailures, &nextCheck, &lastSe,
 		&n.InstanceID, &n.Overrides.CPUs, &n.Overrides.MemoryMB, &n.Overrides.LocalGB, &n.Overrides.CPUArch,
 		&n.Inspected.CPUs, &n.Inspected.MemoryMB, &n.Inspected.LocalGB, &n.Inspected.CPUArch,
-		&created, &updated, &n.Version, &inspected); err != nil {
+		&cleanErase, &n.InspectOnEnroll, &created, &updated, &n.Version, &inspected); err != nil {
 		return nil, err
 	}
+	n.CleanErase = baremetal.CleanErase(cleanErase)
 	var err error
 	if sealed != "" {
 		if n.BMC.Password, err = q.box.Open(sealed); err != nil {

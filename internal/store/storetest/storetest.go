@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeCRUD", testNodeCRUD},
 		{"NodePropertyOverrides", testNodePropertyOverrides},
 		{"NodePropertyOverridesMigration", testNodePropertyOverridesMigration},
+		{"NodeCleanInspectSettings", testNodeCleanInspectSettings},
+		{"NodeCleanInspectMigration", testNodeCleanInspectMigration},
 		{"NodeNotFound", testNodeNotFound},
 		{"NodeDuplicateName", testNodeDuplicateName},
 		{"NodeExplicitID", testNodeExplicitID},
@@ -285,6 +288,75 @@ func testNodePropertyOverridesMigration(t *testing.T, s store.Store) {
 	if got = getNode(t, s2, part.ID); got.Properties != part.Properties {
 		t.Errorf("migrated override cleared: %+v, want the value kept %+v", got.Properties, part.Properties)
 	}
+}
+
+// testNodeCleanInspectSettings: a node's own clean_erase and
+// inspect_on_enroll (unset, true, false) are stored through insert and
+// update, and unset reads back unset (not false).
+func testNodeCleanInspectSettings(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	plain := insertNode(t, s, newNode("follows"))
+	got := getNode(t, s, plain.ID)
+	if got.CleanErase != baremetal.CleanEraseDefault || got.InspectOnEnroll != nil {
+		t.Errorf("a node without settings reads back clean_erase %q, inspect_on_enroll %v", got.CleanErase, ptrString(got.InspectOnEnroll))
+	}
+
+	yes, no := true, false
+	n := newNode("own")
+	n.CleanErase, n.InspectOnEnroll = baremetal.CleanEraseFull, &yes
+	n = insertNode(t, s, n)
+	got = getNode(t, s, n.ID)
+	same(t, "node with its own settings", n, got)
+	if got.CleanErase != baremetal.CleanEraseFull || got.InspectOnEnroll == nil || !*got.InspectOnEnroll {
+		t.Errorf("after insert: clean_erase %q, inspect_on_enroll %v; want full, true", got.CleanErase, ptrString(got.InspectOnEnroll))
+	}
+
+	for _, c := range []struct {
+		erase   baremetal.CleanErase
+		inspect *bool
+	}{{baremetal.CleanEraseOff, &no}, {baremetal.CleanEraseMetadata, nil}, {baremetal.CleanEraseDefault, &yes}, {baremetal.CleanEraseDefault, nil}} {
+		got.CleanErase, got.InspectOnEnroll = c.erase, c.inspect
+		must(t, s.UpdateNode(ctx, got))
+		back := getNode(t, s, n.ID)
+		same(t, fmt.Sprintf("node updated to clean_erase %q, inspect_on_enroll %v", c.erase, ptrString(c.inspect)), got, back)
+		if back.CleanErase != c.erase || ptrString(back.InspectOnEnroll) != ptrString(c.inspect) {
+			t.Errorf("after update: clean_erase %q, inspect_on_enroll %v; want %q, %v",
+				back.CleanErase, ptrString(back.InspectOnEnroll), c.erase, ptrString(c.inspect))
+		}
+		got = back
+	}
+}
+
+// testNodeCleanInspectMigration: nodes from before migration 0011 open
+// following the controller (no erase mode of their own, inspection on
+// enroll as the controller's flag says), and take settings afterwards.
+func testNodeCleanInspectMigration(t *testing.T, s store.Store) {
+	old := insertNode(t, s, newNode("pre11"))
+	for _, col := range []string{"clean_erase", "inspect_on_enroll"} {
+		rawExec(t, s, `ALTER TABLE nodes DROP COLUMN `+col)
+	}
+	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 11`)
+	must(t, s.Close())
+	s2 := reopen(t, s)
+
+	got := getNode(t, s2, old.ID)
+	if got.CleanErase != baremetal.CleanEraseDefault || got.InspectOnEnroll != nil {
+		t.Errorf("migrated node: clean_erase %q, inspect_on_enroll %v; want both unset", got.CleanErase, ptrString(got.InspectOnEnroll))
+	}
+	no := false
+	got.CleanErase, got.InspectOnEnroll = baremetal.CleanEraseOff, &no
+	must(t, s2.UpdateNode(ctxOf(t), got))
+	if back := getNode(t, s2, old.ID); back.CleanErase != baremetal.CleanEraseOff || ptrString(back.InspectOnEnroll) != "false" {
+		t.Errorf("migrated node updated: clean_erase %q, inspect_on_enroll %v; want off, false", back.CleanErase, ptrString(back.InspectOnEnroll))
+	}
+}
+
+// ptrString shows a tri-state: "unset", "true" or "false".
+func ptrString(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	return strconv.FormatBool(*b)
 }
 
 func testNodeNotFound(t *testing.T, s store.Store) {
