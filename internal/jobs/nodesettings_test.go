@@ -9,46 +9,53 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 )
 
-// A node's own clean_erase wins over its resource class's and the
-// controller's: off boots no agent where the class asks for full, full
-// erases every byte where the controller and the class ask for metadata.
-func TestCleanupEraseModeByNode(t *testing.T) {
-	t.Run("full", func(t *testing.T) {
-		h, sys := newSimHarness(t, openSQLite(t), 1, func(c *Config) {
-			c.AgentBoot, c.PublicURL, c.CleanErase = true, "http://controller.invalid", "metadata"
-			c.CleanEraseByClass = map[string]string{"baremetal": "metadata"}
+// A cleanup erases as its node's clean_erase says, else its resource
+// class's (--clean-erase-class), else the controller's (--clean-erase):
+// "full" boots the agent with a full erase, off boots no agent at all.
+func TestCleanupEraseMode(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		byClass map[string]string
+		node    baremetal.CleanErase
+		want    string // the agent's erase; "" boots no agent
+	}{
+		{"class full", map[string]string{"baremetal": "full", "scratch": ""}, "", "full"},
+		{"class off", map[string]string{"baremetal": ""}, "", ""},
+		{"node full over class metadata", map[string]string{"baremetal": "metadata"}, baremetal.CleanEraseFull, "full"},
+		{"node off over class full", map[string]string{"baremetal": "full"}, baremetal.CleanEraseOff, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, sys := newSimHarness(t, openSQLite(t), 1, func(cfg *Config) {
+				cfg.AgentBoot, cfg.PublicURL, cfg.CleanErase = true, "http://controller.invalid", "metadata"
+				cfg.CleanEraseByClass = c.byClass
+			})
+			n := h.addNode("n-erase", sys[0], baremetal.StateCleaning, false)
+			if c.node != "" {
+				h.setNode(n.ID, func(n *baremetal.Node) { n.CleanErase = c.node })
+			}
+			h.start()
+			h.enqueue(CleanupArgs{NodeID: n.ID})
+			if c.want == "" {
+				h.waitNode(n.ID, wait, "available", func(cur *baremetal.Node) bool { return cur.ProvisionState == baremetal.StateAvailable })
+				if _, err := h.st.GetAgentSession(h.ctx, n.ID); !baremetal.IsCode(err, baremetal.CodeNotFound) {
+					t.Fatalf("the agent was booted though the erase is off: %v", err)
+				}
+				return
+			}
+			var cmd api.AgentCommand
+			h.waitNode(n.ID, wait, "agent booted to erase", func(*baremetal.Node) bool {
+				s, err := h.st.GetAgentSession(h.ctx, n.ID)
+				return err == nil && s.Purpose == baremetal.AgentClean && json.Unmarshal([]byte(s.Command), &cmd) == nil &&
+					findEvent(h.events(n.ID), "clean", "booted the deploy agent") != nil
+			})
+			if cmd.Kind != api.AgentErase || cmd.Erase != c.want {
+				t.Fatalf("agent command %+v, want erase %q", cmd, c.want)
+			}
+			if ev := findEvent(h.events(n.ID), "clean", "to erase the disks ("+c.want+")"); ev == nil {
+				t.Errorf("no event names the erase mode:%s", dumpEvents(h.events(n.ID)))
+			}
 		})
-		n := h.addNode("n-full", sys[0], baremetal.StateCleaning, false)
-		h.setNode(n.ID, func(n *baremetal.Node) { n.CleanErase = baremetal.CleanEraseFull })
-		h.start()
-		h.enqueue(CleanupArgs{NodeID: n.ID})
-		var cmd api.AgentCommand
-		h.waitNode(n.ID, wait, "agent booted to erase", func(*baremetal.Node) bool {
-			s, err := h.st.GetAgentSession(h.ctx, n.ID)
-			return err == nil && s.Purpose == baremetal.AgentClean && json.Unmarshal([]byte(s.Command), &cmd) == nil &&
-				findEvent(h.events(n.ID), "clean", "booted the deploy agent") != nil
-		})
-		if cmd.Kind != api.AgentErase || cmd.Erase != "full" {
-			t.Fatalf("agent command %+v, want a full erase", cmd)
-		}
-		if ev := findEvent(h.events(n.ID), "clean", "to erase the disks (full)"); ev == nil {
-			t.Errorf("no event names the erase mode:%s", dumpEvents(h.events(n.ID)))
-		}
-	})
-	t.Run("off", func(t *testing.T) {
-		h, sys := newSimHarness(t, openSQLite(t), 1, func(c *Config) {
-			c.AgentBoot, c.PublicURL, c.CleanErase = true, "http://controller.invalid", "metadata"
-			c.CleanEraseByClass = map[string]string{"baremetal": "full"}
-		})
-		n := h.addNode("n-off", sys[0], baremetal.StateCleaning, false)
-		h.setNode(n.ID, func(n *baremetal.Node) { n.CleanErase = baremetal.CleanEraseOff })
-		h.start()
-		h.enqueue(CleanupArgs{NodeID: n.ID})
-		h.waitNode(n.ID, wait, "available", func(cur *baremetal.Node) bool { return cur.ProvisionState == baremetal.StateAvailable })
-		if _, err := h.st.GetAgentSession(h.ctx, n.ID); !baremetal.IsCode(err, baremetal.CodeNotFound) {
-			t.Fatalf("the agent was booted for a node with clean_erase off: %v", err)
-		}
-	})
+	}
 }
 
 // The erase mode's precedence: node, then class, then controller.
