@@ -74,3 +74,97 @@ func TestDeployToDiskAgentLostWhenTheMachineGoesOff(t *testing.T) {
 		}
 	})
 }
+
+// TestDeployToDiskAgentLostWhenItFallsSilentOnAMachineStillOn: an agent
+// that reported writing and then fell silent while its machine stays on
+// (hung, kernel panic, wedged disk) is lost after agentStall, not after
+// AgentTimeout: the node gets agent_lost naming the silence, and the
+// retry boots a new agent.
+func TestDeployToDiskAgentLostWhenItFallsSilentOnAMachineStillOn(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, sys := newSimHarness(t, open(t), 1, func(c *Config) {
+			c.AgentBoot, c.PublicURL = true, "http://controller.invalid"
+			c.agentStallAfter = 2 * time.Second
+		})
+		n := h.addNode("n-hung", sys[0], baremetal.StateDeploying, false)
+		inst := h.addInstance(n, "web")
+		h.inTx(func(tx store.Tx) error {
+			inst.DeployMethod = baremetal.DeployImage
+			return tx.UpdateInstance(h.ctx, inst)
+		})
+		h.start()
+		h.enqueue(DeployArgs{NodeID: n.ID, InstanceID: inst.ID})
+
+		var first *baremetal.AgentSession
+		h.waitNode(n.ID, wait, "agent booted", func(cur *baremetal.Node) bool {
+			s, err := h.st.GetAgentSession(h.ctx, n.ID)
+			if err == nil && s.Purpose == baremetal.AgentDeploy && cur.PowerState == baremetal.PowerOn {
+				first = s
+			}
+			return first != nil
+		})
+		// It reported writing, a moment ago; then nothing. The machine
+		// stays on.
+		st, _ := json.Marshal(api.AgentCommandStatus{ID: "write-" + inst.ID, State: api.AgentCommandRunning, Progress: 10})
+		seen := time.Now()
+		first.Status, first.LastSeenAt = string(st), &seen
+		if err := h.st.UpdateAgentSession(h.ctx, first); err != nil {
+			t.Fatal(err)
+		}
+
+		lost := h.waitNode(n.ID, wait, "agent_lost", func(cur *baremetal.Node) bool { return cur.Fault == baremetal.FaultAgentLost })
+		if !strings.Contains(lost.LastError, "fell silent") || !strings.Contains(lost.LastError, "writing the image") {
+			t.Errorf("last_error %q does not say the agent fell silent mid-write", lost.LastError)
+		}
+		if p, _ := h.fleet.Power(sys[0]); p != "On" {
+			t.Errorf("machine power %q; the test wants it on throughout", p)
+		}
+		h.waitNode(n.ID, wait, "agent booted again", func(cur *baremetal.Node) bool {
+			s, err := h.st.GetAgentSession(h.ctx, n.ID)
+			return err == nil && s.TokenHash != first.TokenHash
+		})
+		got, err := h.st.GetInstance(h.ctx, inst.ID)
+		if err != nil || got.State != baremetal.InstanceDeploying {
+			t.Errorf("instance after the agent was lost: %+v, %v; want deploying", got, err)
+		}
+	})
+}
+
+// TestAgentStallCountsFromTheProcessStart: an agent last heard of before
+// this controller started (it was down, and the agent backs off while it
+// cannot report) is not stalled until agentStall after the start; an
+// agent that finished its command or has not reported yet never is
+// (AgentTimeout covers the first report).
+func TestAgentStallCountsFromTheProcessStart(t *testing.T) {
+	running, _ := json.Marshal(api.AgentCommandStatus{ID: "c1", State: api.AgentCommandRunning})
+	done, _ := json.Marshal(api.AgentCommandStatus{ID: "c1", State: api.AgentCommandSucceeded})
+	now := time.Now()
+	ago := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
+	for _, tc := range []struct {
+		name     string
+		status   []byte
+		seen     *time.Time
+		started  time.Duration // ago
+		stalled  bool
+		lostEver bool
+	}{
+		{"silent 10 min, process up 20 min", running, ago(10 * time.Minute), 20 * time.Minute, true, false},
+		{"silent 10 min, process up 1 min", running, ago(10 * time.Minute), time.Minute, false, false},
+		{"silent 1 min, process up 20 min", running, ago(time.Minute), 20 * time.Minute, false, false},
+		{"finished, silent 10 min", done, ago(10 * time.Minute), 20 * time.Minute, false, false},
+		{"never reported (AgentTimeout decides)", nil, nil, 20 * time.Minute, false, true},
+		{"silent past AgentTimeout", running, ago(20 * time.Minute), 30 * time.Minute, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &nodeWork{cfg: Config{AgentTimeout: 15 * time.Minute}, started: now.Add(-tc.started)}
+			sess := &baremetal.AgentSession{NodeID: "n", CreatedAt: now.Add(-25 * time.Minute), Status: string(tc.status), LastSeenAt: tc.seen}
+			out, err := w.commandOutcome(sess, "c1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (out.stalled > 0) != tc.stalled || out.lost != tc.lostEver {
+				t.Errorf("stalled %s, lost %v; want stalled %v, lost %v", out.stalled, out.lost, tc.stalled, tc.lostEver)
+			}
+		})
+	}
+}

@@ -29,6 +29,9 @@ type nodeWork struct {
 	log     *slog.Logger
 	q       queue
 	metrics *metrics
+	// started is when this process's runner was made: agent silence is
+	// counted from it at the earliest (agentStall).
+	started time.Time
 }
 
 // begin is how every mutating job starts. It returns the node to act on,
