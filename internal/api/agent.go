@@ -50,7 +50,8 @@ const (
 	AgentWriteImage AgentCommandKind = "write_image"
 	// AgentErase erases every non-removable disk: Erase "metadata" wipes
 	// partition tables and filesystem signatures at both ends of the disk,
-	// "full" overwrites every byte.
+	// "full" erases every byte (an NVMe drive formats itself; other disks
+	// are zeroed).
 	AgentErase AgentCommandKind = "erase"
 )
 
