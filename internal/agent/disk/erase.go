@@ -117,6 +117,8 @@ func EraseFull(ctx context.Context, dev string, progress func(done, total int64)
 	switch {
 	case err == nil:
 		progress(size, size)
+		// Through a new descriptor: the kernel re-read the namespace
+		// after the format.
 		f.Close()
 		if err := EraseMetadata(ctx, dev); err != nil {
 			return "", err

@@ -60,9 +60,9 @@ func nvmeFormat(f *os.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ses, how := uint32(nvmeSESUserData), "NVMe format, user data erase"
+	ses, how := uint32(nvmeSESUserData), ErasedByNVMeUserData
 	if ctrl.crypto {
-		ses, how = nvmeSESCrypto, "NVMe format, cryptographic erase"
+		ses, how = nvmeSESCrypto, ErasedByNVMeCrypto
 	}
 	for {
 		cdw10, err := nvmeFormatCDW10(nsData, ses)
@@ -74,7 +74,7 @@ func nvmeFormat(f *os.File) (string, error) {
 		if errors.As(err, &st) && ses == nvmeSESCrypto {
 			// Some drives announce a cryptographic erase they refuse
 			// for this namespace: a user data erase still erases.
-			ses, how = nvmeSESUserData, "NVMe format, user data erase"
+			ses, how = nvmeSESUserData, ErasedByNVMeUserData
 			continue
 		}
 		return how, err
