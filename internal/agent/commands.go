@@ -247,7 +247,14 @@ func (r *Runner) writeImage(ctx context.Context, cmd api.AgentCommand) (msg, dev
 		return "", dev, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "wrote %s %s image to %s in %s", size(res.Written), res.Format, dev, res.Duration.Round(100*time.Millisecond))
+	kind := res.Format
+	switch {
+	case res.Container != "" && res.Format == "raw":
+		kind = res.Container
+	case res.Container != "":
+		kind = res.Format + "-compressed " + res.Container
+	}
+	fmt.Fprintf(&b, "wrote %s %s image to %s in %s", size(res.Written), kind, dev, res.Duration.Round(100*time.Millisecond))
 	if cmd.Image.Checksum != "" {
 		fmt.Fprintf(&b, ", %s verified", res.Digest.Algo)
 	} else {
