@@ -20,35 +20,9 @@ import (
 // story on a real VM is in internal/app.)
 func TestDeployToDiskAgentLostWhenTheMachineGoesOff(t *testing.T) {
 	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		h, sys := newSimHarness(t, open(t), 1, func(c *Config) {
-			c.AgentBoot, c.PublicURL = true, "http://controller.invalid"
-		})
-		n := h.addNode("n-lost", sys[0], baremetal.StateDeploying, false)
-		inst := h.addInstance(n, "web")
-		h.inTx(func(tx store.Tx) error {
-			inst.DeployMethod = baremetal.DeployImage
-			return tx.UpdateInstance(h.ctx, inst)
-		})
-		h.start()
-		h.enqueue(DeployArgs{NodeID: n.ID, InstanceID: inst.ID})
-
-		// The agent is booted: a session with the write command, power on.
-		var first *baremetal.AgentSession
-		h.waitNode(n.ID, wait, "agent booted", func(cur *baremetal.Node) bool {
-			s, err := h.st.GetAgentSession(h.ctx, n.ID)
-			if err == nil && s.Purpose == baremetal.AgentDeploy && cur.PowerState == baremetal.PowerOn {
-				first = s
-			}
-			return first != nil
-		})
-		// It reported writing, 20 s ago; then its machine went off.
-		st, _ := json.Marshal(api.AgentCommandStatus{ID: "write-" + inst.ID, State: api.AgentCommandRunning, Progress: 40})
-		seen := time.Now().Add(-20 * time.Second)
-		first.Status, first.LastSeenAt = string(st), &seen
-		if err := h.st.UpdateAgentSession(h.ctx, first); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.fleet.SetPower(sys[0], false); err != nil {
+		// The agent reported writing, 20 s ago; then its machine went off.
+		h, sys, n, inst, first := writingAgent(t, open(t), time.Now().Add(-20*time.Second), nil)
+		if err := h.fleet.SetPower(sys, false); err != nil {
 			t.Fatal(err)
 		}
 
@@ -62,7 +36,7 @@ func TestDeployToDiskAgentLostWhenTheMachineGoesOff(t *testing.T) {
 		// The retry boots a fresh agent.
 		h.waitNode(n.ID, wait, "agent booted again", func(cur *baremetal.Node) bool {
 			s, err := h.st.GetAgentSession(h.ctx, n.ID)
-			p, _ := h.fleet.Power(sys[0])
+			p, _ := h.fleet.Power(sys)
 			return err == nil && s.TokenHash != first.TokenHash && p == "On"
 		})
 		got, err := h.st.GetInstance(h.ctx, inst.ID)
@@ -82,41 +56,15 @@ func TestDeployToDiskAgentLostWhenTheMachineGoesOff(t *testing.T) {
 // retry boots a new agent.
 func TestDeployToDiskAgentLostWhenItFallsSilentOnAMachineStillOn(t *testing.T) {
 	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		h, sys := newSimHarness(t, open(t), 1, func(c *Config) {
-			c.AgentBoot, c.PublicURL = true, "http://controller.invalid"
-			c.agentStallAfter = 2 * time.Second
-		})
-		n := h.addNode("n-hung", sys[0], baremetal.StateDeploying, false)
-		inst := h.addInstance(n, "web")
-		h.inTx(func(tx store.Tx) error {
-			inst.DeployMethod = baremetal.DeployImage
-			return tx.UpdateInstance(h.ctx, inst)
-		})
-		h.start()
-		h.enqueue(DeployArgs{NodeID: n.ID, InstanceID: inst.ID})
-
-		var first *baremetal.AgentSession
-		h.waitNode(n.ID, wait, "agent booted", func(cur *baremetal.Node) bool {
-			s, err := h.st.GetAgentSession(h.ctx, n.ID)
-			if err == nil && s.Purpose == baremetal.AgentDeploy && cur.PowerState == baremetal.PowerOn {
-				first = s
-			}
-			return first != nil
-		})
-		// It reported writing, a moment ago; then nothing. The machine
+		// It reported writing a moment ago; then nothing. The machine
 		// stays on.
-		st, _ := json.Marshal(api.AgentCommandStatus{ID: "write-" + inst.ID, State: api.AgentCommandRunning, Progress: 10})
-		seen := time.Now()
-		first.Status, first.LastSeenAt = string(st), &seen
-		if err := h.st.UpdateAgentSession(h.ctx, first); err != nil {
-			t.Fatal(err)
-		}
+		h, sys, n, inst, first := writingAgent(t, open(t), time.Now(), func(c *Config) { c.agentStallAfter = 2 * time.Second })
 
 		lost := h.waitNode(n.ID, wait, "agent_lost", func(cur *baremetal.Node) bool { return cur.Fault == baremetal.FaultAgentLost })
 		if !strings.Contains(lost.LastError, "fell silent") || !strings.Contains(lost.LastError, "writing the image") {
 			t.Errorf("last_error %q does not say the agent fell silent mid-write", lost.LastError)
 		}
-		if p, _ := h.fleet.Power(sys[0]); p != "On" {
+		if p, _ := h.fleet.Power(sys); p != "On" {
 			t.Errorf("machine power %q; the test wants it on throughout", p)
 		}
 		h.waitNode(n.ID, wait, "agent booted again", func(cur *baremetal.Node) bool {
@@ -167,4 +115,40 @@ func TestAgentStallCountsFromTheProcessStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writingAgent starts an image deploy on a one-node simulated fleet (cfg
+// adjusting the runner), waits until the agent is booted (a session with
+// the write command, machine on), and records that the agent reported
+// the write running, seen at seen.
+func writingAgent(t *testing.T, st store.Store, seen time.Time, cfg func(*Config)) (h *harness, sys string, n *baremetal.Node, inst *baremetal.Instance, first *baremetal.AgentSession) {
+	t.Helper()
+	h, systems := newSimHarness(t, st, 1, func(c *Config) {
+		c.AgentBoot, c.PublicURL = true, "http://controller.invalid"
+		if cfg != nil {
+			cfg(c)
+		}
+	})
+	n = h.addNode("n-agent", systems[0], baremetal.StateDeploying, false)
+	inst = h.addInstance(n, "web")
+	h.inTx(func(tx store.Tx) error {
+		inst.DeployMethod = baremetal.DeployImage
+		return tx.UpdateInstance(h.ctx, inst)
+	})
+	h.start()
+	h.enqueue(DeployArgs{NodeID: n.ID, InstanceID: inst.ID})
+
+	h.waitNode(n.ID, wait, "agent booted", func(cur *baremetal.Node) bool {
+		s, err := h.st.GetAgentSession(h.ctx, n.ID)
+		if err == nil && s.Purpose == baremetal.AgentDeploy && cur.PowerState == baremetal.PowerOn {
+			first = s
+		}
+		return first != nil
+	})
+	status, _ := json.Marshal(api.AgentCommandStatus{ID: "write-" + inst.ID, State: api.AgentCommandRunning, Progress: 40})
+	first.Status, first.LastSeenAt = string(status), &seen
+	if err := h.st.UpdateAgentSession(h.ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	return h, systems[0], n, inst, first
 }
