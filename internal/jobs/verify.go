@@ -51,8 +51,11 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	// A new verify queued while this one ran (the operator changed the BMC
 	// address) was merged into this job by uniqueness: what we read came
 	// from the old endpoint, so read again instead of trusting it.
+	// The write is version-checked against the node read at the start of
+	// the job (no second read on the writer); a change made meanwhile
+	// makes the ledger read it again and this function run on that.
 	ep, moved := endpoint(n), false
-	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err = w.ledger.UpdateRead(ctx, n, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateEnroll {
 			return ledger.ErrSkip
 		}
