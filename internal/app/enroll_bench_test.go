@@ -37,7 +37,11 @@ import (
 //
 // BENCH_NODES (default 2000) sets the fleet size; BENCH_BMC_LATENCY (a
 // duration, default none) delays every request of the simulated BMCs, as
-// real BMCs answer in tens or hundreds of milliseconds; -cpuprofile shows
+// real BMCs answer in tens or hundreds of milliseconds; BENCH_BMCS
+// (default 1) spreads the systems over that many simulated BMCs (each
+// its own address): the Redfish driver keeps at most 64 requests in
+// flight per BMC, which with one address and slow answers bounds the
+// rate, while real nodes each have a BMC of their own. -cpuprofile shows
 // where the CPU goes.
 func BenchmarkEnroll(b *testing.B) {
 	nodes := 2000
@@ -52,21 +56,49 @@ func BenchmarkEnroll(b *testing.B) {
 		}
 		latency = d
 	}
+	bmcs := 1
+	if v, err := strconv.Atoi(os.Getenv("BENCH_BMCS")); err == nil && v > 0 {
+		bmcs = min(v, nodes)
+	}
 	for _, name := range []string{"sqlite", "postgres"} {
 		b.Run(fmt.Sprintf("%s/nodes=%d", name, nodes), func(b *testing.B) {
 			for range b.N {
-				benchEnroll(b, benchStores[name](b), nodes, latency)
+				benchEnroll(b, benchStores[name](b), nodes, bmcs, latency)
 			}
 		})
 	}
 }
 
-func benchEnroll(b *testing.B, dbURL string, nodes int, latency time.Duration) {
+func benchEnroll(b *testing.B, dbURL string, nodes, bmcs int, latency time.Duration) {
 	// No power sync pass during the run: it would time the pass, not the
 	// enroll.
-	env := testenv.Start(b, testenv.Options{Systems: nodes, PowerSyncInterval: time.Hour, DatabaseURL: dbURL,
+	envSystems := nodes
+	if bmcs > 1 {
+		envSystems = 1 // the nodes' BMCs are the fleets started below
+	}
+	env := testenv.Start(b, testenv.Options{Systems: envSystems, PowerSyncInterval: time.Hour, DatabaseURL: dbURL,
 		SimOptions: sim.Options{Latency: latency}})
-	sys := env.Sim.SystemIDs()
+	// Node i's BMC: address and system id.
+	addr, sys := make([]string, nodes), make([]string, nodes)
+	if bmcs == 1 {
+		for i, id := range env.Sim.SystemIDs() {
+			addr[i], sys[i] = env.Sim.URL(), id
+		}
+	} else {
+		per := (nodes + bmcs - 1) / bmcs
+		for f := range bmcs {
+			fleet, err := sim.Start(sim.Options{Systems: per, Latency: latency})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = fleet.Close() })
+			for j, id := range fleet.SystemIDs() {
+				if i := f*per + j; i < nodes {
+					addr[i], sys[i] = fleet.URL(), id
+				}
+			}
+		}
+	}
 	const clients = 16
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	// The leader's start-up pass (RunOnStart) comes once River has elected
@@ -92,7 +124,7 @@ func benchEnroll(b *testing.B, dbURL string, nodes int, latency time.Duration) {
 					return
 				}
 				body := fmt.Sprintf(`{"name":"bench-%05d","driver":"redfish","resource_class":"baremetal",
-					"bmc":{"address":%q,"username":"admin","password":"password","system_id":%q}}`, i, env.Sim.URL(), sys[i])
+					"bmc":{"address":%q,"username":"admin","password":"password","system_id":%q}}`, i, addr[i], sys[i])
 				if err := postNode(client, env, body); err != nil {
 					errs <- err
 					return
@@ -135,9 +167,9 @@ func benchEnroll(b *testing.B, dbURL string, nodes int, latency time.Duration) {
 	b.ReportMetric(float64(cpuEnrolled.Microseconds())/1000/float64(nodes), "cpu-ms/enroll")
 	b.ReportMetric(float64(cpuVerified.Microseconds())/1000/float64(nodes), "cpu-ms/available")
 	wait, run := verifyTimes(b, env)
-	b.Logf("%d nodes, %d clients, BMC latency %s: enrolled in %s (%.0f/s), all available after %s (%.0f/s); process CPU %.2f ms per node until enrolled, %.2f ms until available; "+
+	b.Logf("%d nodes, %d clients, %d BMC addresses, BMC latency %s: enrolled in %s (%.0f/s), all available after %s (%.0f/s); process CPU %.2f ms per node until enrolled, %.2f ms until available; "+
 		"verify jobs: queued before their start p50 %.0f ms p90 %.0f ms, ran p50 %.1f ms p90 %.1f ms",
-		nodes, clients, latency, enrolled.Round(time.Millisecond), float64(nodes)/enrolled.Seconds(), verified.Round(time.Millisecond),
+		nodes, clients, bmcs, latency, enrolled.Round(time.Millisecond), float64(nodes)/enrolled.Seconds(), verified.Round(time.Millisecond),
 		float64(nodes)/verified.Seconds(), float64(cpuEnrolled.Microseconds())/1000/float64(nodes),
 		float64(cpuVerified.Microseconds())/1000/float64(nodes), pct(wait, 50), pct(wait, 90), pct(run, 50), pct(run, 90))
 }
