@@ -104,6 +104,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("postgres: river migrations: %w", err)
 	}
+	if _, err := conn.Exec(ctx, store.RiverRunningNodeIndex); err != nil {
+		return fmt.Errorf("postgres: index of running jobs by node: %w", err)
+	}
 	return nil
 }
 

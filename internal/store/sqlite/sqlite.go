@@ -167,6 +167,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("sqlite: river migrations: %w", err)
 	}
+	if _, err := s.writer.ExecContext(ctx, store.RiverRunningNodeIndex); err != nil {
+		return fmt.Errorf("sqlite: index of running jobs by node: %w", err)
+	}
 	return nil
 }
 
