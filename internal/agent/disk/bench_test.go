@@ -147,8 +147,9 @@ func BenchmarkWrite(b *testing.B) {
 	})
 	b.Run("qcow2", func(b *testing.B) {
 		// The half-zero image as qemu-img convert -c writes it: zero
-		// clusters unallocated (zeroed on the disk at the end), random
-		// ones stored as they are (they do not compress).
+		// clusters unallocated (zeroed on the disk), random ones stored
+		// as they are (they do not compress): the converter's own cost,
+		// not a decompressor's.
 		qemuImg, err := exec.LookPath("qemu-img")
 		if err != nil {
 			b.Skip("no qemu-img (apt-get install qemu-utils)")

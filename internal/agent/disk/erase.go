@@ -114,6 +114,7 @@ func EraseFull(ctx context.Context, dev string, progress func(done, total int64)
 		return ErasedByOverwrite, overwrite(ctx, f, dev, size, progress)
 	}
 	how, err := nvmeFormat(f)
+	note := ""
 	switch {
 	case err == nil:
 		progress(size, size)
@@ -127,10 +128,9 @@ func EraseFull(ctx context.Context, dev string, progress func(done, total int64)
 	case !errors.Is(err, errNotNVMe):
 		// A drive that announced Format NVM and failed it: zeroing still
 		// erases what the host can address. The report says so.
-		how = ErasedByZeroOut + " (" + err.Error() + ")"
-	default:
-		how = ErasedByZeroOut
+		note = " (NVMe format failed: " + err.Error() + ")"
 	}
+	how = ErasedByZeroOut + note
 	_ = discard(f, 0, size)
 	done, err := zeroOutAll(ctx, f, dev, size, progress)
 	if err != nil {
@@ -138,7 +138,7 @@ func EraseFull(ctx context.Context, dev string, progress func(done, total int64)
 	}
 	if !done {
 		// BLKZEROOUT is not supported here: write the zeros.
-		return ErasedByOverwrite, overwrite(ctx, f, dev, size, progress)
+		return ErasedByOverwrite + note, overwrite(ctx, f, dev, size, progress)
 	}
 	if err := f.Sync(); err != nil {
 		return "", diskError(dev, "sync", err)

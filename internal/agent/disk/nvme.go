@@ -29,15 +29,16 @@ const (
 
 // nvmeFormatTimeout bounds one Format NVM in the kernel (its default for
 // admin commands is 60 s; a user data erase of a large drive can take
-// many minutes). The agent's command has no deadline of its own: the
-// controller's stall rule watches the heartbeats, which go on meanwhile.
+// many minutes). Nothing else bounds it: the agent's heartbeats go on
+// meanwhile, so the controller waits as long.
 const nvmeFormatTimeout = 4 * 60 * 60 * 1000 // ms
 
-// nvmeController is what a Format NVM needs of Identify Controller.
+// nvmeController is what a Format NVM needs of Identify Controller. (FNA
+// bits 0 and 1 say a format or a secure erase of one namespace applies
+// to all of the controller's: a cleaning erases every disk anyway.)
 type nvmeController struct {
 	format bool // OACS bit 1: Format NVM is supported
 	crypto bool // FNA bit 2: cryptographic erase is supported
-	allNS  bool // FNA bit 0: a format applies to every namespace
 }
 
 func parseIdentifyController(b []byte) (nvmeController, error) {
@@ -46,7 +47,7 @@ func parseIdentifyController(b []byte) (nvmeController, error) {
 	}
 	oacs := binary.LittleEndian.Uint16(b[256:258])
 	fna := b[524]
-	return nvmeController{format: oacs&(1<<1) != 0, crypto: fna&(1<<2) != 0, allNS: fna&1 != 0}, nil
+	return nvmeController{format: oacs&(1<<1) != 0, crypto: fna&(1<<2) != 0}, nil
 }
 
 // nvmeFormatCDW10 is the Format NVM command's dword 10 that keeps the

@@ -64,6 +64,7 @@ func nvmeFormat(f *os.File) (string, error) {
 	if ctrl.crypto {
 		ses, how = nvmeSESCrypto, ErasedByNVMeCrypto
 	}
+	note := ""
 	for {
 		cdw10, err := nvmeFormatCDW10(nsData, ses)
 		if err != nil {
@@ -73,11 +74,13 @@ func nvmeFormat(f *os.File) (string, error) {
 		var st *nvmeStatusError
 		if errors.As(err, &st) && ses == nvmeSESCrypto {
 			// Some drives announce a cryptographic erase they refuse
-			// for this namespace: a user data erase still erases.
+			// for this namespace: a user data erase still erases, and
+			// the report says what was refused.
 			ses, how = nvmeSESUserData, ErasedByNVMeUserData
+			note = " (cryptographic erase refused: " + err.Error() + ")"
 			continue
 		}
-		return how, err
+		return how + note, err
 	}
 }
 

@@ -11,8 +11,12 @@ func TestNVMePassthruLayout(t *testing.T) {
 	if got := unsafe.Sizeof(nvmePassthru{}); got != 72 {
 		t.Fatalf("struct nvme_passthru_cmd is 72 bytes, ours %d", got)
 	}
-	if got := (nvmeIoctlAdminCmd >> 16) & 0x3fff; got != 72 {
-		t.Fatalf("NVME_IOCTL_ADMIN_CMD encodes size %d", got)
+	// _IOWR('N', 0x41, 72): direction read|write, size, type, number.
+	if want := uint32(3)<<30 | 72<<16 | 'N'<<8 | 0x41; nvmeIoctlAdminCmd != want {
+		t.Fatalf("NVME_IOCTL_ADMIN_CMD %#x, want %#x", nvmeIoctlAdminCmd, want)
+	}
+	if want := uint32('N'<<8 | 0x40); nvmeIoctlID != want { // _IO('N', 0x40)
+		t.Fatalf("NVME_IOCTL_ID %#x, want %#x", nvmeIoctlID, want)
 	}
 	if off := unsafe.Offsetof(nvmePassthru{}.cdw10); off != 40 {
 		t.Fatalf("cdw10 at offset %d, want 40", off)

@@ -13,7 +13,7 @@ func TestParseIdentifyController(t *testing.T) {
 	}{
 		{0x0000, 0x00, nvmeController{}},
 		{0x0002, 0x00, nvmeController{format: true}},
-		{0x0017, 0x05, nvmeController{format: true, crypto: true, allNS: true}},
+		{0x0017, 0x05, nvmeController{format: true, crypto: true}},
 		{0x0008, 0x04, nvmeController{crypto: true}}, // crypto without Format NVM: no format
 	} {
 		b := make([]byte, 4096)

@@ -20,14 +20,20 @@ import (
 // Read front to back, each table is met before what it maps in the
 // images qemu-img convert writes (what distributions publish: Ubuntu's,
 // Debian's and Fedora's cloud images), because qemu allocates clusters
-// at the end of the file as it goes and a table before its first data.
-// So the converter keeps a queue of the host ranges it has learnt about,
-// in file order, reads the stream up to each one, and writes data
-// clusters to their guest offsets as they pass. A range that comes
-// before the point the stream has reached (an image whose clusters were
-// reused or moved by a running VM, snapshots) cannot be read without
-// random access: such an image is refused with the command that lays it
-// out anew. Unallocated and zero clusters are holes, zeroed at the end.
+// at the end of the file as it goes and a table before its first data,
+// with one exception: compressed clusters are packed one after another
+// into a packing cluster, and qemu fills its free tail for as long as
+// the next one fits, however many clusters (L2 tables, clusters that did
+// not compress) were allocated after it meanwhile; measured, up to 52
+// clusters back. So the converter keeps a queue of the host ranges it has
+// learnt about, in file order, reads the stream up to each one, keeping
+// the last clusters it passed (qcow2Lookbehind) and the tail of the
+// cluster the last compressed cluster it read lies in, and writes data
+// clusters to their guest offsets as they pass. A range before what it
+// kept (an image whose clusters were reused or moved by a running VM,
+// snapshots) cannot be read without random access: such an image is
+// refused with the command that lays it out anew. Unallocated and zero
+// clusters are holes: the disk is zeroed there as they are found.
 //
 // Format: docs/interop/qcow2.txt of qemu. Supported: versions 2 and 3,
 // cluster sizes 512 B to 2 MiB, deflate and zstd compressed clusters,
@@ -50,6 +56,11 @@ const (
 	qcow2IncompatDataFile   = 1 << 2
 	qcow2IncompatCompress   = 1 << 3
 	qcow2IncompatExtendedL2 = 1 << 4
+
+	// qcow2Lookbehind is how many clusters before the range it reads last
+	// the stream window keeps, for tables written just after data they
+	// map (a refcount block allocated between them, say).
+	qcow2Lookbehind = 2
 )
 
 // qcow2Header is what the conversion needs of a qcow2 header.
@@ -170,107 +181,168 @@ func (q *rangeQueue) Pop() any {
 	return x
 }
 
-// streamWindow hands out ranges of a stream read front to back, keeping
-// the bytes from the start of the last range handed out, so ranges that
-// overlap (compressed clusters share sectors) are served from memory.
+// streamWindow hands out ranges of a stream read front to back. It keeps
+// the bytes from keep before the last range handed out, so ranges that
+// overlap or come a little before it (compressed clusters share sectors
+// and fill the tails of earlier clusters) are served from memory.
 type streamWindow struct {
 	r     io.Reader
+	keep  int64
 	start int64 // stream offset of buf[0]
 	buf   []byte
 	eof   bool
+	// A range kept apart from the window, however far it moves on: the
+	// tail of the cluster compressed clusters are packed into (keepTail).
+	tailStart int64
+	tail      []byte
+}
+
+// has says whether the bytes at off are still at hand (or yet to come).
+func (w *streamWindow) has(off int64) bool {
+	return off >= w.start || (off >= w.tailStart && off < w.tailStart+int64(len(w.tail)))
+}
+
+// keepTail keeps a copy of p, the stream's bytes at off, until the next
+// call.
+func (w *streamWindow) keepTail(off int64, p []byte) {
+	w.tail = append(w.tail[:0], p...)
+	w.tailStart = off
 }
 
 // span returns the n bytes at offset off, or fewer at the stream's end
-// when short is allowed. It forgets what lies before off: asking for an
-// offset before the last one is an error.
+// when short is allowed. It forgets what lies more than keep before off:
+// asking for bytes it forgot is errOutOfOrder. Failures of the stream
+// itself are *streamError.
 func (w *streamWindow) span(off int64, n int, short bool) ([]byte, error) {
 	if off < w.start {
-		return nil, errOutOfOrder
-	}
-	if end := w.start + int64(len(w.buf)); off >= end {
-		w.buf = w.buf[:0]
-		if skip := off - end; skip > 0 && !w.eof {
-			m, err := io.CopyN(io.Discard, w.r, skip)
-			if err == io.EOF || (err == nil && m < skip) {
-				w.eof = true
-			} else if err != nil {
-				return nil, err
-			}
+		if !w.has(off) {
+			return nil, errOutOfOrder
 		}
-	} else {
-		w.buf = w.buf[:copy(w.buf, w.buf[off-w.start:])]
+		got := w.tail[off-w.tailStart:]
+		got = got[:min(n, len(got))]
+		if len(got) < n && !short {
+			return got, io.ErrUnexpectedEOF
+		}
+		return got, nil
 	}
-	w.start = off
-	if cap(w.buf) < n {
-		b := make([]byte, len(w.buf), n)
+	if from := off - w.keep; from > w.start {
+		if end := w.start + int64(len(w.buf)); from >= end {
+			if skip := from - end; skip > 0 && !w.eof {
+				m, err := io.CopyN(io.Discard, w.r, skip)
+				if err == io.EOF || (err == nil && m < skip) {
+					w.eof = true
+				} else if err != nil {
+					return nil, &streamError{err}
+				}
+			}
+			w.buf = w.buf[:0]
+		} else {
+			w.buf = w.buf[:copy(w.buf, w.buf[from-w.start:])]
+		}
+		w.start = from
+	}
+	need := int(off-w.start) + n
+	if cap(w.buf) < need {
+		b := make([]byte, len(w.buf), need)
 		copy(b, w.buf)
 		w.buf = b
 	}
-	for len(w.buf) < n && !w.eof {
-		m, err := w.r.Read(w.buf[len(w.buf):n])
+	for len(w.buf) < need && !w.eof {
+		m, err := w.r.Read(w.buf[len(w.buf):need])
 		w.buf = w.buf[:len(w.buf)+m]
 		if err == io.EOF {
 			w.eof = true
 		} else if err != nil {
-			return nil, err
+			return nil, &streamError{err}
 		}
 	}
-	if len(w.buf) < n && !short {
-		return w.buf, io.ErrUnexpectedEOF
+	lo := min(int(off-w.start), len(w.buf))
+	got := w.buf[lo:min(need, len(w.buf))]
+	if len(got) < n && !short {
+		return got, io.ErrUnexpectedEOF
 	}
-	return w.buf[:min(n, len(w.buf))], nil
+	return got, nil
 }
+
+// streamError is a failure to read the stream (the download, or an outer
+// decompressor), not a fault of the qcow2 image it carries.
+type streamError struct{ err error }
+
+func (e *streamError) Error() string { return e.err.Error() }
+func (e *streamError) Unwrap() error { return e.err }
 
 var errOutOfOrder = errors.New("out of stream order")
 
+// qcow2Sink takes the disk's bytes as a converter finds them: data runs
+// (p is reused after the call) and ranges that read as zeros. Ranges never
+// overlap; they come in no particular order.
+type qcow2Sink interface {
+	data(off int64, p []byte) error
+	zero(off, n int64) error
+}
+
 // qcow2Converter turns a qcow2 stream into writes of the disk's bytes.
 type qcow2Converter struct {
-	h       qcow2Header
-	win     streamWindow
-	queue   rangeQueue
-	written []uint64 // a bit per guest cluster written
-	out     []byte   // one decompressed cluster
-	flate   io.ReadCloser
-	zstd    *zstd.Decoder
+	h     qcow2Header
+	win   streamWindow
+	queue rangeQueue
+	sink  qcow2Sink
+	hole  extent // the zero range found last, not yet handed to the sink
+	out   []byte // one decompressed cluster
+	flate io.ReadCloser
+	zstd  *zstd.Decoder
 }
 
 // convertQcow2 reads a qcow2 image from r (positioned at its first byte)
-// and calls emit with each run of the disk's data at its offset (emit
-// must copy p, which is reused). It returns the disk's size and the
-// ranges of it no data was written to (unallocated or zero clusters),
-// which the caller zeroes. capacity is the target's size.
-func convertQcow2(r io.Reader, capacity int64, emit func(off int64, p []byte) error) (size int64, holes []extent, err error) {
-	c := &qcow2Converter{win: streamWindow{r: r}}
+// and hands the disk's data and zero ranges to sink. It returns the
+// disk's size. capacity is the target's size. Errors are *Error (the
+// image is malformed, unsupported or too large), or the stream's own.
+func convertQcow2(r io.Reader, capacity int64, sink qcow2Sink) (int64, error) {
+	c := &qcow2Converter{win: streamWindow{r: r}, sink: sink}
 	head, err := c.win.span(0, 112, true)
 	if err != nil {
-		return 0, nil, qcow2Error("reading the header: %v", err)
+		return 0, unwrapStream(err)
 	}
 	if c.h, err = parseQcow2Header(head); err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	if c.h.size > capacity {
-		return c.h.size, nil, inputErr(CodeImageTooLarge, nil, "image is %s (qcow2 virtual size), larger than the disk (%s)", human(c.h.size), human(capacity))
+		return c.h.size, inputErr(CodeImageTooLarge, nil, "image is %s (qcow2 virtual size), larger than the disk (%s)", human(c.h.size), human(capacity))
 	}
 	defer c.close()
-	cs := c.h.clusterSize()
-	c.written = make([]uint64, ((c.h.size+cs-1)/cs+63)/64)
+	c.win.keep = qcow2Lookbehind * c.h.clusterSize()
 	heap.Push(&c.queue, qcow2Range{host: c.h.l1Offset, n: int32(c.h.l1Entries) * 8, kind: rangeL1})
 	for c.queue.Len() > 0 {
 		rg := heap.Pop(&c.queue).(qcow2Range)
-		if err := c.handle(rg, emit); err != nil {
-			if errors.Is(err, errOutOfOrder) {
-				return c.h.size, nil, qcow2Error("its %s at byte %d of the file comes after data the stream has passed; "+
-					"the agent converts qcow2 while it downloads, which needs the layout qemu-img writes: "+
-					"run qemu-img convert -O qcow2 on it (or -O raw)", rangeName(rg.kind), rg.host)
-			}
-			var e *Error
-			if errors.As(err, &e) {
-				return c.h.size, nil, err
-			}
-			return c.h.size, nil, qcow2Error("at byte %d of the file: %v", rg.host, err)
+		err := c.handle(rg)
+		var se *streamError
+		var e *Error
+		switch {
+		case err == nil:
+		case errors.As(err, &se):
+			return c.h.size, se.err
+		case errors.Is(err, errOutOfOrder):
+			return c.h.size, qcow2Error("its %s at byte %d of the file comes after data the stream has passed; "+
+				"the agent converts qcow2 while it downloads, which needs tables before the data they map, as qemu-img writes them: "+
+				"lay it out anew with qemu-img convert -O qcow2 (or -O raw)", rangeName(rg.kind), rg.host)
+		case errors.As(err, &e):
+			return c.h.size, err
+		default:
+			return c.h.size, qcow2Error("at byte %d of the file: %v", rg.host, err)
 		}
 	}
-	return c.h.size, c.holes(), nil
+	if err := c.flushHole(); err != nil {
+		return c.h.size, err
+	}
+	return c.h.size, nil
+}
+
+func unwrapStream(err error) error {
+	var se *streamError
+	if errors.As(err, &se) {
+		return se.err
+	}
+	return err
 }
 
 func rangeName(kind uint8) string {
@@ -283,7 +355,7 @@ func rangeName(kind uint8) string {
 	return "data cluster"
 }
 
-func (c *qcow2Converter) handle(rg qcow2Range, emit func(off int64, p []byte) error) error {
+func (c *qcow2Converter) handle(rg qcow2Range) error {
 	cs := c.h.clusterSize()
 	switch rg.kind {
 	case rangeL1:
@@ -295,6 +367,10 @@ func (c *qcow2Converter) handle(rg qcow2Range, emit func(off int64, p []byte) er
 		for i := int64(0); i < int64(len(b)/8) && i*perL2 < c.h.size; i++ {
 			l2 := int64(binary.BigEndian.Uint64(b[i*8:]) & qcow2OffsetMask)
 			if l2 == 0 {
+				// No L2 table: all of its range reads as zeros.
+				if err := c.zero(i*perL2, min(perL2, c.h.size-i*perL2)); err != nil {
+					return err
+				}
 				continue
 			}
 			if l2%cs != 0 {
@@ -327,12 +403,14 @@ func (c *qcow2Converter) handle(rg qcow2Range, emit func(off int64, p []byte) er
 				}
 				continue
 			}
-			if c.h.version >= 3 && e&qcow2ZeroFlag != 0 {
-				continue // reads as zeros: a hole
-			}
 			off := int64(e & qcow2OffsetMask)
-			if off == 0 {
-				continue // unallocated, and no backing file: zeros
+			// Reads as zeros: flagged so (version 3), or unallocated
+			// (there is no backing file).
+			if (c.h.version >= 3 && e&qcow2ZeroFlag != 0) || off == 0 {
+				if err := c.zero(guest, min(cs, c.h.size-guest)); err != nil {
+					return err
+				}
+				continue
 			}
 			if off%cs != 0 {
 				return fmt.Errorf("L2 entry for guest offset %d points at %d, not a cluster boundary", guest, off)
@@ -342,11 +420,14 @@ func (c *qcow2Converter) handle(rg qcow2Range, emit func(off int64, p []byte) er
 			}
 		}
 	case rangeData:
-		// Reading past a file's end gives zeros (qemu's view too): the
-		// last cluster of a file may be cut short.
+		// The last cluster of a file may be cut short: qemu reads the rest
+		// as zeros. A cluster wholly past the end is a truncated file.
 		b, err := c.win.span(rg.host, int(rg.n), true)
 		if err != nil {
 			return err
+		}
+		if len(b) == 0 {
+			return fmt.Errorf("the data cluster for guest offset %d lies past the end of the file: the image is truncated", rg.guest)
 		}
 		out := b
 		if len(b) < int(cs) {
@@ -354,26 +435,55 @@ func (c *qcow2Converter) handle(rg qcow2Range, emit func(off int64, p []byte) er
 			copy(out, b)
 			clear(out[len(b):])
 		}
-		return c.emit(rg.guest, out, emit)
+		return c.sink.data(rg.guest, out[:min(cs, c.h.size-rg.guest)])
 	case rangeCompressed:
-		b, err := c.win.span(rg.host, int(rg.n), true)
+		// Read to the end of the cluster this one ends in, and keep that:
+		// the next compressed clusters qemu wrote are packed after it,
+		// whatever came in between.
+		end := (rg.host+int64(rg.n)-1)/cs*cs + cs
+		b, err := c.win.span(rg.host, int(end-rg.host), true)
 		if err != nil {
 			return err
 		}
-		out, err := c.decompress(b)
+		out, err := c.decompress(b[:min(len(b), int(rg.n))])
 		if err != nil {
 			return fmt.Errorf("compressed cluster for guest offset %d: %w", rg.guest, err)
 		}
-		return c.emit(rg.guest, out, emit)
+		c.win.keepTail(rg.host, b) // b may be the old tail: used up first
+		return c.sink.data(rg.guest, out[:min(cs, c.h.size-rg.guest)])
 	}
 	return nil
+}
+
+// zero records that [off, off+n) reads as zeros, joining it to the range
+// found before when they touch (whole L2 tables of unallocated clusters
+// are common), so the sink gets few, large ranges.
+func (c *qcow2Converter) zero(off, n int64) error {
+	if c.hole.end == off && c.hole.end > c.hole.start {
+		c.hole.end += n
+		return nil
+	}
+	if err := c.flushHole(); err != nil {
+		return err
+	}
+	c.hole = extent{off, off + n}
+	return nil
+}
+
+func (c *qcow2Converter) flushHole() error {
+	h := c.hole
+	c.hole = extent{}
+	if h.end <= h.start {
+		return nil
+	}
+	return c.sink.zero(h.start, h.end-h.start)
 }
 
 func (c *qcow2Converter) enqueue(rg qcow2Range) error {
 	if rg.host <= 0 || rg.host >= qcow2HostLimit {
 		return fmt.Errorf("%s at offset %d is out of range", rangeName(rg.kind), rg.host)
 	}
-	if rg.host < c.win.start {
+	if !c.win.has(rg.host) {
 		return errOutOfOrder
 	}
 	if c.queue.Len() >= qcow2MaxQueued {
@@ -381,15 +491,6 @@ func (c *qcow2Converter) enqueue(rg qcow2Range) error {
 	}
 	heap.Push(&c.queue, rg)
 	return nil
-}
-
-// emit hands the cluster at guest to the caller, cut at the disk's end,
-// and records it as written.
-func (c *qcow2Converter) emit(guest int64, data []byte, emit func(off int64, p []byte) error) error {
-	cs := c.h.clusterSize()
-	i := guest / cs
-	c.written[i/64] |= 1 << (i % 64)
-	return emit(guest, data[:min(cs, c.h.size-guest)])
 }
 
 func (c *qcow2Converter) cluster() []byte {
@@ -407,7 +508,9 @@ func (c *qcow2Converter) decompress(b []byte) ([]byte, error) {
 	var r io.Reader
 	if c.h.zstd {
 		if c.zstd == nil {
-			d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow), zstd.WithDecoderLowmem(true))
+			// A cluster is at most 2 MiB: a frame asking for a larger
+			// window than 8 MiB is not one qemu wrote.
+			d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(8<<20), zstd.WithDecoderLowmem(true))
 			if err != nil {
 				return nil, err
 			}
@@ -430,25 +533,6 @@ func (c *qcow2Converter) decompress(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// holes are the guest ranges no cluster was written to, merged.
-func (c *qcow2Converter) holes() []extent {
-	cs := c.h.clusterSize()
-	var out []extent
-	clusters := (c.h.size + cs - 1) / cs
-	for i := int64(0); i < clusters; i++ {
-		if c.written[i/64]&(1<<(i%64)) != 0 {
-			continue
-		}
-		start, end := i*cs, min((i+1)*cs, c.h.size)
-		if n := len(out); n > 0 && out[n-1].end == start {
-			out[n-1].end = end
-			continue
-		}
-		out = append(out, extent{start, end})
-	}
-	return out
 }
 
 func (c *qcow2Converter) close() {

@@ -348,13 +348,15 @@ func (w *writer) attempt() (Result, error) {
 		}
 	}()
 
-	var holes []extent
 	var off int64
 	readErr := func() error {
 		if qcow2 {
 			var err error
-			off, holes, err = w.convertQcow2(ctx, ir, full)
+			off, err = w.convertQcow2(ctx, ir, full)
 			if err != nil {
+				if mismatch := w.checksumFirst(err, ir, br, served); mismatch != nil {
+					return mismatch
+				}
 				return fail(err, corrupt)
 			}
 			// Read the rest through the decoder: the checksum covers the
@@ -408,9 +410,6 @@ func (w *writer) attempt() (Result, error) {
 			return inputErr(CodeImageUnreachable, err, "image download from %s", w.shown)
 		})
 	}
-	if err := w.zero(holes); err != nil {
-		return res, err
-	}
 	res.Written = written.Load()
 	if qcow2 {
 		res.Written = off
@@ -428,73 +427,125 @@ func (w *writer) attempt() (Result, error) {
 }
 
 // convertQcow2 feeds the writer a qcow2 image's data, converted as it
-// streams from r: runs of clusters that follow each other on the disk
-// share a pooled chunk. It returns the disk's size and the ranges no data
-// went to.
-func (w *writer) convertQcow2(ctx context.Context, r io.Reader, full chan<- chunk) (int64, []extent, error) {
-	var cur chunk
-	flush := func() {
-		if cur.buf != nil {
-			full <- cur
-			cur = chunk{}
-		}
-	}
-	size, holes, err := convertQcow2(r, w.capacity, func(off int64, p []byte) error {
-		for len(p) > 0 {
-			if cur.buf != nil && (off != cur.off+int64(cur.n) || cur.n == len(cur.buf)) {
-				flush()
-			}
-			if cur.buf == nil {
-				select {
-				case cur.buf = <-w.pool:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-				cur.n, cur.off = 0, off
-			}
-			n := copy(cur.buf[cur.n:], p)
-			cur.n += n
-			p = p[n:]
-			off += int64(n)
-		}
-		return nil
-	})
+// streams from r, and zeroes the disk where the image reads as zeros. It
+// returns the disk's size.
+func (w *writer) convertQcow2(ctx context.Context, r io.Reader, full chan<- chunk) (int64, error) {
+	sink := &chunkSink{w: w, ctx: ctx, full: full}
+	size, err := convertQcow2(r, w.capacity, sink)
 	if err != nil {
-		if cur.buf != nil {
-			w.pool <- cur.buf
+		if sink.cur.buf != nil {
+			w.pool <- sink.cur.buf
 		}
-		return size, nil, err
+		return size, err
 	}
-	flush()
-	return size, holes, nil
+	sink.flush()
+	return size, nil
 }
 
-// zero makes the holes of a converted image read as zeros: a disk holds
-// whatever the last tenant left where a cleaning did not erase it. A
-// block device zeroes a range itself (BLKZEROOUT: discards on most SSDs)
-// where it can; elsewhere zeros are written.
-func (w *writer) zero(holes []extent) error {
-	if len(holes) == 0 {
+// checksumFirst: a qcow2 image that does not convert is often not the
+// file the user meant (a truncated upload, the wrong URL). When a
+// checksum was given and the rest of the file reads, a mismatch is the
+// clearer error, so it is returned (nil otherwise).
+func (w *writer) checksumFirst(convErr error, ir, br io.Reader, served *hashReader) error {
+	if w.sum.Hex == "" || CodeOf(convErr) != CodeImageFormat {
 		return nil
 	}
-	f, isFile := w.file.(*os.File)
-	block := isFile && isBlockDevice(f)
-	var zeros []byte
-	for _, h := range holes {
-		if block && zeroOut(f, h.start, h.end-h.start) == nil {
-			continue
+	// Through the decoder first, as at the end of a write: it must not
+	// race the drain of the served bytes.
+	if _, err := io.Copy(io.Discard, ir); err != nil {
+		return nil
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return nil
+	}
+	got := Checksum{Algo: w.sum.Algo, Hex: hex.EncodeToString(served.h.Sum(nil))}
+	if got.Hex == w.sum.Hex {
+		return nil
+	}
+	return inputErr(CodeChecksumMismatch, nil, "image checksum mismatch: expected %s, got %s (of the %d bytes served by %s); nor is it a qcow2 image that converts (%s)",
+		w.sum, got, served.n, w.shown, convErr)
+}
+
+// chunkSink hands a converter's data to the writer goroutine in pooled
+// chunks, runs that follow each other on the disk sharing one, and
+// zeroes the zero ranges itself.
+type chunkSink struct {
+	w    *writer
+	ctx  context.Context
+	full chan<- chunk
+	cur  chunk
+}
+
+func (s *chunkSink) flush() {
+	if s.cur.buf != nil {
+		s.full <- s.cur
+		s.cur = chunk{}
+	}
+}
+
+func (s *chunkSink) data(off int64, p []byte) error {
+	for len(p) > 0 {
+		if s.cur.buf != nil && (off != s.cur.off+int64(s.cur.n) || s.cur.n == len(s.cur.buf)) {
+			s.flush()
 		}
-		if zeros == nil {
-			zeros = make([]byte, 1<<20)
+		if s.cur.buf == nil {
+			select {
+			case s.cur.buf = <-s.w.pool:
+			case <-s.ctx.Done():
+				return s.ctx.Err()
+			}
+			s.cur.n, s.cur.off = 0, off
 		}
-		for off := h.start; off < h.end; off += int64(len(zeros)) {
-			if err := w.ctx.Err(); err != nil {
+		n := copy(s.cur.buf[s.cur.n:], p)
+		s.cur.n += n
+		p = p[n:]
+		off += int64(n)
+	}
+	return nil
+}
+
+// zero makes [off, off+n) of the disk read as zeros: a disk holds
+// whatever the last tenant left where a cleaning did not erase it. On a
+// block device the page-aligned part is zeroed by the kernel (BLKZEROOUT,
+// which the device does itself where it can: Write Zeroes), in 1 GiB
+// steps so a large hole still sees the context; the rest, and files, get
+// written zeros. It runs beside the writer goroutine: the ranges never
+// meet.
+func (s *chunkSink) zero(off, n int64) error {
+	end := off + n
+	f, isFile := s.w.file.(*os.File)
+	if isFile && isBlockDevice(f) {
+		const page, step = 4096, 1 << 30
+		if lo, hi := (off+page-1)/page*page, end/page*page; lo < hi {
+			done := lo
+			for done < hi {
+				if err := s.ctx.Err(); err != nil {
+					return err
+				}
+				m := min(step, hi-done)
+				if zeroOut(f, done, m) != nil {
+					break // not supported here: zeros are written
+				}
+				done += m
+			}
+			if err := s.write(off, lo); err != nil {
 				return err
 			}
-			n := min(int64(len(zeros)), h.end-off)
-			if _, err := w.file.WriteAt(zeros[:n], off); err != nil {
-				return diskError(w.path, "write", err)
-			}
+			return s.write(done, end)
+		}
+	}
+	return s.write(off, end)
+}
+
+var zeroChunk = make([]byte, 1<<20)
+
+func (s *chunkSink) write(off, end int64) error {
+	for ; off < end; off += int64(len(zeroChunk)) {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := s.w.file.WriteAt(zeroChunk[:min(int64(len(zeroChunk)), end-off)], off); err != nil {
+			return diskError(s.w.path, "write", err)
 		}
 	}
 	return nil
