@@ -13,7 +13,32 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
+
+// binding is the store's queries (sqlstore) on this package's generated
+// code (queries/*.sql) and errors.
+var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
+
+// dialect is PostgreSQL's errors, as sqlstore asks about them. The
+// constraint names sqlstore knows are the migrations' own.
+type dialect struct{}
+
+func (dialect) Wrap(op string, err error) error { return wrap(op, err) }
+
+func (dialect) UniqueViolation(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return pe.ConstraintName
+	}
+	return ""
+}
+
+func (dialect) ForeignKeyViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503"
+}
 
 // wrap gives a failed operation its context. An error that says the
 // server could not be reached becomes store.Unavailable, so the API

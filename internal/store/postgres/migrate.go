@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres/internal/dbsqlc"
 )
 
 // Migrations are NNNN_name.sql files, applied in version order, each in its
@@ -82,40 +83,12 @@ func backfillBMCKeys(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := store.BackfillBMCKeys(ctx, keyBackfill{tx}, nil); err != nil {
+	q := dbsqlc.New(tx)
+	if err := store.BackfillBMCKeys(ctx, binding.Queries(nil, q, q, q).Backfill(), nil); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: bmc key backfill: %w", err)
 	}
 	return nil
-}
-
-type keyBackfill struct{ tx pgx.Tx }
-
-func (b keyBackfill) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
-	rows, err := b.tx.Query(ctx, `SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes
-		WHERE bmc_key IS NULL ORDER BY created_at, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.UnkeyedNode
-	for rows.Next() {
-		var n store.UnkeyedNode
-		if err := rows.Scan(&n.ID, &n.Name, &n.Driver, &n.Address, &n.SystemID); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
-}
-
-func (b keyBackfill) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
-	return bmcHolder(ctx, b.tx, key)
-}
-
-func (b keyBackfill) SetBMCKey(ctx context.Context, id, key string) error {
-	_, err := b.tx.Exec(ctx, `UPDATE nodes SET bmc_key = $1 WHERE id = $2`, key, id)
-	return err
 }

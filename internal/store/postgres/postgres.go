@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,12 +21,56 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // Store is the PostgreSQL store. Create it with Open.
 type Store struct {
 	queries
 	pool *pgxpool.Pool
+	// onPool is the generated code on the pool, for every transaction's
+	// reads after a failed write.
+	onPool *dbsqlc.Queries
+	box    *secret.Box
+}
+
+// queries are the store's queries (sqlstore) with PostgreSQL's own
+// InsertEvents.
+type queries struct {
+	sqlstore.Queries[*dbsqlc.Queries]
+}
+
+// InsertEvents sends the inserts as one batch: one round trip, the
+// statements run in order (ids grow in insertion order), and in one
+// implicit transaction outside InTx: all are written or none.
+func (q queries) InsertEvents(ctx context.Context, evs []*baremetal.Event) error {
+	if len(evs) < 2 {
+		return q.Queries.InsertEvents(ctx, evs)
+	}
+	args := make([]dbsqlc.InsertEventBatchParams, len(evs))
+	for i, e := range evs {
+		if !store.Storable(e.NodeID) {
+			return store.NotFound("node", e.NodeID)
+		}
+		args[i] = dbsqlc.InsertEventBatchParams{NodeID: e.NodeID, Time: sqlstore.EventTime(e), Actor: e.Actor,
+			Type: e.Type, Field: e.Field, Old: e.Old, New: e.New, Message: e.Message}
+	}
+	ids := make([]int64, len(evs))
+	var failed error
+	q.Writer().InsertEventBatch(ctx, args).QueryRow(func(i int, id int64, err error) {
+		if err != nil && failed == nil {
+			failed = q.EventError(evs[i], err)
+		}
+		ids[i] = id
+	})
+	if failed != nil {
+		return failed
+	}
+	for i, e := range evs {
+		e.ID, e.Time = ids[i], time.Time(args[i].Time)
+	}
+	return nil
 }
 
 var (
@@ -61,7 +106,8 @@ func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{queries: queries{db: pool, box: box, out: pool}, pool: pool}
+	q := dbsqlc.New(pool)
+	s := &Store{queries: queries{binding.Queries(box, q, q, q)}, pool: pool, onPool: q, box: box}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -129,7 +175,10 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 			_ = pgTx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := fn(&Tx{queries: queries{db: pgTx, box: s.box, out: s.pool}, tx: pgTx}); err != nil {
+	// After a failed statement PostgreSQL refuses every later one in the
+	// transaction, so a failed write is explained on the pool.
+	q := dbsqlc.New(pgTx)
+	if err := fn(&Tx{queries: queries{binding.Queries(s.box, q, q, s.onPool)}, tx: pgTx}); err != nil {
 		return wrapTx(err)
 	}
 	done = true
@@ -170,7 +219,7 @@ type Tx struct {
 
 // GetNodeForUpdate reads the node with FOR UPDATE (see store.Tx).
 func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.Node, error) {
-	return t.getNode(ctx, getNodeSQL+` FOR UPDATE`, idOrName)
+	return sqlstore.GetNodeWith(ctx, t.Queries, idOrName, (*dbsqlc.Queries).GetNodeForUpdate)
 }
 
 // Native returns the pgx.Tx, for River's InsertTx.

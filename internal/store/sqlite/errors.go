@@ -4,13 +4,66 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
+
+// binding is the store's queries (sqlstore) on this package's generated
+// code (queries/*.sql) and errors.
+var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
+
+// dialect is SQLite's errors, as sqlstore asks about them.
+type dialect struct{}
+
+func (dialect) Wrap(op string, err error) error { return wrap(op, err) }
+
+// uniqueColumns maps the columns SQLite names in a unique violation
+// ("UNIQUE constraint failed: nodes.name") to the constraint's name,
+// which SQLite does not report.
+var uniqueColumns = map[string]string{
+	"nodes.id":                          sqlstore.NodesPkey,
+	"nodes.name":                        sqlstore.NodesNameKey,
+	"nodes.bmc_key":                     sqlstore.NodesBMCKeyKey,
+	"instances.id":                      sqlstore.InstancesPkey,
+	"instances.project, instances.name": sqlstore.InstancesProjectNameKey,
+	"tokens.id":                         sqlstore.TokensPkey,
+	"tokens.name":                       sqlstore.TokensNameKey,
+	"tokens.hash":                       sqlstore.TokensHashKey,
+	"agent_sessions.token_hash":         sqlstore.AgentSessionsTokenHashKey,
+	"idempotency_keys.token_id, idempotency_keys.key": sqlstore.IdempotencyKeysPkey,
+}
+
+func (dialect) UniqueViolation(err error) string {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return ""
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		// "... UNIQUE constraint failed: instances.project, instances.name (2067)"
+		msg := se.Error()
+		const failed = "constraint failed: "
+		i := strings.LastIndex(msg, failed)
+		if i < 0 {
+			return ""
+		}
+		cols, _, _ := strings.Cut(msg[i+len(failed):], " (")
+		return uniqueColumns[cols]
+	}
+	return ""
+}
+
+func (dialect) ForeignKeyViolation(err error) bool {
+	var se *msqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
 
 // wrap gives a failed operation its context. An error that says the
 // database file cannot be used right now becomes store.Unavailable, so

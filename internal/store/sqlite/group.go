@@ -266,5 +266,5 @@ func (s *Store) runAlone(r *txRequest) {
 // own caller (the leader may be another goroutine).
 func (s *Store) runFn(sqlTx *sql.Tx, fn func(tx store.Tx) error) (panicked any, err error) {
 	defer func() { panicked = recover() }()
-	return nil, wrapTx(fn(&Tx{queries: queries{r: sqlTx, w: sqlTx, box: s.box}, tx: sqlTx}))
+	return nil, wrapTx(fn(s.newTx(sqlTx)))
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // Migrations are NNNN_name.sql files, applied in version order, each in its
@@ -67,7 +69,7 @@ func applyMigration(ctx context.Context, db *sql.DB, m store.Migration) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.Version, m.Name, fmtTime(nowUTC())); err != nil {
+		m.Version, m.Name, sqlstore.Time(store.Now())); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -80,40 +82,12 @@ func backfillBMCKeys(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	defer tx.Rollback()
-	if err := store.BackfillBMCKeys(ctx, keyBackfill{tx}, nil); err != nil {
+	q := dbsqlc.New(tx)
+	if err := store.BackfillBMCKeys(ctx, binding.Queries(nil, q, q, q).Backfill(), nil); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: bmc key backfill: %w", err)
 	}
 	return nil
-}
-
-type keyBackfill struct{ tx *sql.Tx }
-
-func (b keyBackfill) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
-	rows, err := b.tx.QueryContext(ctx, `SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes
-		WHERE bmc_key IS NULL ORDER BY created_at, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.UnkeyedNode
-	for rows.Next() {
-		var n store.UnkeyedNode
-		if err := rows.Scan(&n.ID, &n.Name, &n.Driver, &n.Address, &n.SystemID); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
-}
-
-func (b keyBackfill) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
-	return queries{r: b.tx, w: b.tx}.bmcHolder(ctx, key)
-}
-
-func (b keyBackfill) SetBMCKey(ctx context.Context, id, key string) error {
-	_, err := b.tx.ExecContext(ctx, `UPDATE nodes SET bmc_key = ? WHERE id = ?`, key, id)
-	return err
 }

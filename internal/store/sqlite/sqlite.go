@@ -37,11 +37,15 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // Store is the SQLite store. Create it with Open.
 type Store struct {
-	queries
+	// Reads outside transactions go to the read pool, writes through the
+	// gate to the writer.
+	sqlstore.Queries[*dbsqlc.Queries]
 	writer *sql.DB
 	gate   writeGate
 	// txq holds the transactions waiting for the writer (group.go).
@@ -52,6 +56,7 @@ type Store struct {
 	reader   *sql.DB
 	path     string
 	lock     *dirLock
+	box      *secret.Box
 }
 
 var (
@@ -117,7 +122,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	s := &Store{writer: writer, gate: newWriteGate(), path: path, lock: lock, grouping: grouping}
+	s := &Store{writer: writer, gate: newWriteGate(), path: path, lock: lock, grouping: grouping, box: box}
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -146,7 +151,8 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	s.reader = reader
-	s.queries = queries{r: reader, w: gatedWriter{writer, s.gate}, box: box}
+	w := dbsqlc.New(gatedWriter{writer, s.gate})
+	s.Queries = binding.Queries(box, dbsqlc.New(reader), w, w)
 	return s, nil
 }
 
@@ -235,10 +241,16 @@ func privateFiles(path string) error {
 	return nil
 }
 
-// Tx is an open transaction; every query runs on it.
+// Tx is an open transaction; every query runs on it (a transaction must
+// see its own writes, and the one connection is its).
 type Tx struct {
-	queries
+	sqlstore.Queries[*dbsqlc.Queries]
 	tx *sql.Tx
+}
+
+func (s *Store) newTx(sqlTx *sql.Tx) *Tx {
+	q := dbsqlc.New(sqlTx)
+	return &Tx{Queries: binding.Queries(s.box, q, q, q), tx: sqlTx}
 }
 
 // GetNodeForUpdate is GetNode: the transaction already holds the
