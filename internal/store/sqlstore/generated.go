@@ -282,77 +282,83 @@ type Plain interface {
 // as the shared code calls it. Its type parameters are the dialect's own
 // row and parameter types, of the shapes above.
 type Generated[
-	N, L, B nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
+	N, L, LF, B nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
 	V inventoryShape, K keyShape,
 ] interface {
 	Plain
 
-	GetNode(ctx context.Context, idOrName string) (N, error)
-	ListNodes(ctx context.Context, after, provisionState, hideState string, maintenance *bool, fault string,
-		faulted *bool, resourceClass string, dueBefore *Time, pageLimit int64) ([]L, error)
-	GetNodes(ctx context.Context, idsJSON string) ([]B, error)
+	GetNode(ctx context.Context, idOrName string) (*N, error)
+	ListNodes(ctx context.Context, after, hideState string, pageLimit int64) ([]*L, error)
+	ListNodesFiltered(ctx context.Context, after, hideState, provisionState string, maintenance *bool, fault string,
+		faulted *bool, resourceClass string, dueBefore *Time, pageLimit int64) ([]*LF, error)
+	GetNodes(ctx context.Context, idsJSON string) ([]*B, error)
 	InsertNode(ctx context.Context, arg NI) (int64, error)
 	UpdateNode(ctx context.Context, arg NU) (int64, error)
-	CountNodes(ctx context.Context) ([]C, error)
-	NodeByBMCKey(ctx context.Context, bmcKey *string) (H, error)
-	UnkeyedNodes(ctx context.Context) ([]U, error)
+	CountNodes(ctx context.Context) ([]*C, error)
+	NodeByBMCKey(ctx context.Context, bmcKey *string) (*H, error)
+	UnkeyedNodes(ctx context.Context) ([]*U, error)
 
-	GetInstance(ctx context.Context, idOrName string) ([]I, error)
-	ListInstances(ctx context.Context, after, project string, pageLimit int64) ([]I, error)
-	ListInstancesByName(ctx context.Context, name, after, project, nodeID string, pageLimit int64) ([]I, error)
-	ListInstancesByNode(ctx context.Context, nodeID, after, project string, pageLimit int64) ([]I, error)
+	GetInstance(ctx context.Context, idOrName string) ([]*I, error)
+	ListInstances(ctx context.Context, after, project string, pageLimit int64) ([]*I, error)
+	ListInstancesByName(ctx context.Context, name, after, project, nodeID string, pageLimit int64) ([]*I, error)
+	ListInstancesByNode(ctx context.Context, nodeID, after, project string, pageLimit int64) ([]*I, error)
 	InsertInstance(ctx context.Context, arg II) (int64, error)
 	UpdateInstance(ctx context.Context, arg IU) (int64, error)
 
-	ListEvents(ctx context.Context, nodeID string, after, pageLimit int64) ([]E, error)
+	ListEvents(ctx context.Context, nodeID string, after, pageLimit int64) ([]*E, error)
 
-	GetTokenByHash(ctx context.Context, hash string) (T, error)
-	GetToken(ctx context.Context, id string) (T, error)
-	ListTokens(ctx context.Context, after string, pageLimit int64) ([]T, error)
+	GetTokenByHash(ctx context.Context, hash string) (*T, error)
+	GetToken(ctx context.Context, id string) (*T, error)
+	ListTokens(ctx context.Context, after string, pageLimit int64) ([]*T, error)
 
-	GetAgentSession(ctx context.Context, nodeID string) (S, error)
-	GetAgentSessionByTokenHash(ctx context.Context, tokenHash string) (S, error)
-	FindAgentSessionsByNetbootID(ctx context.Context, pattern string) ([]S, error)
-	GetInventory(ctx context.Context, nodeID string) (V, error)
-	GetIdempotencyKey(ctx context.Context, tokenID, key string, since Time) (K, error)
+	GetAgentSession(ctx context.Context, nodeID string) (*S, error)
+	GetAgentSessionByTokenHash(ctx context.Context, tokenHash string) (*S, error)
+	FindAgentSessionsByNetbootID(ctx context.Context, pattern string) ([]*S, error)
+	GetInventory(ctx context.Context, nodeID string) (*V, error)
+	GetIdempotencyKey(ctx context.Context, tokenID, key string, since Time) (*K, error)
 }
 
-// nodeFilter is ListNodes' parameters after the first.
+// nodeFilter is a ListNodes call: without filters (but hideState) it is
+// ListNodes, else ListNodesFiltered.
 type nodeFilter struct {
-	provisionState, hideState string
-	maintenance               *bool
-	fault                     string
-	faulted                   *bool
-	resourceClass             string
-	dueBefore                 *Time
+	after, hideState string
+	filtered         bool
+	provisionState   string
+	maintenance      *bool
+	fault            string
+	faulted          *bool
+	resourceClass    string
+	dueBefore        *Time
+	limit            int64
 }
 
 // typed holds the calls of Generated that name the dialect's own types,
-// each turned into a function of the shared rows. Bind makes it once per
-// dialect.
+// each turned into a function of the shared rows; a list is handed to
+// its caller row by row (yield), without a second slice of it. Bind makes
+// it once per dialect.
 type typed[Q any] struct {
 	getNode        func(Q, context.Context, string) (nodeRow, error)
-	listNodes      func(Q, context.Context, string, nodeFilter, int64) ([]nodeRow, error)
-	getNodes       func(Q, context.Context, string) ([]nodeRow, error)
+	listNodes      func(Q, context.Context, nodeFilter, func(nodeRow) error) error
+	getNodes       func(Q, context.Context, string, func(nodeRow) error) error
 	insertNode     func(Q, context.Context, nodeWrite) (int64, error)
 	updateNode     func(Q, context.Context, nodeWrite) (int64, error)
-	countNodes     func(Q, context.Context) ([]countRow, error)
+	countNodes     func(Q, context.Context, func(countRow) error) error
 	nodeByBMCKey   func(Q, context.Context, *string) (holderRow, error)
-	unkeyedNodes   func(Q, context.Context) ([]unkeyedRow, error)
-	getInstance    func(Q, context.Context, string) ([]instanceRow, error)
-	listInstances  func(Q, context.Context, instanceFilter) ([]instanceRow, error)
+	unkeyedNodes   func(Q, context.Context, func(unkeyedRow) error) error
+	getInstance    func(Q, context.Context, string, func(instanceRow) error) error
+	listInstances  func(Q, context.Context, instanceFilter, func(instanceRow) error) error
 	insertInstance func(Q, context.Context, instanceWrite) (int64, error)
 	updateInstance func(Q, context.Context, instanceWrite) (int64, error)
-	listEvents     func(Q, context.Context, string, int64, int64) ([]eventRow, error)
+	listEvents     func(Q, context.Context, eventFilter, func(eventRow) error) error
 	getTokenByHash func(Q, context.Context, string) (tokenRow, error)
 	getToken       func(Q, context.Context, string) (tokenRow, error)
-	listTokens     func(Q, context.Context, string, int64) ([]tokenRow, error)
+	listTokens     func(Q, context.Context, tokenFilter, func(tokenRow) error) error
 	getSession     func(Q, context.Context, string) (sessionRow, error)
 	getSessionHash func(Q, context.Context, string) (sessionRow, error)
-	findSessions   func(Q, context.Context, string) ([]sessionRow, error)
+	findSessions   func(Q, context.Context, string, func(sessionRow) error) error
 	getInventory   func(Q, context.Context, string) (inventoryRow, error)
-	getKey         func(Q, context.Context, string, string, Time) (keyRow, error)
+	getKey         func(Q, context.Context, keyFilter) (keyRow, error)
 }
 
 // instanceFilter is a ListInstances call: the filter picks the statement
@@ -362,21 +368,40 @@ type instanceFilter struct {
 	limit                        int64
 }
 
+type eventFilter struct {
+	nodeID       string
+	after, limit int64
+}
+
+type tokenFilter struct {
+	after string
+	limit int64
+}
+
+type keyFilter struct {
+	tokenID, key string
+	since        Time
+}
+
 // Bind binds a dialect: its generated code (the type of q, a nil
 // *dbsqlc.Queries will do: only its type is used) and its errors. The
 // type parameters after Q are inferred from Q's methods.
 func Bind[
-	Q Generated[N, L, B, NI, NU, C, H, U, I, II, IU, E, T, S, V, K],
-	N, L, B nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
+	Q Generated[N, L, LF, B, NI, NU, C, H, U, I, II, IU, E, T, S, V, K],
+	N, L, LF, B nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
 	V inventoryShape, K keyShape,
 ](d Dialect, q Q) *Binding[Q] {
 	return &Binding[Q]{dialect: d, typed: typed[Q]{
 		getNode: one(Q.GetNode, nodeOf[N]),
-		listNodes: func(q Q, ctx context.Context, after string, f nodeFilter, limit int64) ([]nodeRow, error) {
-			rs, err := q.ListNodes(ctx, after, f.provisionState, f.hideState, f.maintenance, f.fault, f.faulted,
-				f.resourceClass, f.dueBefore, limit)
-			return each(rs, nodeOf[L]), err
+		listNodes: func(q Q, ctx context.Context, f nodeFilter, yield func(nodeRow) error) error {
+			if !f.filtered {
+				rs, err := q.ListNodes(ctx, f.after, f.hideState, f.limit)
+				return each(rs, err, nodeOf[L], yield)
+			}
+			rs, err := q.ListNodesFiltered(ctx, f.after, f.hideState, f.provisionState, f.maintenance, f.fault,
+				f.faulted, f.resourceClass, f.dueBefore, f.limit)
+			return each(rs, err, nodeOf[LF], yield)
 		},
 		getNodes:     many(Q.GetNodes, nodeOf[B]),
 		insertNode:   write(Q.InsertNode, nodeWriteAs[NI]),
@@ -385,8 +410,8 @@ func Bind[
 		nodeByBMCKey: one(Q.NodeByBMCKey, holderOf[H]),
 		unkeyedNodes: all(Q.UnkeyedNodes, unkeyedOf[U]),
 		getInstance:  many(Q.GetInstance, instanceOf[I]),
-		listInstances: func(q Q, ctx context.Context, f instanceFilter) ([]instanceRow, error) {
-			var rs []I
+		listInstances: func(q Q, ctx context.Context, f instanceFilter, yield func(instanceRow) error) error {
+			var rs []*I
 			var err error
 			switch {
 			case f.name != "":
@@ -396,67 +421,75 @@ func Bind[
 			default:
 				rs, err = q.ListInstances(ctx, f.after, f.project, f.limit)
 			}
-			return each(rs, instanceOf[I]), err
+			return each(rs, err, instanceOf[I], yield)
 		},
 		insertInstance: write(Q.InsertInstance, instanceWriteAs[II]),
 		updateInstance: write(Q.UpdateInstance, instanceWriteAs[IU]),
-		listEvents: func(q Q, ctx context.Context, nodeID string, after, limit int64) ([]eventRow, error) {
-			rs, err := q.ListEvents(ctx, nodeID, after, limit)
-			return each(rs, eventOf[E]), err
+		listEvents: func(q Q, ctx context.Context, f eventFilter, yield func(eventRow) error) error {
+			rs, err := q.ListEvents(ctx, f.nodeID, f.after, f.limit)
+			return each(rs, err, eventOf[E], yield)
 		},
 		getTokenByHash: one(Q.GetTokenByHash, tokenOf[T]),
 		getToken:       one(Q.GetToken, tokenOf[T]),
-		listTokens: func(q Q, ctx context.Context, after string, limit int64) ([]tokenRow, error) {
-			rs, err := q.ListTokens(ctx, after, limit)
-			return each(rs, tokenOf[T]), err
+		listTokens: func(q Q, ctx context.Context, f tokenFilter, yield func(tokenRow) error) error {
+			rs, err := q.ListTokens(ctx, f.after, f.limit)
+			return each(rs, err, tokenOf[T], yield)
 		},
 		getSession:     one(Q.GetAgentSession, sessionOf[S]),
 		getSessionHash: one(Q.GetAgentSessionByTokenHash, sessionOf[S]),
 		findSessions:   many(Q.FindAgentSessionsByNetbootID, sessionOf[S]),
 		getInventory:   one(Q.GetInventory, inventoryOf[V]),
-		getKey: func(q Q, ctx context.Context, tokenID, key string, since Time) (keyRow, error) {
-			r, err := q.GetIdempotencyKey(ctx, tokenID, key, since)
-			return keyRow(r), err
+		getKey: func(q Q, ctx context.Context, f keyFilter) (keyRow, error) {
+			r, err := q.GetIdempotencyKey(ctx, f.tokenID, f.key, f.since)
+			if err != nil {
+				return keyRow{}, err
+			}
+			return keyRow(*r), nil
 		},
 	}}
 }
 
 // The conversions between a dialect's types and the shared ones: the
-// types have one underlying struct type, so each is a copy.
-func nodeOf[R nodeShape](r R) nodeRow                         { return nodeRow(r) }
-func countOf[R countShape](r R) countRow                      { return countRow(r) }
-func holderOf[R holderShape](r R) holderRow                   { return holderRow(r) }
-func unkeyedOf[R unkeyedShape](r R) unkeyedRow                { return unkeyedRow(r) }
-func instanceOf[R instanceShape](r R) instanceRow             { return instanceRow(r) }
-func eventOf[R eventShape](r R) eventRow                      { return eventRow(r) }
-func tokenOf[R tokenShape](r R) tokenRow                      { return tokenRow(r) }
-func sessionOf[R sessionShape](r R) sessionRow                { return sessionRow(r) }
-func inventoryOf[R inventoryShape](r R) inventoryRow          { return inventoryRow(r) }
+// types have one underlying struct type, so each is a copy. (sqlc
+// returns rows by pointer: see sqlc.yaml.)
+func nodeOf[R nodeShape](r *R) nodeRow                        { return nodeRow(*r) }
+func countOf[R countShape](r *R) countRow                     { return countRow(*r) }
+func holderOf[R holderShape](r *R) holderRow                  { return holderRow(*r) }
+func unkeyedOf[R unkeyedShape](r *R) unkeyedRow               { return unkeyedRow(*r) }
+func instanceOf[R instanceShape](r *R) instanceRow            { return instanceRow(*r) }
+func eventOf[R eventShape](r *R) eventRow                     { return eventRow(*r) }
+func tokenOf[R tokenShape](r *R) tokenRow                     { return tokenRow(*r) }
+func sessionOf[R sessionShape](r *R) sessionRow               { return sessionRow(*r) }
+func inventoryOf[R inventoryShape](r *R) inventoryRow         { return inventoryRow(*r) }
 func nodeWriteAs[P nodeWriteShape](w nodeWrite) P             { return P(w) }
 func instanceWriteAs[P instanceWriteShape](w instanceWrite) P { return P(w) }
 
 // one makes a query of one argument that returns one row return the
 // shared row.
-func one[Q, A, R, S any](f func(Q, context.Context, A) (R, error), c func(R) S) func(Q, context.Context, A) (S, error) {
+func one[Q, A, R, S any](f func(Q, context.Context, A) (*R, error), c func(*R) S) func(Q, context.Context, A) (S, error) {
 	return func(q Q, ctx context.Context, a A) (S, error) {
 		r, err := f(q, ctx, a)
-		return c(r), err
+		if err != nil {
+			var none S
+			return none, err
+		}
+		return c(r), nil
 	}
 }
 
 // many is one for a query that returns a list.
-func many[Q, A, R, S any](f func(Q, context.Context, A) ([]R, error), c func(R) S) func(Q, context.Context, A) ([]S, error) {
-	return func(q Q, ctx context.Context, a A) ([]S, error) {
+func many[Q, A, R, S any](f func(Q, context.Context, A) ([]*R, error), c func(*R) S) func(Q, context.Context, A, func(S) error) error {
+	return func(q Q, ctx context.Context, a A, yield func(S) error) error {
 		rs, err := f(q, ctx, a)
-		return each(rs, c), err
+		return each(rs, err, c, yield)
 	}
 }
 
 // all is many for a query without arguments.
-func all[Q, R, S any](f func(Q, context.Context) ([]R, error), c func(R) S) func(Q, context.Context) ([]S, error) {
-	return func(q Q, ctx context.Context) ([]S, error) {
+func all[Q, R, S any](f func(Q, context.Context) ([]*R, error), c func(*R) S) func(Q, context.Context, func(S) error) error {
+	return func(q Q, ctx context.Context, yield func(S) error) error {
 		rs, err := f(q, ctx)
-		return each(rs, c), err
+		return each(rs, err, c, yield)
 	}
 }
 
@@ -467,14 +500,16 @@ func write[Q, W, P any](f func(Q, context.Context, P) (int64, error), c func(W) 
 	}
 }
 
-// each converts a list of rows (nil stays nil).
-func each[R, S any](rs []R, c func(R) S) []S {
-	if rs == nil {
-		return nil
+// each hands the rows of a list query, converted, to yield, unless the
+// query failed; yield's error stops it.
+func each[R, S any](rs []*R, err error, c func(*R) S, yield func(S) error) error {
+	if err != nil {
+		return err
 	}
-	out := make([]S, len(rs))
-	for i, r := range rs {
-		out[i] = c(r)
+	for _, r := range rs {
+		if err := yield(c(r)); err != nil {
+			return err
+		}
 	}
-	return out
+	return nil
 }

@@ -67,14 +67,14 @@ func (q Queries[Q]) ListEvents(ctx context.Context, nodeID string, p store.Page)
 		return nil, "", err
 	}
 	limit := store.PageLimit(p.Limit)
-	rs, err := q.b.typed.listEvents(q.r, ctx, nodeID, after, int64(limit)+1)
+	var events []*baremetal.Event
+	err = q.b.typed.listEvents(q.r, ctx, eventFilter{nodeID: nodeID, after: after, limit: int64(limit) + 1}, func(r eventRow) error {
+		events = append(events, &baremetal.Event{ID: r.ID, NodeID: r.NodeID, Time: time.Time(r.Time), Actor: r.Actor,
+			Type: r.Type, Field: r.Field, Old: r.Old, New: r.New, Message: r.Message})
+		return nil
+	})
 	if err != nil {
 		return nil, "", q.wrap("list events", err)
-	}
-	events := make([]*baremetal.Event, len(rs))
-	for i, r := range rs {
-		events[i] = &baremetal.Event{ID: r.ID, NodeID: r.NodeID, Time: time.Time(r.Time), Actor: r.Actor, Type: r.Type,
-			Field: r.Field, Old: r.Old, New: r.New, Message: r.Message}
 	}
 	events, next := store.TrimPage(events, limit, func(e *baremetal.Event) string { return strconv.FormatInt(e.ID, 10) })
 	return events, next, nil
@@ -130,16 +130,13 @@ func (q Queries[Q]) instance(r *instanceRow) (*baremetal.Instance, error) {
 	return i, nil
 }
 
-func (q Queries[Q]) instances(rs []instanceRow) ([]*baremetal.Instance, error) {
-	list := make([]*baremetal.Instance, len(rs))
-	for j := range rs {
-		i, err := q.instance(&rs[j])
-		if err != nil {
-			return nil, err
-		}
-		list[j] = i
+// appendInstance returns a yield that appends each row's instance to *list.
+func (q Queries[Q]) appendInstance(list *[]*baremetal.Instance) func(instanceRow) error {
+	return func(r instanceRow) error {
+		i, err := q.instance(&r)
+		*list = append(*list, i)
+		return err
 	}
-	return list, nil
 }
 
 // instanceWrite is the parameters of a write of i: its ready token
@@ -183,12 +180,8 @@ func (q Queries[Q]) GetInstance(ctx context.Context, idOrName string) (*baremeta
 	if !store.Storable(idOrName) {
 		return nil, store.NotFound("instance", idOrName)
 	}
-	rs, err := q.b.typed.getInstance(q.r, ctx, idOrName)
-	if err != nil {
-		return nil, q.wrap("get instance", err)
-	}
-	found, err := q.instances(rs)
-	if err != nil {
+	var found []*baremetal.Instance
+	if err := q.b.typed.getInstance(q.r, ctx, idOrName, q.appendInstance(&found)); err != nil {
 		return nil, q.wrap("get instance", err)
 	}
 	switch {
@@ -207,12 +200,9 @@ func (q Queries[Q]) ListInstances(ctx context.Context, f store.InstanceFilter) (
 		return nil, "", err
 	}
 	limit := store.PageLimit(f.Limit)
-	rs, err := q.b.typed.listInstances(q.r, ctx, instanceFilter{after: after, project: f.Project, name: f.Name,
-		nodeID: f.NodeID, limit: int64(limit) + 1})
-	if err != nil {
-		return nil, "", q.wrap("list instances", err)
-	}
-	list, err := q.instances(rs)
+	var list []*baremetal.Instance
+	err = q.b.typed.listInstances(q.r, ctx, instanceFilter{after: after, project: f.Project, name: f.Name,
+		nodeID: f.NodeID, limit: int64(limit) + 1}, q.appendInstance(&list))
 	if err != nil {
 		return nil, "", q.wrap("list instances", err)
 	}

@@ -105,16 +105,13 @@ func (q Queries[Q]) node(r *nodeRow) (*baremetal.Node, error) {
 	return n, nil
 }
 
-func (q Queries[Q]) nodes(rs []nodeRow) ([]*baremetal.Node, error) {
-	nodes := make([]*baremetal.Node, len(rs))
-	for i := range rs {
-		n, err := q.node(&rs[i])
-		if err != nil {
-			return nil, err
-		}
-		nodes[i] = n
+// appendNode returns a yield that appends each row's node to *nodes.
+func (q Queries[Q]) appendNode(nodes *[]*baremetal.Node) func(nodeRow) error {
+	return func(r nodeRow) error {
+		n, err := q.node(&r)
+		*nodes = append(*nodes, n)
+		return err
 	}
-	return nodes, nil
 }
 
 // nodeWrite is the parameters of a write of n: its BMC password sealed,
@@ -162,7 +159,7 @@ func (q Queries[Q]) GetNode(ctx context.Context, idOrName string) (*baremetal.No
 // GetNodeWith is GetNode through a dialect's own query of the same
 // columns (PostgreSQL's GetNodeForUpdate).
 func GetNodeWith[Q Plain, R nodeShape](ctx context.Context, q Queries[Q], idOrName string,
-	get func(Q, context.Context, string) (R, error)) (*baremetal.Node, error) {
+	get func(Q, context.Context, string) (*R, error)) (*baremetal.Node, error) {
 	return q.getNode(ctx, idOrName, one(get, nodeOf[R]))
 }
 
@@ -193,8 +190,9 @@ func (q Queries[Q]) ListNodes(ctx context.Context, f store.NodeFilter) ([]*barem
 		return nil, "", nil // no node matches
 	}
 	limit := store.PageLimit(f.Limit)
-	nf := nodeFilter{provisionState: string(f.ProvisionState), maintenance: f.Maintenance,
-		resourceClass: f.ResourceClass, dueBefore: (*Time)(f.DueBefore)}
+	// One extra row tells whether there is a next page.
+	nf := nodeFilter{after: after, provisionState: string(f.ProvisionState), maintenance: f.Maintenance,
+		resourceClass: f.ResourceClass, dueBefore: (*Time)(f.DueBefore), limit: int64(limit) + 1}
 	// Asking for deleting nodes by state shows them without the flag.
 	if !f.IncludeDeleting && f.ProvisionState != baremetal.StateDeleting {
 		nf.hideState = string(baremetal.StateDeleting)
@@ -207,13 +205,9 @@ func (q Queries[Q]) ListNodes(ctx context.Context, f store.NodeFilter) ([]*barem
 	default:
 		nf.fault = f.Fault
 	}
-	// One extra row tells whether there is a next page.
-	rs, err := q.b.typed.listNodes(q.r, ctx, after, nf, int64(limit)+1)
-	if err != nil {
-		return nil, "", q.wrap("list nodes", err)
-	}
-	nodes, err := q.nodes(rs)
-	if err != nil {
+	nf.filtered = nf.provisionState != "" || nf.maintenance != nil || f.Fault != "" || nf.resourceClass != "" || nf.dueBefore != nil
+	nodes := make([]*baremetal.Node, 0, min(limit+1, 128))
+	if err := q.b.typed.listNodes(q.r, ctx, nf, q.appendNode(&nodes)); err != nil {
 		return nil, "", q.wrap("list nodes", err)
 	}
 	nodes, next := store.TrimPage(nodes, limit, func(n *baremetal.Node) string { return n.ID })
@@ -240,26 +234,22 @@ func (q Queries[Q]) GetNodes(ctx context.Context, ids []string) ([]*baremetal.No
 	if err != nil {
 		return nil, q.wrap("get nodes", err)
 	}
-	rs, err := q.b.typed.getNodes(q.r, ctx, string(list))
-	if err != nil {
-		return nil, q.wrap("get nodes", err)
-	}
-	nodes, err := q.nodes(rs)
-	if err != nil {
+	nodes := make([]*baremetal.Node, 0, len(keep))
+	if err := q.b.typed.getNodes(q.r, ctx, string(list), q.appendNode(&nodes)); err != nil {
 		return nil, q.wrap("get nodes", err)
 	}
 	return nodes, nil
 }
 
 func (q Queries[Q]) CountNodes(ctx context.Context) ([]store.NodeCount, error) {
-	rs, err := q.b.typed.countNodes(q.r, ctx)
+	var out []store.NodeCount
+	err := q.b.typed.countNodes(q.r, ctx, func(r countRow) error {
+		out = append(out, store.NodeCount{ProvisionState: baremetal.ProvisionState(r.ProvisionState),
+			Fault: baremetal.Fault(r.Fault), Maintenance: r.Maintenance, Count: int(r.Count)})
+		return nil
+	})
 	if err != nil {
 		return nil, q.wrap("count nodes", err)
-	}
-	out := make([]store.NodeCount, len(rs))
-	for i, r := range rs {
-		out[i] = store.NodeCount{ProvisionState: baremetal.ProvisionState(r.ProvisionState),
-			Fault: baremetal.Fault(r.Fault), Maintenance: r.Maintenance, Count: int(r.Count)}
 	}
 	return out, nil
 }
@@ -356,16 +346,13 @@ func (q Queries[Q]) Backfill() store.BMCKeyBackfill { return backfill[Q]{q} }
 type backfill[Q Plain] struct{ q Queries[Q] }
 
 func (b backfill[Q]) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
-	rs, err := b.q.b.typed.unkeyedNodes(b.q.w, ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]store.UnkeyedNode, len(rs))
-	for i, r := range rs {
-		out[i] = store.UnkeyedNode{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
-			Driver: baremetal.Driver(r.Driver)}
-	}
-	return out, nil
+	var out []store.UnkeyedNode
+	err := b.q.b.typed.unkeyedNodes(b.q.w, ctx, func(r unkeyedRow) error {
+		out = append(out, store.UnkeyedNode{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
+			Driver: baremetal.Driver(r.Driver)})
+		return nil
+	})
+	return out, err
 }
 
 func (b backfill[Q]) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {

@@ -66,13 +66,13 @@ func (q Queries[Q]) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.
 		return nil, "", err
 	}
 	limit := store.PageLimit(p.Limit)
-	rs, err := q.b.typed.listTokens(q.r, ctx, after, int64(limit)+1)
+	var list []*baremetal.Token
+	err = q.b.typed.listTokens(q.r, ctx, tokenFilter{after: after, limit: int64(limit) + 1}, func(r tokenRow) error {
+		list = append(list, token(&r))
+		return nil
+	})
 	if err != nil {
 		return nil, "", q.wrap("list tokens", err)
-	}
-	list := make([]*baremetal.Token, len(rs))
-	for i := range rs {
-		list[i] = token(&rs[i])
 	}
 	list, next := store.TrimPage(list, limit, func(x *baremetal.Token) string { return x.ID })
 	return list, next, nil
@@ -168,15 +168,14 @@ func (q Queries[Q]) getSession(ctx context.Context, key string, get func(Q, cont
 }
 
 func (q Queries[Q]) FindAgentSessionsByNetbootID(ctx context.Context, id string) ([]*baremetal.AgentSession, error) {
-	rs, err := q.b.typed.findSessions(q.r, ctx, store.NetbootIDPattern(id))
+	var out []*baremetal.AgentSession
+	err := q.b.typed.findSessions(q.r, ctx, store.NetbootIDPattern(id), func(r sessionRow) error {
+		s, err := q.session(&r)
+		out = append(out, s)
+		return err
+	})
 	if err != nil {
 		return nil, q.wrap("find agent sessions by netboot id", err)
-	}
-	out := make([]*baremetal.AgentSession, len(rs))
-	for i := range rs {
-		if out[i], err = q.session(&rs[i]); err != nil {
-			return nil, q.wrap("find agent sessions by netboot id", err)
-		}
 	}
 	return out, nil
 }
@@ -267,7 +266,7 @@ func (q Queries[Q]) GetIdempotencyKey(ctx context.Context, tokenID, key string) 
 	if !store.Storable(key, tokenID) {
 		return nil, notFound
 	}
-	r, err := q.b.typed.getKey(q.r, ctx, tokenID, key, Time(store.Now().Add(-idempotencyTTL)))
+	r, err := q.b.typed.getKey(q.r, ctx, keyFilter{tokenID: tokenID, key: key, since: Time(store.Now().Add(-idempotencyTTL))})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound
 	}

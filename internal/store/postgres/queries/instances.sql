@@ -1,6 +1,7 @@
 -- Instances. The lists pick their statement by filter, so that each one
 -- can use its index: by name (instances_name), by node
--- (instances_node_id), else in id order.
+-- (instances_node_id), else in id order. Their optional filters are CASE,
+-- not OR, for the generic plan's sake (see ListNodesFiltered).
 
 -- name: GetInstance :many
 -- By id or name: names are unique per project only, so two rows by name
@@ -13,7 +14,7 @@ LIMIT 2;
 -- name: ListInstances :many
 SELECT * FROM instances
 WHERE id > sqlc.arg(after)
-  AND (sqlc.arg(project)::text = '' OR project = sqlc.arg(project))
+  AND CASE WHEN sqlc.arg(project)::text = '' THEN true ELSE project = sqlc.arg(project) END
 ORDER BY id
 LIMIT sqlc.arg(page_limit)::bigint;
 
@@ -21,8 +22,8 @@ LIMIT sqlc.arg(page_limit)::bigint;
 SELECT * FROM instances
 WHERE name = sqlc.arg(name)
   AND id > sqlc.arg(after)
-  AND (sqlc.arg(project)::text = '' OR project = sqlc.arg(project))
-  AND (sqlc.arg(node_id)::text = '' OR node_id = sqlc.arg(node_id))
+  AND CASE WHEN sqlc.arg(project)::text = '' THEN true ELSE project = sqlc.arg(project) END
+  AND CASE WHEN sqlc.arg(node_id)::text = '' THEN true ELSE node_id = sqlc.arg(node_id) END
 ORDER BY id
 LIMIT sqlc.arg(page_limit)::bigint;
 
@@ -30,7 +31,7 @@ LIMIT sqlc.arg(page_limit)::bigint;
 SELECT * FROM instances
 WHERE node_id = sqlc.arg(node_id)
   AND id > sqlc.arg(after)
-  AND (sqlc.arg(project)::text = '' OR project = sqlc.arg(project))
+  AND CASE WHEN sqlc.arg(project)::text = '' THEN true ELSE project = sqlc.arg(project) END
 ORDER BY id
 LIMIT sqlc.arg(page_limit)::bigint;
 

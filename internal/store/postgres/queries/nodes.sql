@@ -22,19 +22,29 @@ LIMIT 1
 FOR UPDATE;
 
 -- name: ListNodes :many
--- A page of nodes after the cursor (id '' is before every id). A filter
--- left at its zero value ('' or NULL) selects every node; nodes in state
--- hide_state are left out ('' hides none).
+-- A page of nodes after the cursor (id '' is before every id), but those
+-- in state hide_state ('' hides none): every list without a filter.
 SELECT nodes.*, (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
 FROM nodes
-WHERE id > sqlc.arg(after)
-  AND (sqlc.arg(provision_state)::text = '' OR provision_state = sqlc.arg(provision_state))
-  AND provision_state <> sqlc.arg(hide_state)
-  AND (maintenance = sqlc.narg(maintenance)::boolean OR sqlc.narg(maintenance) IS NULL)
-  AND (sqlc.arg(fault)::text = '' OR fault = sqlc.arg(fault))
-  AND ((fault <> '') = sqlc.narg(faulted)::boolean OR sqlc.narg(faulted) IS NULL)
-  AND (sqlc.arg(resource_class)::text = '' OR resource_class = sqlc.arg(resource_class))
-  AND (next_check_at <= sqlc.narg(due_before) OR next_check_at IS NULL OR sqlc.narg(due_before)::timestamptz IS NULL)
+WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
+ORDER BY id
+LIMIT sqlc.arg(page_limit)::bigint;
+
+-- name: ListNodesFiltered :many
+-- ListNodes with filters: one left at its zero value ('' or NULL)
+-- selects every node. CASE, not OR: the generic plan (pgx prepares the
+-- statement) then stays a scan of nodes_pkey in order that stops at the
+-- limit, where OR makes the planner expect one row and sort them all.
+SELECT nodes.*, (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
+FROM nodes
+WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
+  AND CASE WHEN sqlc.arg(provision_state)::text = '' THEN true ELSE provision_state = sqlc.arg(provision_state) END
+  AND CASE WHEN sqlc.narg(maintenance)::boolean IS NULL THEN true ELSE maintenance = sqlc.narg(maintenance) END
+  AND CASE WHEN sqlc.arg(fault)::text = '' THEN true ELSE fault = sqlc.arg(fault) END
+  AND CASE WHEN sqlc.narg(faulted)::boolean IS NULL THEN true ELSE (fault <> '') = sqlc.narg(faulted) END
+  AND CASE WHEN sqlc.arg(resource_class)::text = '' THEN true ELSE resource_class = sqlc.arg(resource_class) END
+  AND CASE WHEN sqlc.narg(due_before)::timestamptz IS NULL THEN true
+      ELSE next_check_at IS NULL OR next_check_at <= sqlc.narg(due_before) END
 ORDER BY id
 LIMIT sqlc.arg(page_limit)::bigint;
 

@@ -12,14 +12,21 @@ ORDER BY id = ?1 DESC
 LIMIT 1;
 
 -- name: ListNodes :many
--- A page of nodes after the cursor (id '' is before every id). A filter
--- left at its zero value ('' or NULL) selects every node; nodes in state
--- hide_state are left out ('' hides none).
+-- A page of nodes after the cursor (id '' is before every id), but those
+-- in state hide_state ('' hides none): every list without a filter.
 SELECT nodes.*, (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
 FROM nodes
-WHERE id > sqlc.arg(after)
+WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
+ORDER BY id
+LIMIT sqlc.arg(page_limit);
+
+-- name: ListNodesFiltered :many
+-- ListNodes with filters: one left at its zero value ('' or NULL)
+-- selects every node.
+SELECT nodes.*, (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
+FROM nodes
+WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
   AND (CAST(sqlc.arg(provision_state) AS TEXT) = '' OR provision_state = sqlc.arg(provision_state))
-  AND provision_state <> sqlc.arg(hide_state)
   AND (maintenance = CAST(sqlc.narg(maintenance) AS BOOLEAN) OR sqlc.narg(maintenance) IS NULL)
   AND (CAST(sqlc.arg(fault) AS TEXT) = '' OR fault = sqlc.arg(fault))
   AND ((fault <> '') = CAST(sqlc.narg(faulted) AS BOOLEAN) OR sqlc.narg(faulted) IS NULL)

@@ -37,13 +37,13 @@ SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, b
 
 // netboot_ids is space-framed (" a b "): pattern is "% id %"
 // (store.NetbootIDPattern).
-func (q *Queries) FindAgentSessionsByNetbootID(ctx context.Context, pattern string) ([]AgentSession, error) {
+func (q *Queries) FindAgentSessionsByNetbootID(ctx context.Context, pattern string) ([]*AgentSession, error) {
 	rows, err := q.db.Query(ctx, findAgentSessionsByNetbootID, pattern)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []AgentSession
+	var items []*AgentSession
 	for rows.Next() {
 		var i AgentSession
 		if err := rows.Scan(
@@ -63,7 +63,7 @@ func (q *Queries) FindAgentSessionsByNetbootID(ctx context.Context, pattern stri
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ const getAgentSession = `-- name: GetAgentSession :one
 SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE node_id = $1
 `
 
-func (q *Queries) GetAgentSession(ctx context.Context, nodeID string) (AgentSession, error) {
+func (q *Queries) GetAgentSession(ctx context.Context, nodeID string) (*AgentSession, error) {
 	row := q.db.QueryRow(ctx, getAgentSession, nodeID)
 	var i AgentSession
 	err := row.Scan(
@@ -93,14 +93,14 @@ func (q *Queries) GetAgentSession(ctx context.Context, nodeID string) (AgentSess
 		&i.Version,
 		&i.NetbootIDs,
 	)
-	return i, err
+	return &i, err
 }
 
 const getAgentSessionByTokenHash = `-- name: GetAgentSessionByTokenHash :one
 SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE token_hash = $1
 `
 
-func (q *Queries) GetAgentSessionByTokenHash(ctx context.Context, tokenHash string) (AgentSession, error) {
+func (q *Queries) GetAgentSessionByTokenHash(ctx context.Context, tokenHash string) (*AgentSession, error) {
 	row := q.db.QueryRow(ctx, getAgentSessionByTokenHash, tokenHash)
 	var i AgentSession
 	err := row.Scan(
@@ -118,7 +118,7 @@ func (q *Queries) GetAgentSessionByTokenHash(ctx context.Context, tokenHash stri
 		&i.Version,
 		&i.NetbootIDs,
 	)
-	return i, err
+	return &i, err
 }
 
 const putAgentSession = `-- name: PutAgentSession :exec

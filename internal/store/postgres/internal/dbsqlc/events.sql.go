@@ -40,13 +40,13 @@ const listEvents = `-- name: ListEvents :many
 SELECT id, node_id, time, actor, type, field, old, new, message FROM events WHERE node_id = $1 AND id > $2 ORDER BY id LIMIT $3::bigint
 `
 
-func (q *Queries) ListEvents(ctx context.Context, nodeID string, after int64, pageLimit int64) ([]Event, error) {
+func (q *Queries) ListEvents(ctx context.Context, nodeID string, after int64, pageLimit int64) ([]*Event, error) {
 	rows, err := q.db.Query(ctx, listEvents, nodeID, after, pageLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Event
+	var items []*Event
 	for rows.Next() {
 		var i Event
 		if err := rows.Scan(
@@ -62,7 +62,7 @@ func (q *Queries) ListEvents(ctx context.Context, nodeID string, after int64, pa
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -45,16 +45,17 @@ LIMIT 2
 
 // Instances. The lists pick their statement by filter, so that each one
 // can use its index: by name (instances_name), by node
-// (instances_node_id), else in id order.
+// (instances_node_id), else in id order. Their optional filters are CASE,
+// not OR, for the generic plan's sake (see ListNodesFiltered).
 // By id or name: names are unique per project only, so two rows by name
 // are ambiguous; an id match comes first.
-func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]Instance, error) {
+func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance, error) {
 	rows, err := q.db.Query(ctx, getInstance, idOrName)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Instance
+	var items []*Instance
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(
@@ -83,7 +84,7 @@ func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]Instance,
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -176,18 +177,18 @@ func (q *Queries) InstanceVersion(ctx context.Context, id string) (int64, error)
 const listInstances = `-- name: ListInstances :many
 SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
 WHERE id > $1
-  AND ($2::text = '' OR project = $2)
+  AND CASE WHEN $2::text = '' THEN true ELSE project = $2 END
 ORDER BY id
 LIMIT $3::bigint
 `
 
-func (q *Queries) ListInstances(ctx context.Context, after string, project string, pageLimit int64) ([]Instance, error) {
+func (q *Queries) ListInstances(ctx context.Context, after string, project string, pageLimit int64) ([]*Instance, error) {
 	rows, err := q.db.Query(ctx, listInstances, after, project, pageLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Instance
+	var items []*Instance
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(
@@ -216,7 +217,7 @@ func (q *Queries) ListInstances(ctx context.Context, after string, project strin
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -228,13 +229,13 @@ const listInstancesByName = `-- name: ListInstancesByName :many
 SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
 WHERE name = $1
   AND id > $2
-  AND ($3::text = '' OR project = $3)
-  AND ($4::text = '' OR node_id = $4)
+  AND CASE WHEN $3::text = '' THEN true ELSE project = $3 END
+  AND CASE WHEN $4::text = '' THEN true ELSE node_id = $4 END
 ORDER BY id
 LIMIT $5::bigint
 `
 
-func (q *Queries) ListInstancesByName(ctx context.Context, name string, after string, project string, nodeID string, pageLimit int64) ([]Instance, error) {
+func (q *Queries) ListInstancesByName(ctx context.Context, name string, after string, project string, nodeID string, pageLimit int64) ([]*Instance, error) {
 	rows, err := q.db.Query(ctx, listInstancesByName,
 		name,
 		after,
@@ -246,7 +247,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Instance
+	var items []*Instance
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(
@@ -275,7 +276,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -287,12 +288,12 @@ const listInstancesByNode = `-- name: ListInstancesByNode :many
 SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
 WHERE node_id = $1
   AND id > $2
-  AND ($3::text = '' OR project = $3)
+  AND CASE WHEN $3::text = '' THEN true ELSE project = $3 END
 ORDER BY id
 LIMIT $4::bigint
 `
 
-func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after string, project string, pageLimit int64) ([]Instance, error) {
+func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after string, project string, pageLimit int64) ([]*Instance, error) {
 	rows, err := q.db.Query(ctx, listInstancesByNode,
 		nodeID,
 		after,
@@ -303,7 +304,7 @@ func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after 
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Instance
+	var items []*Instance
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(
@@ -332,7 +333,7 @@ func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after 
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -15,11 +15,11 @@ const getInventory = `-- name: GetInventory :one
 SELECT node_id, data, inspected_at FROM node_inventories WHERE node_id = $1
 `
 
-func (q *Queries) GetInventory(ctx context.Context, nodeID string) (NodeInventory, error) {
+func (q *Queries) GetInventory(ctx context.Context, nodeID string) (*NodeInventory, error) {
 	row := q.db.QueryRow(ctx, getInventory, nodeID)
 	var i NodeInventory
 	err := row.Scan(&i.NodeID, &i.Data, &i.InspectedAt)
-	return i, err
+	return &i, err
 }
 
 const setInventory = `-- name: SetInventory :exec

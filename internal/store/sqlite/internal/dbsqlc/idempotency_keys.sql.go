@@ -26,7 +26,7 @@ const getIdempotencyKey = `-- name: GetIdempotencyKey :one
 SELECT token_id, "key", kind, request_hash, resource_id, created_at FROM idempotency_keys WHERE token_id = ? AND key = ? AND created_at >= ?3
 `
 
-func (q *Queries) GetIdempotencyKey(ctx context.Context, tokenID string, key string, since sqlstore.Time) (IdempotencyKey, error) {
+func (q *Queries) GetIdempotencyKey(ctx context.Context, tokenID string, key string, since sqlstore.Time) (*IdempotencyKey, error) {
 	row := q.db.QueryRowContext(ctx, getIdempotencyKey, tokenID, key, since)
 	var i IdempotencyKey
 	err := row.Scan(
@@ -37,7 +37,7 @@ func (q *Queries) GetIdempotencyKey(ctx context.Context, tokenID string, key str
 		&i.ResourceID,
 		&i.CreatedAt,
 	)
-	return i, err
+	return &i, err
 }
 
 const insertIdempotencyKey = `-- name: InsertIdempotencyKey :exec

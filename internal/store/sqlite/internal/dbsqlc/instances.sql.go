@@ -49,13 +49,13 @@ LIMIT 2
 // By id or name: names are unique per project only, so two rows by name
 // are ambiguous; an id match comes first. (?1 is id_or_name: sqlc leaves
 // a sqlc.arg in ORDER BY as it is.)
-func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]Instance, error) {
+func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance, error) {
 	rows, err := q.db.QueryContext(ctx, getInstance, idOrName)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Instance
+	var items []*Instance
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(
@@ -84,7 +84,7 @@ func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]Instance,
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
@@ -185,13 +185,13 @@ ORDER BY id
 LIMIT ?3
 `
 
-func (q *Queries) ListInstances(ctx context.Context, after string, project string, pageLimit int64) ([]Instance, error) {
+func (q *Queries) ListInstances(ctx context.Context, after string, project string, pageLimit int64) ([]*Instance, error) {
 	rows, err := q.db.QueryContext(ctx, listInstances, after, project, pageLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Instance
+	var items []*Instance
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(
@@ -220,7 +220,7 @@ func (q *Queries) ListInstances(ctx context.Context, after string, project strin
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
@@ -241,7 +241,7 @@ ORDER BY id
 LIMIT ?5
 `
 
-func (q *Queries) ListInstancesByName(ctx context.Context, name string, after string, project string, nodeID string, pageLimit int64) ([]Instance, error) {
+func (q *Queries) ListInstancesByName(ctx context.Context, name string, after string, project string, nodeID string, pageLimit int64) ([]*Instance, error) {
 	rows, err := q.db.QueryContext(ctx, listInstancesByName,
 		name,
 		after,
@@ -253,7 +253,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Instance
+	var items []*Instance
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(
@@ -282,7 +282,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
@@ -302,7 +302,7 @@ ORDER BY id
 LIMIT ?4
 `
 
-func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after string, project string, pageLimit int64) ([]Instance, error) {
+func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after string, project string, pageLimit int64) ([]*Instance, error) {
 	rows, err := q.db.QueryContext(ctx, listInstancesByNode,
 		nodeID,
 		after,
@@ -313,7 +313,7 @@ func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after 
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Instance
+	var items []*Instance
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(
@@ -342,7 +342,7 @@ func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after 
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

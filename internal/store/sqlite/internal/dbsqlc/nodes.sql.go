@@ -24,13 +24,13 @@ type CountNodesRow struct {
 	Count          int64
 }
 
-func (q *Queries) CountNodes(ctx context.Context) ([]CountNodesRow, error) {
+func (q *Queries) CountNodes(ctx context.Context) ([]*CountNodesRow, error) {
 	rows, err := q.db.QueryContext(ctx, countNodes)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []CountNodesRow
+	var items []*CountNodesRow
 	for rows.Next() {
 		var i CountNodesRow
 		if err := rows.Scan(
@@ -41,7 +41,7 @@ func (q *Queries) CountNodes(ctx context.Context) ([]CountNodesRow, error) {
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ type GetNodeRow struct {
 // By id, or by name when no id matches: one round trip for both, and an
 // id match wins over a name match. (?1 is id_or_name: sqlc leaves a
 // sqlc.arg in ORDER BY as it is.)
-func (q *Queries) GetNode(ctx context.Context, idOrName string) (GetNodeRow, error) {
+func (q *Queries) GetNode(ctx context.Context, idOrName string) (*GetNodeRow, error) {
 	row := q.db.QueryRowContext(ctx, getNode, idOrName)
 	var i GetNodeRow
 	err := row.Scan(
@@ -167,7 +167,7 @@ func (q *Queries) GetNode(ctx context.Context, idOrName string) (GetNodeRow, err
 		&i.InspectOnEnroll,
 		&i.InspectedAt,
 	)
-	return i, err
+	return &i, err
 }
 
 const getNodes = `-- name: GetNodes :many
@@ -222,13 +222,13 @@ type GetNodesRow struct {
 
 // The ids are one JSON array, so that the statement is the same whatever
 // their number (one cached statement, no limit on variables).
-func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]GetNodesRow, error) {
+func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*GetNodesRow, error) {
 	rows, err := q.db.QueryContext(ctx, getNodes, idsJson)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []GetNodesRow
+	var items []*GetNodesRow
 	for rows.Next() {
 		var i GetNodesRow
 		if err := rows.Scan(
@@ -275,7 +275,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]GetNodesRow, 
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
@@ -404,16 +404,9 @@ func (q *Queries) InsertNode(ctx context.Context, arg InsertNodeParams) (int64, 
 const listNodes = `-- name: ListNodes :many
 SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed, nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus, nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason, nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since, nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at, nodes.updated_at, nodes.version, nodes.bmc_key, nodes.cpus_override, nodes.memory_mb_override, nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb, nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll, (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
 FROM nodes
-WHERE id > ?1
-  AND (CAST(?2 AS TEXT) = '' OR provision_state = ?2)
-  AND provision_state <> ?3
-  AND (maintenance = CAST(?4 AS BOOLEAN) OR ?4 IS NULL)
-  AND (CAST(?5 AS TEXT) = '' OR fault = ?5)
-  AND ((fault <> '') = CAST(?6 AS BOOLEAN) OR ?6 IS NULL)
-  AND (CAST(?7 AS TEXT) = '' OR resource_class = ?7)
-  AND (next_check_at <= ?8 OR next_check_at IS NULL OR ?8 IS NULL)
+WHERE id > ?1 AND provision_state <> ?2
 ORDER BY id
-LIMIT ?9
+LIMIT ?3
 `
 
 type ListNodesRow struct {
@@ -459,26 +452,15 @@ type ListNodesRow struct {
 	InspectedAt       sqlstore.Time
 }
 
-// A page of nodes after the cursor (id ” is before every id). A filter
-// left at its zero value (” or NULL) selects every node; nodes in state
-// hide_state are left out (” hides none).
-func (q *Queries) ListNodes(ctx context.Context, after string, provisionState string, hideState string, maintenance *bool, fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]ListNodesRow, error) {
-	rows, err := q.db.QueryContext(ctx, listNodes,
-		after,
-		provisionState,
-		hideState,
-		maintenance,
-		fault,
-		faulted,
-		resourceClass,
-		dueBefore,
-		pageLimit,
-	)
+// A page of nodes after the cursor (id ” is before every id), but those
+// in state hide_state (” hides none): every list without a filter.
+func (q *Queries) ListNodes(ctx context.Context, after string, hideState string, pageLimit int64) ([]*ListNodesRow, error) {
+	rows, err := q.db.QueryContext(ctx, listNodes, after, hideState, pageLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ListNodesRow
+	var items []*ListNodesRow
 	for rows.Next() {
 		var i ListNodesRow
 		if err := rows.Scan(
@@ -525,7 +507,140 @@ func (q *Queries) ListNodes(ctx context.Context, after string, provisionState st
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listNodesFiltered = `-- name: ListNodesFiltered :many
+SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed, nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus, nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason, nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since, nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at, nodes.updated_at, nodes.version, nodes.bmc_key, nodes.cpus_override, nodes.memory_mb_override, nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb, nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll, (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
+FROM nodes
+WHERE id > ?1 AND provision_state <> ?2
+  AND (CAST(?3 AS TEXT) = '' OR provision_state = ?3)
+  AND (maintenance = CAST(?4 AS BOOLEAN) OR ?4 IS NULL)
+  AND (CAST(?5 AS TEXT) = '' OR fault = ?5)
+  AND ((fault <> '') = CAST(?6 AS BOOLEAN) OR ?6 IS NULL)
+  AND (CAST(?7 AS TEXT) = '' OR resource_class = ?7)
+  AND (next_check_at <= ?8 OR next_check_at IS NULL OR ?8 IS NULL)
+ORDER BY id
+LIMIT ?9
+`
+
+type ListNodesFilteredRow struct {
+	ID                string
+	Name              string
+	Driver            string
+	BMCAddress        string
+	BMCUsername       string
+	BMCPasswordSealed string
+	BMCInsecure       bool
+	BMCSystemID       string
+	BMCCipherSuite    int64
+	ResourceClass     string
+	CPUs              int64
+	MemoryMB          int64
+	LocalGB           int64
+	CPUArch           string
+	Maintenance       bool
+	MaintenanceReason string
+	PowerState        string
+	ProvisionState    string
+	Fault             string
+	LastError         string
+	FaultSince        *sqlstore.Time
+	BMCFailures       int64
+	NextCheckAt       *sqlstore.Time
+	LastSeenAt        *sqlstore.Time
+	InstanceID        string
+	CreatedAt         sqlstore.Time
+	UpdatedAt         sqlstore.Time
+	Version           int64
+	BMCKey            *string
+	CPUsOverride      bool
+	MemoryMBOverride  bool
+	LocalGBOverride   bool
+	CPUArchOverride   bool
+	InspectedCPUs     int64
+	InspectedMemoryMB int64
+	InspectedLocalGB  int64
+	InspectedCPUArch  string
+	CleanErase        string
+	InspectOnEnroll   *bool
+	InspectedAt       sqlstore.Time
+}
+
+// ListNodes with filters: one left at its zero value (” or NULL)
+// selects every node.
+func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState string, provisionState string, maintenance *bool, fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]*ListNodesFilteredRow, error) {
+	rows, err := q.db.QueryContext(ctx, listNodesFiltered,
+		after,
+		hideState,
+		provisionState,
+		maintenance,
+		fault,
+		faulted,
+		resourceClass,
+		dueBefore,
+		pageLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*ListNodesFilteredRow
+	for rows.Next() {
+		var i ListNodesFilteredRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Driver,
+			&i.BMCAddress,
+			&i.BMCUsername,
+			&i.BMCPasswordSealed,
+			&i.BMCInsecure,
+			&i.BMCSystemID,
+			&i.BMCCipherSuite,
+			&i.ResourceClass,
+			&i.CPUs,
+			&i.MemoryMB,
+			&i.LocalGB,
+			&i.CPUArch,
+			&i.Maintenance,
+			&i.MaintenanceReason,
+			&i.PowerState,
+			&i.ProvisionState,
+			&i.Fault,
+			&i.LastError,
+			&i.FaultSince,
+			&i.BMCFailures,
+			&i.NextCheckAt,
+			&i.LastSeenAt,
+			&i.InstanceID,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Version,
+			&i.BMCKey,
+			&i.CPUsOverride,
+			&i.MemoryMBOverride,
+			&i.LocalGBOverride,
+			&i.CPUArchOverride,
+			&i.InspectedCPUs,
+			&i.InspectedMemoryMB,
+			&i.InspectedLocalGB,
+			&i.InspectedCPUArch,
+			&i.CleanErase,
+			&i.InspectOnEnroll,
+			&i.InspectedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
@@ -549,7 +664,7 @@ type NodeByBMCKeyRow struct {
 }
 
 // The node holding a BMC endpoint, to name it in a conflict.
-func (q *Queries) NodeByBMCKey(ctx context.Context, bmcKey *string) (NodeByBMCKeyRow, error) {
+func (q *Queries) NodeByBMCKey(ctx context.Context, bmcKey *string) (*NodeByBMCKeyRow, error) {
 	row := q.db.QueryRowContext(ctx, nodeByBMCKey, bmcKey)
 	var i NodeByBMCKeyRow
 	err := row.Scan(
@@ -559,7 +674,7 @@ func (q *Queries) NodeByBMCKey(ctx context.Context, bmcKey *string) (NodeByBMCKe
 		&i.BMCSystemID,
 		&i.ProvisionState,
 	)
-	return i, err
+	return &i, err
 }
 
 const nodeVersion = `-- name: NodeVersion :one
@@ -595,13 +710,13 @@ type UnkeyedNodesRow struct {
 }
 
 // The nodes that BackfillBMCKeys gives their key, oldest first.
-func (q *Queries) UnkeyedNodes(ctx context.Context) ([]UnkeyedNodesRow, error) {
+func (q *Queries) UnkeyedNodes(ctx context.Context) ([]*UnkeyedNodesRow, error) {
 	rows, err := q.db.QueryContext(ctx, unkeyedNodes)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []UnkeyedNodesRow
+	var items []*UnkeyedNodesRow
 	for rows.Next() {
 		var i UnkeyedNodesRow
 		if err := rows.Scan(
@@ -613,7 +728,7 @@ func (q *Queries) UnkeyedNodes(ctx context.Context) ([]UnkeyedNodesRow, error) {
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

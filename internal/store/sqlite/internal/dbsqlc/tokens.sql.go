@@ -38,7 +38,7 @@ const getToken = `-- name: GetToken :one
 SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE id = ?
 `
 
-func (q *Queries) GetToken(ctx context.Context, id string) (Token, error) {
+func (q *Queries) GetToken(ctx context.Context, id string) (*Token, error) {
 	row := q.db.QueryRowContext(ctx, getToken, id)
 	var i Token
 	err := row.Scan(
@@ -50,14 +50,14 @@ func (q *Queries) GetToken(ctx context.Context, id string) (Token, error) {
 		&i.ExpiresAt,
 		&i.CreatedAt,
 	)
-	return i, err
+	return &i, err
 }
 
 const getTokenByHash = `-- name: GetTokenByHash :one
 SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE hash = ?
 `
 
-func (q *Queries) GetTokenByHash(ctx context.Context, hash string) (Token, error) {
+func (q *Queries) GetTokenByHash(ctx context.Context, hash string) (*Token, error) {
 	row := q.db.QueryRowContext(ctx, getTokenByHash, hash)
 	var i Token
 	err := row.Scan(
@@ -69,7 +69,7 @@ func (q *Queries) GetTokenByHash(ctx context.Context, hash string) (Token, error
 		&i.ExpiresAt,
 		&i.CreatedAt,
 	)
-	return i, err
+	return &i, err
 }
 
 const insertToken = `-- name: InsertToken :exec
@@ -96,13 +96,13 @@ const listTokens = `-- name: ListTokens :many
 SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE id > ?1 ORDER BY id LIMIT ?2
 `
 
-func (q *Queries) ListTokens(ctx context.Context, after string, pageLimit int64) ([]Token, error) {
+func (q *Queries) ListTokens(ctx context.Context, after string, pageLimit int64) ([]*Token, error) {
 	rows, err := q.db.QueryContext(ctx, listTokens, after, pageLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Token
+	var items []*Token
 	for rows.Next() {
 		var i Token
 		if err := rows.Scan(
@@ -116,7 +116,7 @@ func (q *Queries) ListTokens(ctx context.Context, after string, pageLimit int64)
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
