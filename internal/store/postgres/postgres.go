@@ -137,7 +137,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock)
 	}()
 
-	if err := migrate(ctx, conn.Conn()); err != nil {
+	if err := store.Migrate(ctx, "postgres", migrationFS, migrator{conn.Conn()}); err != nil {
 		return err
 	}
 	if err := backfillBMCKeys(ctx, conn.Conn()); err != nil {
@@ -179,7 +179,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	// transaction, so a failed write is explained on the pool.
 	q := dbsqlc.New(pgTx)
 	if err := fn(&Tx{queries: queries{binding.Queries(s.box, q, q, s.onPool)}, tx: pgTx}); err != nil {
-		return wrapTx(err)
+		return sqlstore.TxError(dialect{}, err)
 	}
 	done = true
 	if err := pgTx.Commit(ctx); err != nil {

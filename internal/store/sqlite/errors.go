@@ -3,14 +3,11 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
@@ -22,7 +19,24 @@ var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
 // dialect is SQLite's errors, as sqlstore asks about them.
 type dialect struct{}
 
-func (dialect) Wrap(op string, err error) error { return wrap(op, err) }
+func (dialect) Name() string { return "sqlite" }
+
+// Unreachable: another process held the lock past busy_timeout (a backup,
+// a CLI), the disk failed or is full, or the file cannot be opened.
+func (dialect) Unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff { // the primary code; extended codes add detail above it
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN:
+		return true
+	}
+	return false
+}
 
 // uniqueColumns maps the columns SQLite names in a unique violation
 // ("UNIQUE constraint failed: nodes.name") to the constraint's name,
@@ -65,52 +79,8 @@ func (dialect) ForeignKeyViolation(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
-// wrap gives a failed operation its context. An error that says the
-// database file cannot be used right now becomes store.Unavailable, so
-// the API answers 503 (retry) instead of 500.
-func wrap(op string, err error) error {
-	if unreachable(err) {
-		return store.Unavailable("sqlite: "+op, err)
-	}
-	return fmt.Errorf("sqlite: %s: %w", op, err)
-}
-
-// unreachable reports whether err means the database could not be used at
-// all, as opposed to rejecting the statement: another process held the
-// lock past busy_timeout (a backup, a CLI), the disk failed or is full, or
-// the file cannot be opened. The caller's own cancellation or deadline is
-// not an outage.
-func unreachable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var se *msqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() & 0xff { // the primary code; extended codes add detail above it
-	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN:
-		return true
-	}
-	return false
-}
+func wrap(op string, err error) error { return sqlstore.Wrap(dialect{}, op, err) }
 
 // Classify returns err as store.Unavailable when it says the database
 // cannot be reached, and unchanged otherwise (see store.Store).
-func (s *Store) Classify(op string, err error) error {
-	if unreachable(err) {
-		return store.Unavailable("sqlite: "+op, err)
-	}
-	return err
-}
-
-// wrapTx classifies an error that a transaction's fn returned: errors of
-// the store's own queries are already classified, and a River insert on
-// the transaction returns the driver's error as is.
-func wrapTx(err error) error {
-	var be *baremetal.Error
-	if !errors.As(err, &be) && unreachable(err) {
-		return store.Unavailable("sqlite: transaction", err)
-	}
-	return err
-}
+func (s *Store) Classify(op string, err error) error { return sqlstore.Classify(dialect{}, op, err) }

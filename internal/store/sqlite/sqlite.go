@@ -160,7 +160,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 // Both are recorded in the database, so running it again is a no-op. In
 // between it gives keyless nodes their BMC key (store.BackfillBMCKeys).
 func (s *Store) Migrate(ctx context.Context) error {
-	if err := migrate(ctx, s.writer); err != nil {
+	if err := store.Migrate(ctx, "sqlite", migrationFS, migrator{s.writer}); err != nil {
 		return err
 	}
 	if err := backfillBMCKeys(ctx, s.writer); err != nil {

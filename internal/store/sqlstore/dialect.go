@@ -1,21 +1,60 @@
 package sqlstore
 
-import "github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
+import (
+	"errors"
+	"fmt"
 
-// Dialect is what the shared queries need to know about a database's
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// Dialect is what the shared code needs to know about a database's
 // errors; the rest of what differs (connections, transactions, locking)
 // stays in the dialect's package.
 type Dialect interface {
-	// Wrap gives a failed operation its context ("sqlite: get node: ...")
-	// and turns an error saying the database could not be reached into
-	// store.Unavailable.
-	Wrap(op string, err error) error
+	// Name prefixes the dialect's errors ("sqlite").
+	Name() string
+	// Unreachable reports whether err says that the database could not
+	// be reached or used at all, as opposed to rejecting the statement.
+	// The caller's own cancellation or deadline is not an outage.
+	Unreachable(err error) bool
 	// UniqueViolation returns the unique constraint err violates, by its
 	// name below, or "" when err is not a unique violation.
 	UniqueViolation(err error) string
 	// ForeignKeyViolation reports whether err violates a foreign key: the
 	// row's node is gone.
 	ForeignKeyViolation(err error) bool
+}
+
+// Wrap gives a failed operation its context ("sqlite: get node: ...").
+// An error saying the database could not be reached becomes
+// store.Unavailable, so that the API answers 503 (retry) instead of 500.
+func Wrap(d Dialect, op string, err error) error {
+	if d.Unreachable(err) {
+		return store.Unavailable(d.Name()+": "+op, err)
+	}
+	return fmt.Errorf("%s: %s: %w", d.Name(), op, err)
+}
+
+// Classify returns err as store.Unavailable when it says the database
+// cannot be reached, and unchanged otherwise (store.Store.Classify).
+func Classify(d Dialect, op string, err error) error {
+	if d.Unreachable(err) {
+		return store.Unavailable(d.Name()+": "+op, err)
+	}
+	return err
+}
+
+// TxError classifies the error a transaction's fn returned: the store's
+// own queries' errors are classified already, but a River insert on the
+// transaction returns the driver's error as is.
+func TxError(d Dialect, err error) error {
+	var be *baremetal.Error
+	if !errors.As(err, &be) && d.Unreachable(err) {
+		return store.Unavailable(d.Name()+": transaction", err)
+	}
+	return err
 }
 
 // The unique constraints the queries tell apart, by PostgreSQL's names

@@ -32,7 +32,7 @@ var _ store.Queries = Queries[Plain]{}
 // Writer returns the handle of the writes, for a dialect's own queries.
 func (q Queries[Q]) Writer() Q { return q.w }
 
-func (q Queries[Q]) wrap(op string, err error) error { return q.b.dialect.Wrap(op, err) }
+func (q Queries[Q]) wrap(op string, err error) error { return Wrap(q.b.dialect, op, err) }
 
 func (q Queries[Q]) unique(err error) string { return q.b.dialect.UniqueViolation(err) }
 
