@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -16,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
@@ -143,20 +140,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := backfillBMCKeys(ctx, conn.Conn()); err != nil {
 		return err
 	}
-	migrator, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: quietLogger()})
-	if err != nil {
-		return fmt.Errorf("postgres: river migrations: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("postgres: river migrations: %w", err)
-	}
-	return nil
-}
-
-// quietLogger keeps River's migrator to warnings: one line per applied
-// migration on every fresh test database is noise.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return sqlstore.MigrateRiver(ctx, dialect{}, riverpgxv5.New(s.pool))
 }
 
 // InTx runs fn in a transaction. fn's error (or panic) rolls back and is

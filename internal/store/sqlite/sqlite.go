@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,7 +31,6 @@ import (
 	"sync/atomic"
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
-	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
@@ -166,20 +164,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := backfillBMCKeys(ctx, s.writer); err != nil {
 		return err
 	}
-	migrator, err := rivermigrate.New(riversqlite.New(s.writer), &rivermigrate.Config{Logger: quietLogger()})
-	if err != nil {
-		return fmt.Errorf("sqlite: river migrations: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("sqlite: river migrations: %w", err)
-	}
-	return nil
-}
-
-// quietLogger keeps River's migrator to warnings: one line per applied
-// migration on every fresh test database is noise.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return sqlstore.MigrateRiver(ctx, dialect{}, riversqlite.New(s.writer))
 }
 
 // Ping runs a query on the read pool. It does not touch the writer, so a
