@@ -383,15 +383,15 @@ type keyFilter struct {
 	since        Time
 }
 
-// Bind binds a dialect: its generated code (the type of q, a nil
-// *dbsqlc.Queries will do: only its type is used) and its errors. The
+// Bind binds a dialect: its generated code (the type of the second
+// argument: a nil *dbsqlc.Queries, only its type is used) and its errors. The
 // type parameters after Q are inferred from Q's methods.
 func Bind[
 	Q Generated[N, L, LF, B, NI, NU, C, H, U, I, II, IU, E, T, S, V, K],
 	N, L, LF, B nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
 	V inventoryShape, K keyShape,
-](d Dialect, q Q) *Binding[Q] {
+](d Dialect, _ Q) *Binding[Q] {
 	return &Binding[Q]{dialect: d, typed: typed[Q]{
 		getNode: one(Q.GetNode, nodeOf[N]),
 		listNodes: func(q Q, ctx context.Context, f nodeFilter, yield func(nodeRow) error) error {
