@@ -601,7 +601,10 @@ func printInventory(w io.Writer, name string, inv *api.NodeInventory) error {
 	fmt.Fprintf(tw, "\nNIC\tMAC\tLINK\tIPV4\n")
 	for _, nic := range in.NICs {
 		link := "down"
-		if nic.LinkUp {
+		switch {
+		case nic.LinkUp && nic.SpeedMbps > 0:
+			link = fmt.Sprintf("up %d Mb/s", nic.SpeedMbps)
+		case nic.LinkUp:
 			link = "up"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", nic.Name, nic.MAC, link, dash(strings.Join(nic.IPv4, ",")))

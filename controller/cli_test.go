@@ -320,7 +320,7 @@ func TestCLIInspectAndInventory(t *testing.T) {
 	inv := api.AgentInventory{CPUs: 4, MemoryBytes: 8 << 30,
 		System: api.AgentSystem{Vendor: "QEMU", Product: "Standard PC", Serial: "S123"},
 		Disks:  []api.AgentDisk{{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 30, Model: "virtio", Serial: "disk-1", Rotational: true}},
-		NICs:   []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, IPv4: []string{"10.0.2.15/24"}}}}
+		NICs:   []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 10000, IPv4: []string{"10.0.2.15/24"}}}}
 	data, _ := json.Marshal(inv)
 	if err := env.App.Store.InTx(t.Context(), func(tx store.Tx) error {
 		return tx.SetInventory(t.Context(), &baremetal.Inventory{NodeID: nodes[0].ID, Data: string(data), InspectedAt: time.Now()})
@@ -329,7 +329,7 @@ func TestCLIInspectAndInventory(t *testing.T) {
 	}
 	out = mustCLI(t, runNode, "inventory", "cli-0")
 	for _, want := range []string{"node cli-0, inspected ", "QEMU Standard PC (serial S123", "cpus:    4", "memory:  8.0 GiB",
-		"vda", "64.0 GiB", "disk-1", "eth0", "52:54:00:12:34:56", "up", "10.0.2.15/24"} {
+		"vda", "64.0 GiB", "disk-1", "eth0", "52:54:00:12:34:56", "up 10000 Mb/s", "10.0.2.15/24"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("node inventory lacks %q:\n%s", want, out)
 		}

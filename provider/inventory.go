@@ -49,6 +49,7 @@ var inventoryFields = []inventoryField{
 	{name: "nics", desc: "Ethernet interfaces backed by hardware.", nested: []inventoryField{
 		{name: "name", desc: "Interface name in the deploy agent, e.g. `eth0`.", typ: types.StringType},
 		{name: "mac", desc: "MAC address.", typ: types.StringType},
+		{name: "speed_mbps", desc: "Negotiated link speed in Mbit/s at inspection; 0 when the link was down or the driver did not report it.", typ: types.Int64Type},
 	}},
 }
 
@@ -169,7 +170,8 @@ func inventoryObject(inv *api.NodeInventory) (types.Object, diag.Diagnostics) {
 	}
 	nics := make([]attr.Value, 0, len(inv.Inventory.NICs))
 	for _, n := range inv.Inventory.NICs {
-		o, ds := types.ObjectValue(nicAttrTypes, map[string]attr.Value{"name": types.StringValue(n.Name), "mac": types.StringValue(n.MAC)})
+		o, ds := types.ObjectValue(nicAttrTypes, map[string]attr.Value{"name": types.StringValue(n.Name), "mac": types.StringValue(n.MAC),
+			"speed_mbps": types.Int64Value(int64(n.SpeedMbps))})
 		diags.Append(ds...)
 		nics = append(nics, o)
 	}

@@ -45,7 +45,7 @@ data "baremetal_node" "n" {
 			{Name: "vda", Path: "/dev/vda", SizeBytes: 4 << 30, Serial: "bm-disk-0", Rotational: true},
 			{Name: "nvme0n1", Path: "/dev/nvme0n1", SizeBytes: 100 << 30, Model: "Fast NVMe", Serial: "S1", WWN: "eui.0025388b91b1c2d3"},
 		},
-		NICs: []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true}}}
+		NICs: []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 25000}}}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -87,6 +87,7 @@ data "baremetal_node" "n" {
 					resource.TestCheckResourceAttr(addr, "inventory.nics.#", "1"),
 					resource.TestCheckResourceAttr(addr, "inventory.nics.0.name", "eth0"),
 					resource.TestCheckResourceAttr(addr, "inventory.nics.0.mac", "52:54:00:12:34:56"),
+					resource.TestCheckResourceAttr(addr, "inventory.nics.0.speed_mbps", "25000"),
 				),
 			},
 			{

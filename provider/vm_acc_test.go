@@ -34,20 +34,22 @@ func TestAccImageDeployOnARealVM(t *testing.T) {
 	bin := testvm.BuildController(t, t.TempDir())
 
 	// 8 MiB: an MBR with one partition (the config drive joins the
-	// table), then random bytes behind a header to look for.
+	// table), then random bytes behind a header to look for; served as a
+	// compressed qcow2, as distributions serve cloud images.
 	raw := testvm.DiskImage(8<<20, "BAREMETAL-TF-IMAGE")
-	sum := sha256.Sum256(raw)
+	img := testvm.Qcow2(t, raw)
+	sum := sha256.Sum256(img)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	images := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.ServeContent(w, r, "disk.raw", time.Now(), bytes.NewReader(raw))
+		http.ServeContent(w, r, "disk.img", time.Now(), bytes.NewReader(img))
 	})}
 	go func() { _ = images.Serve(l) }()
 	t.Cleanup(func() { _ = images.Close() })
 	// Where the VM (qemu user networking) reaches the host's loopback.
-	imageURL := fmt.Sprintf("http://%s:%d/disk.raw", testvm.HostAddr, l.Addr().(*net.TCPAddr).Port)
+	imageURL := fmt.Sprintf("http://%s:%d/disk.img", testvm.HostAddr, l.Addr().(*net.TCPAddr).Port)
 
 	const diskBytes = 4 << 30 // sparse; the default root disk is at least 4 GiB
 	env := accEnv(t, testenv.Options{
@@ -142,14 +144,18 @@ output "deploy_method" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var erased bool
+	var erased, converted bool
 	for _, e := range evs {
 		erased = erased || e.New == string(api.StateAvailable) && strings.Contains(e.Message, "disks erased (metadata)")
+		converted = converted || strings.Contains(e.Message, "qcow2 image to /dev/vda")
 	}
 	if !erased {
 		t.Errorf("no cleaning event saying the disks were erased: %+v", evs)
 	}
-	t.Logf("terraform apply %s (to active, TCG VM, 8 MiB raw image), destroy %s, destroy to available (disk erased) %s",
+	if !converted {
+		t.Errorf("no deploy event saying the qcow2 image was written: %+v", evs)
+	}
+	t.Logf("terraform apply %s (to active, TCG VM, 8 MiB image as compressed qcow2), destroy %s, destroy to available (disk erased) %s",
 		applied.Round(time.Millisecond), destroyed.Round(time.Millisecond), cleaned.Round(time.Millisecond))
 }
 

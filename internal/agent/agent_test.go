@@ -179,6 +179,12 @@ func TestCollectorReadsSysfs(t *testing.T) {
 	write(sys, "class/net/eth0/type", "1")
 	write(sys, "class/net/eth0/address", "52:54:00:12:34:56")
 	write(sys, "class/net/eth0/operstate", "up")
+	write(sys, "class/net/eth0/speed", "25000")
+	write(sys, "class/net/eth1/type", "1")
+	write(sys, "class/net/eth1/address", "52:54:00:12:34:57")
+	write(sys, "class/net/eth1/operstate", "down")
+	write(sys, "class/net/eth1/speed", "-1")
+	mkdir("class/net/eth1/device")
 	mkdir("class/net/eth0/device")
 	write(sys, "class/net/lo/type", "772")
 	write(sys, "class/dmi/id/sys_vendor", "QEMU")
@@ -188,7 +194,8 @@ func TestCollectorReadsSysfs(t *testing.T) {
 	if len(inv.Disks) != 1 || inv.Disks[0] != (api.AgentDisk{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 20, Serial: "disk-1", Rotational: true}) {
 		t.Fatalf("disks %+v", inv.Disks)
 	}
-	if len(inv.NICs) != 1 || inv.NICs[0].MAC != "52:54:00:12:34:56" || !inv.NICs[0].LinkUp || inv.NICs[0].IPv4[0] != "10.0.2.15/24" {
+	if len(inv.NICs) != 2 || inv.NICs[0].MAC != "52:54:00:12:34:56" || !inv.NICs[0].LinkUp || inv.NICs[0].SpeedMbps != 25000 || inv.NICs[0].IPv4[0] != "10.0.2.15/24" ||
+		inv.NICs[1].LinkUp || inv.NICs[1].SpeedMbps != 0 {
 		t.Fatalf("nics %+v", inv.NICs)
 	}
 	if inv.MemoryBytes != 2048*1024 || inv.System.Vendor != "QEMU" {

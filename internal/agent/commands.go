@@ -247,7 +247,14 @@ func (r *Runner) writeImage(ctx context.Context, cmd api.AgentCommand) (msg, dev
 		return "", dev, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "wrote %s %s image to %s in %s", size(res.Written), res.Format, dev, res.Duration.Round(100*time.Millisecond))
+	kind := res.Format
+	switch {
+	case res.Container != "" && res.Format == "raw":
+		kind = res.Container
+	case res.Container != "":
+		kind = res.Format + "-compressed " + res.Container
+	}
+	fmt.Fprintf(&b, "wrote %s %s image to %s in %s", size(res.Written), kind, dev, res.Duration.Round(100*time.Millisecond))
 	if cmd.Image.Checksum != "" {
 		fmt.Fprintf(&b, ", %s verified", res.Digest.Algo)
 	} else {
@@ -390,14 +397,17 @@ func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, error
 	for i, d := range disks {
 		dev := r.devPath(d.Name)
 		log.Info("erasing disk", "disk", dev, "size", size(d.Size))
+		desc := fmt.Sprintf("%s %s", dev, size(d.Size))
 		switch method {
 		case EraseMetadata:
 			err = disk.EraseMetadata(ctx, dev)
 			r.progress(cmd.ID, (i+1)*100/len(disks))
 		case EraseFull:
-			err = disk.EraseFull(ctx, dev, func(done, _ int64) {
+			var how string
+			how, err = disk.EraseFull(ctx, dev, func(done, _ int64) {
 				r.progress(cmd.ID, int((before+done)*100/total))
 			})
+			desc += ": " + how
 		}
 		before += d.Size
 		if err != nil {
@@ -409,7 +419,7 @@ func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, error
 			failed = append(failed, err)
 			continue
 		}
-		erased = append(erased, fmt.Sprintf("%s %s", dev, size(d.Size)))
+		erased = append(erased, desc)
 	}
 	if len(failed) > 0 {
 		return "", &joined{
@@ -417,11 +427,11 @@ func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, error
 			errs: failed,
 		}
 	}
-	what := "wiped partition tables and signatures of"
+	what, sep := "wiped partition tables and signatures of", ", "
 	if method == EraseFull {
-		what = "overwrote with zeros"
+		what, sep = "erased every byte of", "; "
 	}
-	return fmt.Sprintf("%s %d %s (%s) in %s", what, len(erased), plural(len(erased), "disk"), strings.Join(erased, ", "),
+	return fmt.Sprintf("%s %d %s (%s) in %s", what, len(erased), plural(len(erased), "disk"), strings.Join(erased, sep),
 		time.Since(start).Round(100*time.Millisecond)), nil
 }
 

@@ -659,7 +659,7 @@ func TestEraseCommands(t *testing.T) {
 	c.mu.Unlock()
 
 	hb, _ = c.waitFor("erase-2 succeeded", i, status(full.ID, api.AgentCommandSucceeded))
-	if want := "overwrote with zeros 2 disks"; !strings.HasPrefix(hb.Command.Message, want) {
+	if want := "erased every byte of 2 disks (" + m.files["vda"] + " 32.0 MiB: overwritten with zeros; " + m.files["vdb"] + " 32.0 MiB: overwritten with zeros)"; !strings.HasPrefix(hb.Command.Message, want) {
 		t.Errorf("message %q, want it to start with %q", hb.Command.Message, want)
 	}
 	for _, n := range []string{"vda", "vdb"} {

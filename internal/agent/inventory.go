@@ -104,6 +104,11 @@ func (c *Collector) nics() []api.AgentNIC {
 			continue
 		}
 		n := api.AgentNIC{Name: name, MAC: c.read(dir, "address"), LinkUp: c.read(dir, "operstate") == "up"}
+		// The negotiated speed; the kernel gives -1 (or refuses the
+		// read) when the link is down or the driver does not know it.
+		if mbps, err := strconv.Atoi(c.read(dir, "speed")); err == nil && mbps > 0 {
+			n.SpeedMbps = mbps
+		}
 		if c.Addrs != nil {
 			n.IPv4 = c.Addrs(name)
 		}

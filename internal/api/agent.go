@@ -50,7 +50,8 @@ const (
 	AgentWriteImage AgentCommandKind = "write_image"
 	// AgentErase erases every non-removable disk: Erase "metadata" wipes
 	// partition tables and filesystem signatures at both ends of the disk,
-	// "full" overwrites every byte.
+	// "full" erases every byte (an NVMe drive formats itself; other disks
+	// are zeroed).
 	AgentErase AgentCommandKind = "erase"
 )
 
@@ -139,10 +140,12 @@ type AgentDisk struct {
 
 // AgentNIC is an ethernet interface backed by hardware.
 type AgentNIC struct {
-	Name   string   `json:"name"`
-	MAC    string   `json:"mac"`
-	LinkUp bool     `json:"link_up"`
-	IPv4   []string `json:"ipv4,omitempty"`
+	Name   string `json:"name"`
+	MAC    string `json:"mac"`
+	LinkUp bool   `json:"link_up"`
+	// SpeedMbps is the link's negotiated speed; 0 when down or unknown.
+	SpeedMbps int      `json:"speed_mbps,omitempty"`
+	IPv4      []string `json:"ipv4,omitempty"`
 }
 
 // The files of one boot of the agent, under AgentBootDir: the ISO a BMC

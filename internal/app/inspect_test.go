@@ -90,8 +90,20 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 			vda = &inv.Inventory.Disks[i]
 		}
 	}
-	if vda == nil || vda.SizeBytes != diskBytes || len(inv.Inventory.NICs) == 0 || inv.Inventory.CPUs < 1 || inv.Inventory.MemoryBytes < 256<<20 {
-		t.Fatalf("inventory: %+v", inv.Inventory)
+	vm, err := env.Sim.VM(env.Sim.SystemIDs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vda == nil || vda.SizeBytes != diskBytes || vda.Serial != vm.DiskSerial {
+		t.Errorf("inventory disks %+v; want vda of %d bytes, serial %s", inv.Inventory.Disks, diskBytes, vm.DiskSerial)
+	}
+	if len(inv.Inventory.NICs) != 1 || !strings.EqualFold(inv.Inventory.NICs[0].MAC, vm.MAC) {
+		t.Errorf("inventory NICs %+v; want the VM's one NIC, %s", inv.Inventory.NICs, vm.MAC)
+	}
+	// The kernel keeps some of the VM's memory for itself (MemTotal): most
+	// of it, never more.
+	if inv.Inventory.CPUs != vm.CPUs || inv.Inventory.MemoryBytes > int64(vm.MemoryMB)<<20 || inv.Inventory.MemoryBytes < int64(vm.MemoryMB)<<20*3/4 {
+		t.Errorf("inventory cpus %d, memory %d; the VM has %d CPUs, %d MiB", inv.Inventory.CPUs, inv.Inventory.MemoryBytes, vm.CPUs, vm.MemoryMB)
 	}
 	if n.Properties.CPUs != inv.Inventory.CPUs || n.Properties.LocalGB != 1 || n.Properties.MemoryMB == 0 {
 		t.Errorf("properties after inspection: %+v (inventory %+v)", n.Properties, inv.Inventory)

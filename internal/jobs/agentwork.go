@@ -143,6 +143,10 @@ type agentOutcome struct {
 	// lost: the agent has not reported for AgentTimeout (or never, that
 	// long after the boot).
 	lost bool
+	// stalled: the agent reported, then fell silent for agentStall on a
+	// machine that may still be on (a hung agent, a kernel panic, a
+	// wedged disk); how long it has been silent.
+	stalled time.Duration
 }
 
 // commandOutcome reads the agent's last report on the session's command
@@ -164,7 +168,22 @@ func (w *nodeWork) commandOutcome(sess *baremetal.AgentSession, id string) (agen
 	}
 	finished := out.status != nil && out.status.State != api.AgentCommandRunning
 	out.lost = !finished && time.Since(last) > w.cfg.agentTimeout()
+	if !finished && !out.lost && sess.LastSeenAt != nil {
+		// Silence is counted from this process's start at the earliest:
+		// while no controller ran, the agent's heartbeats failed and it
+		// backs off (up to a minute) before its next one.
+		if silent := time.Since(later(last, w.started)); silent > w.cfg.agentStall() {
+			out.stalled = silent
+		}
+	}
 	return out, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // agentSilence is how long an agent may be silent (it reports every 3 s
@@ -174,14 +193,20 @@ func (w *nodeWork) commandOutcome(sess *baremetal.AgentSession, id string) (agen
 const agentSilence = 15 * time.Second
 
 // agentGone says why the agent of sess is gone ("" while it may still
-// report): silent for AgentTimeout (out.lost), or silent for agentSilence
-// on a machine the BMC reports off, which no agent survives. The second
-// is what a power loss or a crash of the machine looks like: the work
-// retries within seconds instead of after AgentTimeout. A BMC that does
-// not answer proves nothing (the power sync records its trouble).
+// report): silent for AgentTimeout (out.lost), silent for agentStall
+// after it had reported (out.stalled: hung, whatever the power), or
+// silent for agentSilence on a machine the BMC reports off, which no
+// agent survives. The last is what a power loss or a crash of the
+// machine looks like: the work retries within seconds instead of after
+// AgentTimeout. A BMC that does not answer proves nothing (the power
+// sync records its trouble).
 func (w *nodeWork) agentGone(ctx context.Context, n *baremetal.Node, sess *baremetal.AgentSession, out agentOutcome, doing string) string {
 	if out.lost {
 		return fmt.Sprintf("the deploy agent stopped reporting for %s while %s", w.cfg.agentTimeout(), doing)
+	}
+	if out.stalled > 0 {
+		return fmt.Sprintf("the deploy agent on node %s reported, then fell silent for %s while %s (it reports every few seconds): it hung, or its machine crashed or lost the network",
+			n.Name, baremetal.HumanDuration(out.stalled), doing)
 	}
 	last := sess.CreatedAt
 	if sess.LastSeenAt != nil {

@@ -122,6 +122,9 @@ type Config struct {
 	// 15 minutes: a server's firmware POST alone can take five).
 	AgentTimeout time.Duration
 
+	// agentStallAfter replaces agentStall's three minutes in tests.
+	agentStallAfter time.Duration
+
 	// ImageCheck, when set, looks at an instance's image URL before a
 	// deploy inserts it as virtual media (imagecheck.Checker): an image
 	// that is not there fails the instance at once, with the reason.
@@ -198,6 +201,21 @@ func (c Config) validate() error {
 // plus the power-change wait. River cancels the job's context after it.
 func (c Config) jobTimeout() time.Duration {
 	return c.PowerChangeTimeout + 8*c.BMCTimeout + 30*time.Second
+}
+
+// agentStall is how long an agent that has reported may fall silent
+// while it runs a command before it counts as lost, whatever its
+// machine's power: it reports every 3 s while it works and backs off to
+// at most 72 s (a minute, with jitter) while it cannot reach the
+// controller, so three minutes of silence is a hung agent or machine,
+// not a slow one. AgentTimeout, the wait for the first report, covers
+// firmware POST and is far longer. Never above AgentTimeout.
+func (c Config) agentStall() time.Duration {
+	d := 3 * time.Minute
+	if c.agentStallAfter > 0 {
+		d = c.agentStallAfter
+	}
+	return min(d, c.agentTimeout())
 }
 
 // agentTimeout is AgentTimeout or its default.

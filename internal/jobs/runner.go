@@ -80,6 +80,7 @@ func New(cfg Config) (*Runner, error) {
 			ledger:  ledger.New(cfg.Store, cfg.Logger),
 			log:     cfg.Logger,
 			metrics: m,
+			started: time.Now(),
 		},
 		syncSlots:      make(chan struct{}, cfg.PowerSyncWorkers),
 		syncStragglers: make(chan struct{}, 16*cfg.PowerSyncWorkers),

@@ -29,6 +29,9 @@ type nodeWork struct {
 	log     *slog.Logger
 	q       queue
 	metrics *metrics
+	// started is when this process's runner was made: agent silence is
+	// counted from it at the earliest (agentStall).
+	started time.Time
 }
 
 // nodeWorker is what the worker of every node job kind embeds (not the

@@ -94,3 +94,30 @@ func DiskImage(size int, header string) []byte {
 	raw[510], raw[511] = 0x55, 0xaa
 	return raw
 }
+
+// Qcow2 converts raw to a compressed qcow2 image with qemu-img, the way
+// distributions publish cloud images. Without qemu-img the test is
+// skipped (failed in CI: .ci/run installs qemu-utils).
+func Qcow2(t testing.TB, raw []byte) []byte {
+	t.Helper()
+	qemuImg, err := exec.LookPath("qemu-img")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no qemu-img (apt-get install qemu-utils)")
+		}
+		t.Skip("no qemu-img (apt-get install qemu-utils)")
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "disk.raw"), filepath.Join(dir, "disk.qcow2")
+	if err := os.WriteFile(in, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(qemuImg, "convert", "-c", "-f", "raw", "-O", "qcow2", in, out).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img convert: %v\n%s", err, b)
+	}
+	img, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}

@@ -72,6 +72,10 @@ type Options struct {
 	CDROM                  string
 	// Disks are raw image files attached as virtio disks.
 	Disks []string
+	// NVMeDisks are raw image files attached as NVMe drives (one
+	// controller and namespace each), which format themselves on a
+	// Format NVM command.
+	NVMeDisks []string
 	// MAC of the virtio NIC (default 52:54:00:12:34:56).
 	MAC string
 	// MemoryMB defaults to 512.
@@ -132,6 +136,11 @@ func Start(t testing.TB, o Options) *VM {
 	}
 	for _, d := range o.Disks {
 		args = append(args, "-drive", "file="+d+",if=virtio,format=raw")
+	}
+	for i, d := range o.NVMeDisks {
+		id := "nvme" + strconv.Itoa(i)
+		args = append(args, "-drive", "file="+d+",if=none,id="+id+",format=raw",
+			"-device", "nvme,drive="+id+",serial=NVME"+strconv.Itoa(i))
 	}
 	switch {
 	case o.Kernel != "":

@@ -4,11 +4,11 @@ resource "baremetal_instance" "app" {
   resource_class = "general"
 
   # With the controller serving the deploy agent (--agent-kernel), the
-  # default deploy_method "image" writes this raw (here zstd-compressed) disk
-  # image to the root disk, checking the checksum of the file as served.
-  # qcow2 is not supported; convert with `qemu-img convert -O raw` first.
+  # default deploy_method "image" writes this disk image (a distribution's
+  # qcow2 cloud image; raw works too, either also gzip/zstd/xz-compressed) to
+  # the root disk, checking the checksum of the file as served.
   image = {
-    url      = "https://images.example.com/ubuntu-24.04-amd64.raw.zst"
+    url      = "https://images.example.com/noble-server-cloudimg-amd64.img"
     checksum = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
   }
 

@@ -17,3 +17,5 @@ func zeroOut(*os.File, int64, int64) error { return errNoIoctl }
 func discard(*os.File, int64, int64) error { return errNoIoctl }
 func flushBuffers(*os.File) error          { return errNoIoctl }
 func rereadPartitions(*os.File) error      { return errNoIoctl }
+
+func nvmeFormat(*os.File) (string, error) { return "", errNotNVMe }

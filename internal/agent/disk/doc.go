@@ -3,10 +3,11 @@
 // holds what the agent does to a node's disks, as plain functions the
 // agent's job loop calls:
 //
-//   - Write streams an image from an HTTP(S) URL to the root disk: raw, or
-//     gzip / zstd / xz / bzip2 compressed raw, detected from magic bytes;
-//     the checksum is verified while streaming, a dropped connection is
-//     resumed with a Range request, memory stays bounded.
+//   - Write streams an image from an HTTP(S) URL to the root disk: raw or
+//     qcow2 (converted as it streams), either also gzip / zstd / xz / bzip2
+//     compressed, detected from magic bytes; the checksum is verified
+//     while streaming, a dropped connection is resumed with a Range
+//     request, memory stays bounded.
 //   - ChooseRootDisk picks the root disk from an inventory by Ironic-style
 //     root device hints; ListDisks reads that inventory from /sys/block.
 //   - EraseMetadata and EraseFull clean a disk (quick and full).

@@ -3,6 +3,7 @@ package disk
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"slices"
@@ -81,35 +82,72 @@ func EraseMetadata(ctx context.Context, dev string) error {
 	return nil
 }
 
-// EraseFull overwrites all of dev with zeros. On a block device it first
-// discards the whole device (freeing flash; best effort) and then zeroes
-// it with BLKZEROOUT, which lets the device do the work where it can;
-// where the ioctls are not supported, and on files, it writes zeros.
-// progress, if not nil, is called with bytes done and total after each
-// step.
-func EraseFull(ctx context.Context, dev string, progress func(done, total int64)) error {
+// How EraseFull erased a disk, for the command's report.
+const (
+	ErasedByNVMeCrypto   = "NVMe format, cryptographic erase"
+	ErasedByNVMeUserData = "NVMe format, user data erase"
+	ErasedByZeroOut      = "discarded, then zeroed"
+	ErasedByOverwrite    = "overwritten with zeros"
+)
+
+// EraseFull erases every byte of dev and returns how (one of the
+// ErasedBy values). An NVMe namespace whose drive can format is erased
+// by the drive (Format NVM, cryptographic where offered): that also
+// reaches the blocks no overwrite can (spare and remapped ones). What a
+// format leaves is up to the drive (zeros or ones), so the metadata
+// regions are then zeroed and checked as EraseMetadata does, and the
+// disk reads as blank to the next tenant's tools. Any other block device
+// is discarded (freeing flash; best effort) and then zeroed with
+// BLKZEROOUT, which lets the device do the work where it can; where the
+// ioctls are not supported, and on files, zeros are written. progress,
+// if not nil, is called with bytes done and total after each step.
+func EraseFull(ctx context.Context, dev string, progress func(done, total int64)) (string, error) {
 	f, size, err := openRW(dev)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer f.Close()
 	if progress == nil {
 		progress = func(int64, int64) {}
 	}
-	if isBlockDevice(f) {
-		_ = discard(f, 0, size)
-		done, zerr := zeroOutAll(ctx, f, dev, size, progress)
-		if zerr != nil {
-			return zerr
-		}
-		if !done {
-			// BLKZEROOUT is not supported here: write the zeros.
-			err = writeZeros(ctx, f, dev, extent{0, size}, make([]byte, defaultChunk), progress)
-		}
-	} else {
-		err = writeZeros(ctx, f, dev, extent{0, size}, make([]byte, defaultChunk), progress)
+	if !isBlockDevice(f) {
+		return ErasedByOverwrite, overwrite(ctx, f, dev, size, progress)
 	}
+	how, err := nvmeFormat(f)
+	switch {
+	case err == nil:
+		progress(size, size)
+		// Through a new descriptor: the kernel re-read the namespace
+		// after the format.
+		f.Close()
+		if err := EraseMetadata(ctx, dev); err != nil {
+			return "", err
+		}
+		return how, nil
+	case !errors.Is(err, errNotNVMe):
+		// A drive that announced Format NVM and failed it: zeroing still
+		// erases what the host can address. The report says so.
+		how = ErasedByZeroOut + " (" + err.Error() + ")"
+	default:
+		how = ErasedByZeroOut
+	}
+	_ = discard(f, 0, size)
+	done, err := zeroOutAll(ctx, f, dev, size, progress)
 	if err != nil {
+		return "", err
+	}
+	if !done {
+		// BLKZEROOUT is not supported here: write the zeros.
+		return ErasedByOverwrite, overwrite(ctx, f, dev, size, progress)
+	}
+	if err := f.Sync(); err != nil {
+		return "", diskError(dev, "sync", err)
+	}
+	return how, nil
+}
+
+func overwrite(ctx context.Context, f *os.File, dev string, size int64, progress func(done, total int64)) error {
+	if err := writeZeros(ctx, f, dev, extent{0, size}, make([]byte, defaultChunk), progress); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {

@@ -126,7 +126,7 @@ func TestEraseFull(t *testing.T) {
 	const size = 10*mib + 4096
 	p := writeImage(t, testImage(size), size)
 	var last, calls int64
-	err := EraseFull(context.Background(), p, func(done, total int64) {
+	how, err := EraseFull(context.Background(), p, func(done, total int64) {
 		if total != size || done < last {
 			t.Fatalf("progress %d/%d after %d", done, total, last)
 		}
@@ -141,13 +141,16 @@ func TestEraseFull(t *testing.T) {
 	if last != size || calls < 3 {
 		t.Fatalf("progress ended at %d after %d calls", last, calls)
 	}
+	if how != ErasedByOverwrite {
+		t.Errorf("erased a file by %q, want %q", how, ErasedByOverwrite)
+	}
 }
 
 func TestEraseCanceled(t *testing.T) {
 	p := writeImage(t, testImage(4*mib), 4*mib)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := EraseFull(ctx, p, nil); !errors.Is(err, context.Canceled) {
+	if _, err := EraseFull(ctx, p, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("EraseFull: %v", err)
 	}
 	if err := EraseMetadata(ctx, p); !errors.Is(err, context.Canceled) {
@@ -158,7 +161,7 @@ func TestEraseCanceled(t *testing.T) {
 func TestEraseMissingDisk(t *testing.T) {
 	err := EraseMetadata(context.Background(), "/nonexistent/sdz")
 	assertErr(t, err, ErrMachine, CodeDiskGone)
-	err = EraseFull(context.Background(), "/nonexistent/sdz", nil)
+	_, err = EraseFull(context.Background(), "/nonexistent/sdz", nil)
 	assertErr(t, err, ErrMachine, CodeDiskGone)
 }
 

@@ -91,12 +91,8 @@ const innerMagicLen = 0x8001 + 5
 
 // detectContainer names the disk-image container format b starts with,
 // or returns "" for a raw disk image. Writing such an image byte for byte
-// would give a disk that does not boot, so they are refused.
-//
-// qcow2 in particular is refused, not converted: converting needs a qcow2
-// reader, and none that is kept is served by our Go module proxy (there
-// is no cgo for qemu's). Convert with `qemu-img convert -O raw` (and
-// compress with zstd to keep the download small).
+// would give a disk that does not boot: qcow2 is converted as it streams
+// (qcow2.go), the others are refused.
 func detectContainer(b []byte) string {
 	switch {
 	case bytes.HasPrefix(b, []byte("QFI\xfb")):
@@ -129,7 +125,7 @@ func hasBootSignature(b []byte) bool {
 
 func formatError(name string) error {
 	return inputErr(CodeImageFormat, nil,
-		"image is %s, not a raw disk image: convert it to raw (qemu-img convert -O raw), optionally compressed with gzip, zstd or xz", name)
+		"image is %s, not a raw or qcow2 disk image: convert it (qemu-img convert -O raw, or -O qcow2), optionally compressed with gzip, zstd or xz", name)
 }
 
 func corruptError(c compression, err error) error {

@@ -72,10 +72,13 @@ type Progress struct {
 
 // Result is what a finished Write did.
 type Result struct {
-	Format     string // compression of the served file: raw, gzip, zstd, xz or bzip2
-	Written    int64  // image bytes written (the decompressed size)
-	Served     int64  // size of the file as served
-	Downloaded int64  // bytes received over the network, re-downloads included
+	Format string // compression of the served file: raw, gzip, zstd, xz or bzip2
+	// Container is "qcow2" for a qcow2 image (converted as it streamed),
+	// "" for a raw disk image.
+	Container  string
+	Written    int64 // disk bytes written (the decompressed size; a qcow2's virtual size)
+	Served     int64 // size of the file as served
+	Downloaded int64 // bytes received over the network, re-downloads included
 	// Digest is the checksum of the served file: in Source.Checksum's
 	// algorithm when one was given (and then verified), else sha256.
 	Digest   Checksum
@@ -307,11 +310,16 @@ func (w *writer) attempt() (Result, error) {
 	if len(inner) == 0 {
 		return res, inputErr(CodeImageEmpty, nil, "image at %s holds no data", w.shown)
 	}
-	if name := detectContainer(inner); name != "" {
+	qcow2 := false
+	switch name := detectContainer(inner); name {
+	case "":
+		if comp == compNone && fe.size > w.capacity {
+			return res, tooLarge(fe.size, w.capacity, w.path)
+		}
+	case "qcow2":
+		qcow2, res.Container = true, name
+	default:
 		return res, formatError(name)
-	}
-	if comp == compNone && fe.size > w.capacity {
-		return res, tooLarge(fe.size, w.capacity, w.path)
 	}
 
 	// Two goroutines with a fixed pool of buffers between them: this one
@@ -340,8 +348,22 @@ func (w *writer) attempt() (Result, error) {
 		}
 	}()
 
+	var holes []extent
 	var off int64
 	readErr := func() error {
+		if qcow2 {
+			var err error
+			off, holes, err = w.convertQcow2(ctx, ir, full)
+			if err != nil {
+				return fail(err, corrupt)
+			}
+			// Read the rest through the decoder: the checksum covers the
+			// whole file, and a decoder must not race the drain below.
+			if _, err := io.Copy(io.Discard, ir); err != nil {
+				return fail(err, corrupt)
+			}
+			return nil
+		}
 		for {
 			var buf []byte
 			select {
@@ -386,7 +408,13 @@ func (w *writer) attempt() (Result, error) {
 			return inputErr(CodeImageUnreachable, err, "image download from %s", w.shown)
 		})
 	}
+	if err := w.zero(holes); err != nil {
+		return res, err
+	}
 	res.Written = written.Load()
+	if qcow2 {
+		res.Written = off
+	}
 	res.Served = served.n
 	res.Resumes = fe.resumes
 	res.Digest.Hex = hex.EncodeToString(served.h.Sum(nil))
@@ -397,6 +425,79 @@ func (w *writer) attempt() (Result, error) {
 		return res, diskError(w.path, "sync", err)
 	}
 	return res, nil
+}
+
+// convertQcow2 feeds the writer a qcow2 image's data, converted as it
+// streams from r: runs of clusters that follow each other on the disk
+// share a pooled chunk. It returns the disk's size and the ranges no data
+// went to.
+func (w *writer) convertQcow2(ctx context.Context, r io.Reader, full chan<- chunk) (int64, []extent, error) {
+	var cur chunk
+	flush := func() {
+		if cur.buf != nil {
+			full <- cur
+			cur = chunk{}
+		}
+	}
+	size, holes, err := convertQcow2(r, w.capacity, func(off int64, p []byte) error {
+		for len(p) > 0 {
+			if cur.buf != nil && (off != cur.off+int64(cur.n) || cur.n == len(cur.buf)) {
+				flush()
+			}
+			if cur.buf == nil {
+				select {
+				case cur.buf = <-w.pool:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				cur.n, cur.off = 0, off
+			}
+			n := copy(cur.buf[cur.n:], p)
+			cur.n += n
+			p = p[n:]
+			off += int64(n)
+		}
+		return nil
+	})
+	if err != nil {
+		if cur.buf != nil {
+			w.pool <- cur.buf
+		}
+		return size, nil, err
+	}
+	flush()
+	return size, holes, nil
+}
+
+// zero makes the holes of a converted image read as zeros: a disk holds
+// whatever the last tenant left where a cleaning did not erase it. A
+// block device zeroes a range itself (BLKZEROOUT: discards on most SSDs)
+// where it can; elsewhere zeros are written.
+func (w *writer) zero(holes []extent) error {
+	if len(holes) == 0 {
+		return nil
+	}
+	f, isFile := w.file.(*os.File)
+	block := isFile && isBlockDevice(f)
+	var zeros []byte
+	for _, h := range holes {
+		if block && zeroOut(f, h.start, h.end-h.start) == nil {
+			continue
+		}
+		if zeros == nil {
+			zeros = make([]byte, 1<<20)
+		}
+		for off := h.start; off < h.end; off += int64(len(zeros)) {
+			if err := w.ctx.Err(); err != nil {
+				return err
+			}
+			n := min(int64(len(zeros)), h.end-off)
+			if _, err := w.file.WriteAt(zeros[:n], off); err != nil {
+				return diskError(w.path, "write", err)
+			}
+		}
+	}
+	return nil
 }
 
 // fill reads into buf until it is full or r fails. Unlike io.ReadFull it

@@ -356,11 +356,37 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 				}
 			})
 	})
+	// Through UEFI: a full erase of a virtio disk and of an NVMe drive,
+	// which erases itself (Format NVM) and is then checked blank.
 	t.Run("iso_uefi", func(t *testing.T) {
 		if uefiErr != nil {
 			t.Skip(uefiErr)
 		}
-		boot(t, isoToken, testvm.Options{CDROM: iso, UEFI: true}, nil, nil, nil)
+		nvme := filepath.Join(t.TempDir(), "nvme.img")
+		if err := os.WriteFile(nvme, bytes.Repeat([]byte{0xcd}, 64<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := &api.AgentCommand{ID: "erase-full", Kind: api.AgentErase, Erase: "full"}
+		boot(t, isoToken, testvm.Options{CDROM: iso, UEFI: true, NVMeDisks: []string{nvme}}, cmd,
+			func(t *testing.T, disk string) {
+				if err := os.WriteFile(disk, bytes.Repeat([]byte{0xab}, 64<<20), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(t *testing.T, st *api.AgentCommandStatus, disk string, b []byte) {
+				for _, want := range []string{"erased every byte of 2 disks (", "/dev/nvme0n1 64.0 MiB: NVMe format, ", "/dev/vda 64.0 MiB: discarded, then zeroed"} {
+					if !strings.Contains(st.Message, want) {
+						t.Errorf("message %q does not say %q", st.Message, want)
+					}
+				}
+				zero := make([]byte, 64<<20)
+				if !bytes.Equal(b, zero) {
+					t.Error("the virtio disk is not all zeros after a full erase")
+				}
+				if nb, err := os.ReadFile(nvme); err != nil || !bytes.Equal(nb, zero) {
+					t.Errorf("the NVMe drive is not all zeros after its format (%v)", err)
+				}
+			})
 	})
 	// With -kernel/-initrd: write an image and a config drive.
 	t.Run("kernel_initrd", func(t *testing.T) {
