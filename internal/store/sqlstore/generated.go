@@ -41,7 +41,6 @@ type nodeRow = struct {
 	CreatedAt         Time
 	UpdatedAt         Time
 	Version           int64
-	BMCKey            *string
 	CPUsOverride      bool
 	MemoryMBOverride  bool
 	LocalGBOverride   bool
