@@ -37,6 +37,7 @@ const ciExample = "../examples/ci"
 // password is listed without its value; and that a plan that cannot be made
 // exits 1.
 func TestAccCIDriftExample(t *testing.T) {
+	t.Parallel()
 	requireAcc(t)
 	jqBinary(t)
 	env := accEnv(t, testenv.Options{Systems: 5, PowerSyncInterval: 300 * time.Millisecond})

@@ -72,6 +72,7 @@ func simPower(t *testing.T, env *testenv.Env, c *apiclient.Client, s *terraform.
 // place, import by id and by name, replacement on an image change, pinning
 // to a node, an instance deleted outside Terraform, and destroy.
 func TestAccInstance(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 2, PowerSyncInterval: 500 * time.Millisecond})
 	c := accClient(t, env, env.AdminToken)
 	const addr = "baremetal_instance.web"
@@ -248,6 +249,7 @@ data "baremetal_node" "b" {
 // TestAccInstanceNoCapacity: the controller's explanation of why nothing
 // can be scheduled reaches the user, on the resource_class attribute.
 func TestAccInstanceNoCapacity(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
 	resource.Test(t, resource.TestCase{
@@ -284,6 +286,7 @@ resource "baremetal_instance" "nowhere" {
 // TestAccInstanceMember: a member token manages its project's instances on
 // nodes an admin enrolled; project defaults to the token's.
 func TestAccInstanceMember(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	enrollNode(t, env, "member-node", "small", 0)
 	token := env.MemberToken(t, "team-a")
@@ -334,6 +337,7 @@ data "baremetal_nodes" "small" {
 // the cleanup when the BMC is back and the node becomes available again.
 // While the BMC is down, the unobservable power is not reported as drift.
 func TestAccInstanceDestroyWithBrokenBMC(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 2})
 	c := accClient(t, env, env.AdminToken)
 	base := providerConfig(env, env.AdminToken) + twoNodes(env)
@@ -409,6 +413,7 @@ func TestAccInstanceDestroyWithBrokenBMC(t *testing.T) {
 // create reports the controller's reason (the instance's last_error) and
 // the instance is tainted. Once the node behaves, apply replaces it.
 func TestAccInstanceDeployFails(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
 	system := env.Sim.SystemIDs()[0]
@@ -456,6 +461,7 @@ resource "baremetal_instance" "app" {
 // simulated BMC fetches from the controller, the simulated OS calls back,
 // and apply returns once the instance is ready; a second plan is empty.
 func TestAccInstanceReadiness(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
 	const addr = "baremetal_instance.app"

@@ -31,6 +31,7 @@ import (
 // on a real VM in internal/app); a member's provider reads the node
 // with a null inventory instead of failing, as inventories are for admins.
 func TestAccNodeDataSourceInventory(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	node := enrollNode(t, env, "inv-0", "gpu", 0)
 	const addr = "data.baremetal_node.n"
@@ -107,6 +108,7 @@ data "baremetal_node" "n" {
 // read on refresh without a diff, and kept (known) in the plan of an
 // update, which never changes it.
 func TestAccNodeInventoryOnResourceAndList(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 2})
 	c := accClient(t, env, env.AdminToken)
 	enrollNode(t, env, "inv-listed", "inv", 1)

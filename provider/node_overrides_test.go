@@ -27,6 +27,7 @@ import (
 // deploy agent's), with an empty plan after. A property never inspected
 // comes back empty.
 func TestAccNodePropertyOverrides(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
 	const addr = "baremetal_node.test"

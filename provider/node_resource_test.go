@@ -48,6 +48,7 @@ func checkNodesGone(c *apiclient.Client) func(*terraform.State) error {
 // a BMC change that makes the controller re-verify, and destroy; and that
 // the BMC password is only ever in bmc.password.
 func TestAccNode(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 2})
 	c := accClient(t, env, env.AdminToken)
 	const addr = "baremetal_node.test"
@@ -186,6 +187,7 @@ func positive(v string) error {
 // see it: maintenance toggled by an operator, resource class and
 // properties changed, the node deleted.
 func TestAccNodeDrift(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
 	config := providerConfig(env, env.AdminToken) + nodeHCL(env, "test", "drift", "rc1", 0, `properties = { cpus = 16 }`)
@@ -258,6 +260,7 @@ func TestAccNodeDrift(t *testing.T) {
 // one's name to be released) and becomes available. With
 // wait_for_available = false, create returns at once.
 func TestAccNodeEnrollFault(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 2})
 	c := accClient(t, env, env.AdminToken)
 	sys0, sys1 := env.Sim.SystemIDs()[0], env.Sim.SystemIDs()[1]
@@ -314,6 +317,7 @@ func TestAccNodeEnrollFault(t *testing.T) {
 // TestAccNodeAPIErrors: refusals that only the controller can decide come
 // back with its explanation, on the attribute it names.
 func TestAccNodeAPIErrors(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 2})
 	c := accClient(t, env, env.AdminToken)
 	one := providerConfig(env, env.AdminToken) + nodeHCL(env, "a", "dup", "rc1", 0, "")
@@ -354,6 +358,7 @@ resource "baremetal_node" "bad" {
 // for good is removed at once; without it the record stays deleting until
 // the machine could be powered off.
 func TestAccNodeForceDestroy(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 2})
 	c := accClient(t, env, env.AdminToken)
 	cfg := providerConfig(env, env.AdminToken) +

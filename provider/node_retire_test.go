@@ -27,6 +27,7 @@ import (
 // retire finishes and the same apply succeeds; a healthy destroy warns of
 // nothing.
 func TestAccNodeRetireWaitsForMaintenance(t *testing.T) {
+	t.Parallel()
 	requireAcc(t)
 	env := accEnv(t, testenv.Options{Systems: 2})
 	c := accClient(t, env, env.AdminToken)
@@ -103,6 +104,7 @@ func TestAccNodeRetireWaitsForMaintenance(t *testing.T) {
 // is refused saying it waits for the BMC. Once the BMC is back the retire
 // ends and the new node is created.
 func TestAccNodesRetireWaitsForBMC(t *testing.T) {
+	t.Parallel()
 	requireAcc(t)
 	env := accEnv(t, testenv.Options{Systems: 2, PowerSyncInterval: 300 * time.Millisecond})
 	c := accClient(t, env, env.AdminToken)

@@ -22,6 +22,7 @@ import (
 // after. A bad clean_erase fails the plan with a diagnostic naming the
 // attribute.
 func TestAccNodeCleanInspectSettings(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
 	const addr, data = "baremetal_node.test", "data.baremetal_node.test"
@@ -108,6 +109,7 @@ data "baremetal_nodes" "all" {
 // Created with both settings: the node enrolls with them (no update
 // after), and an import reads them back.
 func TestAccNodeCreatedWithSettings(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
 	const addr = "baremetal_node.test"

@@ -38,6 +38,7 @@ const outageLength = 30 * time.Second
 // it, so that the outage meets the DELETE requests themselves; the reads
 // of a refresh go through the same retry loop of the client.
 func TestAccDestroyRidesThroughDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	requireAcc(t)
 	cluster := storetest.StartCluster(t)
 	logs := &testlog.Buffer{}

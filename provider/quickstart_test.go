@@ -15,6 +15,7 @@ import (
 // listen on random ports here. So an example that hard-codes 8080/8000,
 // or an image URL the controller's image check refuses, fails this test.
 func TestAccQuickstart(t *testing.T) {
+	t.Parallel()
 	requireAcc(t)
 	env := testenv.Start(t, testenv.Options{Systems: 8, ImageCheck: true})
 	// Only what the README exports; nothing inherited that could point the

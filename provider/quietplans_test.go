@@ -156,6 +156,7 @@ func reverified(emptyProperties ...string) []string {
 // makes the controller re-verify the node, leaves exactly what the
 // re-verification may change unknown. After each apply the plan is empty.
 func TestAccQuietPlans(t *testing.T) {
+	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 2, PowerSyncInterval: 500 * time.Millisecond})
 	c := accClient(t, env, env.AdminToken)
 	// The same simulated BMCs on a second loopback address: a new

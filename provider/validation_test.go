@@ -33,6 +33,7 @@ resource "baremetal_node" "test" {
 }
 
 func TestAccValidationErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		config string
@@ -175,6 +176,29 @@ data "baremetal_node" "test" {
 	}
 }
 
+// TestAccProviderUnreachableController: a controller that never answers
+// fails the plan with the cause, once the client has retried through what
+// could have been a restart (about a minute and a half); in a test of its
+// own, in parallel with the others, since it is mostly waiting.
+func TestAccProviderUnreachableController(t *testing.T) {
+	t.Parallel()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+provider "baremetal" {
+  endpoint = "http://127.0.0.1:1"
+  token    = "x"
+  timeout  = "1s"
+}
+data "baremetal_nodes" "all" {}
+`,
+			PlanOnly:    true,
+			ExpectError: regexp.MustCompile(`(?s)Could not list nodes.*connection refused`),
+		}},
+	})
+}
+
 func TestAccProviderConfigErrors(t *testing.T) {
 	t.Setenv(EnvEndpoint, "")
 	t.Setenv(EnvToken, "")
@@ -210,14 +234,6 @@ provider "baremetal" {
 }
 data "baremetal_nodes" "all" {}
 `, `Invalid duration`},
-		{"unreachable controller", `
-provider "baremetal" {
-  endpoint = "http://127.0.0.1:1"
-  token    = "x"
-  timeout  = "1s"
-}
-data "baremetal_nodes" "all" {}
-`, `(?s)Could not list nodes.*connection refused`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

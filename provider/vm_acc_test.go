@@ -28,6 +28,7 @@ import (
 // boots the agent to erase the disk before the node is available again,
 // the VM off.
 func TestAccImageDeployOnARealVM(t *testing.T) {
+	t.Parallel()
 	requireAcc(t)
 	kernel := testvm.Require(t)
 	testvm.RequireISOLinux(t)

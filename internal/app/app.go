@@ -114,7 +114,7 @@ func Defaults() Config {
 		Listen: "127.0.0.1:8080", DataDir: "./data",
 		PowerSyncInterval: 60 * time.Second, PowerSyncWorkers: 64, BMCTimeout: 10 * time.Second,
 		PowerChangeTimeout: 60 * time.Second, PowerPollInterval: 2 * time.Second,
-		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 20,
+		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 100,
 		ImageCheck: true, CleanErase: "metadata",
 	}
 }

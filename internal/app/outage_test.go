@@ -143,6 +143,11 @@ func TestDatabaseOutage(t *testing.T) {
 	if n := strings.Count(l, `msg="database reachable again"`); n != 1 {
 		t.Errorf("the end of the outage was logged %d times, want once", n)
 	}
+	// The job runner saw the database come back too (deploy agents'
+	// silence counts from then).
+	if !strings.Contains(l, `msg="replica heartbeat recorded again"`) {
+		t.Error("the job runner did not record the database's return")
+	}
 	if n := strings.Count(l, `msg="internal error"`) + strings.Count(l, `msg="request failed"`); n > 0 {
 		t.Errorf("%d per-request error lines during the outage", n)
 	}

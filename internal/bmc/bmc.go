@@ -63,6 +63,11 @@ type Inventory struct {
 	CPUArch    string
 	SystemUUID string
 	Serial     string
+	// PowerState is the power state, where the driver read it in the
+	// same request as the rest (Redfish: the system resource has both);
+	// "" where it did not. The enroll verify then needs no request of its
+	// own for the power.
+	PowerState PowerState
 }
 
 // PowerGetter reads the power state.

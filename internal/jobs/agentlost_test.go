@@ -79,32 +79,38 @@ func TestDeployToDiskAgentLostWhenItFallsSilentOnAMachineStillOn(t *testing.T) {
 }
 
 // TestAgentStallCountsFromTheProcessStart: an agent last heard of before
-// this controller started (it was down, and the agent backs off while it
-// cannot report) is not stalled until agentStall after the start; an
-// agent that finished its command or has not reported yet never is
-// (AgentTimeout covers the first report).
+// this controller started, or before its database came back (the agent's
+// heartbeats failed meanwhile, and it backs off), is not stalled until
+// agentStall after that; an agent that finished its command or has not
+// reported yet never is (AgentTimeout covers the first report).
 func TestAgentStallCountsFromTheProcessStart(t *testing.T) {
 	running, _ := json.Marshal(api.AgentCommandStatus{ID: "c1", State: api.AgentCommandRunning})
 	done, _ := json.Marshal(api.AgentCommandStatus{ID: "c1", State: api.AgentCommandSucceeded})
 	now := time.Now()
 	ago := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
 	for _, tc := range []struct {
-		name     string
-		status   []byte
-		seen     *time.Time
-		started  time.Duration // ago
-		stalled  bool
-		lostEver bool
+		name      string
+		status    []byte
+		seen      *time.Time
+		started   time.Duration // ago
+		storeBack time.Duration // ago; 0: the database never failed
+		stalled   bool
+		lostEver  bool
 	}{
-		{"silent 10 min, process up 20 min", running, ago(10 * time.Minute), 20 * time.Minute, true, false},
-		{"silent 10 min, process up 1 min", running, ago(10 * time.Minute), time.Minute, false, false},
-		{"silent 1 min, process up 20 min", running, ago(time.Minute), 20 * time.Minute, false, false},
-		{"finished, silent 10 min", done, ago(10 * time.Minute), 20 * time.Minute, false, false},
-		{"never reported (AgentTimeout decides)", nil, nil, 20 * time.Minute, false, true},
-		{"silent past AgentTimeout", running, ago(20 * time.Minute), 30 * time.Minute, false, true},
+		{"silent 10 min, process up 20 min", running, ago(10 * time.Minute), 20 * time.Minute, 0, true, false},
+		{"silent 10 min, process up 1 min", running, ago(10 * time.Minute), time.Minute, 0, false, false},
+		{"silent 10 min, database back 1 min ago", running, ago(10 * time.Minute), 20 * time.Minute, time.Minute, false, false},
+		{"silent 10 min, database back 8 min ago", running, ago(10 * time.Minute), 20 * time.Minute, 8 * time.Minute, true, false},
+		{"silent 2 min, process up 20 min", running, ago(2 * time.Minute), 20 * time.Minute, 0, false, false},
+		{"finished, silent 10 min", done, ago(10 * time.Minute), 20 * time.Minute, 0, false, false},
+		{"never reported (AgentTimeout decides)", nil, nil, 20 * time.Minute, 0, false, true},
+		{"silent past AgentTimeout", running, ago(20 * time.Minute), 30 * time.Minute, 0, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &nodeWork{cfg: Config{AgentTimeout: 15 * time.Minute}, started: now.Add(-tc.started)}
+			if tc.storeBack != 0 {
+				w.storeBack.Store(now.Add(-tc.storeBack).UnixNano())
+			}
 			sess := &baremetal.AgentSession{NodeID: "n", CreatedAt: now.Add(-25 * time.Minute), Status: string(tc.status), LastSeenAt: tc.seen}
 			out, err := w.commandOutcome(sess, "c1")
 			if err != nil {

@@ -145,7 +145,7 @@ type agentOutcome struct {
 	lost bool
 	// stalled: the agent reported, then fell silent for agentStall on a
 	// machine that may still be on (a hung agent, a kernel panic, a
-	// wedged disk); how long it has been silent.
+	// machine that lost its network); how long it has been silent.
 	stalled time.Duration
 }
 
@@ -169,10 +169,15 @@ func (w *nodeWork) commandOutcome(sess *baremetal.AgentSession, id string) (agen
 	finished := out.status != nil && out.status.State != api.AgentCommandRunning
 	out.lost = !finished && time.Since(last) > w.cfg.agentTimeout()
 	if !finished && !out.lost && sess.LastSeenAt != nil {
-		// Silence is counted from this process's start at the earliest:
-		// while no controller ran, the agent's heartbeats failed and it
-		// backs off (up to a minute) before its next one.
-		if silent := time.Since(later(last, w.started)); silent > w.cfg.agentStall() {
+		// Silence is counted from this process's start, or from its
+		// database coming back, at the earliest: while the controller or
+		// its database was down the agent's heartbeats failed, and it
+		// backs off before its next one.
+		from := later(last, w.started)
+		if back := w.storeBack.Load(); back != 0 {
+			from = later(from, time.Unix(0, back))
+		}
+		if silent := time.Since(from); silent > w.cfg.agentStall() {
 			out.stalled = silent
 		}
 	}

@@ -27,7 +27,12 @@ type Config struct {
 
 	// Workers is how many jobs of the default queue (verify, deploy,
 	// cleanup, power, retire, sync_node) run at once in this process.
-	// Default 20.
+	// Default 100. A job spends nearly all its time waiting for a BMC and
+	// holds no database connection meanwhile, so this is what bounds the
+	// enroll rate with real BMCs: a verify makes three requests, 150 ms
+	// with BMCs that answer in 50 ms, and 20 workers made at most ~130
+	// nodes/s available. River also starts at most Workers jobs per
+	// FetchCooldown.
 	Workers int
 
 	// BMCTimeout bounds every single BMC call, including opening a session.
@@ -122,7 +127,7 @@ type Config struct {
 	// 15 minutes: a server's firmware POST alone can take five).
 	AgentTimeout time.Duration
 
-	// agentStallAfter replaces agentStall's three minutes in tests.
+	// agentStallAfter replaces agentStall's five minutes in tests.
 	agentStallAfter time.Duration
 
 	// ImageCheck, when set, looks at an instance's image URL before a
@@ -148,7 +153,7 @@ func (c Config) withDefaults() Config {
 			*i = v
 		}
 	}
-	defInt(&c.Workers, 20)
+	defInt(&c.Workers, 100)
 	defInt(&c.PowerSyncWorkers, 64)
 	defInt(&c.PowerSyncBatchSize, 200)
 	defInt(&c.FaultThreshold, 3)
@@ -205,13 +210,18 @@ func (c Config) jobTimeout() time.Duration {
 
 // agentStall is how long an agent that has reported may fall silent
 // while it runs a command before it counts as lost, whatever its
-// machine's power: it reports every 3 s while it works and backs off to
-// at most 72 s (a minute, with jitter) while it cannot reach the
-// controller, so three minutes of silence is a hung agent or machine,
-// not a slow one. AgentTimeout, the wait for the first report, covers
-// firmware POST and is far longer. Never above AgentTimeout.
+// machine's power. It reports every 3 s while it works (from a goroutine
+// of its own, so a slow disk does not silence it); while it cannot reach
+// the controller it backs off to a minute (72 s with jitter) plus the
+// 30 s its failing request may take, so ~100 s between tries. Silence
+// counts from this replica's start and its database's return, at the
+// earliest; five minutes also covers the restart of another replica the
+// agents talk to. Longer silence is a hung agent, a crashed machine or
+// one cut off from the network. AgentTimeout, the wait for the first
+// report, covers firmware POST and is far longer. Never above
+// AgentTimeout.
 func (c Config) agentStall() time.Duration {
-	d := 3 * time.Minute
+	d := 5 * time.Minute
 	if c.agentStallAfter > 0 {
 		d = c.agentStallAfter
 	}

@@ -65,7 +65,9 @@ func (r *nodeWork) busyNode(ctx context.Context, job *rivertype.JobRow, nodeID s
 // two jobs starting together exactly one proceeds. The same text serves
 // both dialects but for the placeholders; both store timestamps so that
 // their order is time order (SQLite as fixed-format UTC text). The state
-// condition uses River's fetch index (state first): running jobs are few.
+// and node_id conditions are those of store.RiverRunningNodeIndex, which
+// finds the node's running jobs without reading every running job (there
+// are as many as workers); keep them matching it.
 func busyNodeSQL(meID, nodeID string) string {
 	return `SELECT 1 FROM river_job o JOIN river_job me ON me.id = ` + meID + `
 	WHERE o.state = 'running' AND o.kind IN (` + mutatingKindList + `)

@@ -1,8 +1,12 @@
 package jobs
 
 import (
+	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -94,5 +98,60 @@ func TestBusyNode(t *testing.T) {
 
 		completed(verifyA)
 		check("the earlier job has finished", cleanupA, a.ID, false)
+	})
+}
+
+// The look for a running job of the node reads the index of running jobs
+// by node (store.RiverRunningNodeIndex), not every running job's row: its
+// predicates must keep matching the index's expression and condition.
+func TestBusyNodeUsesTheRunningNodeIndex(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		st := open(t)
+		h, _ := newFakeHarness(t, st, 1)
+		n := h.addNode("a", "sys-a", baremetal.StateEnroll, false)
+		id := h.enqueue(VerifyArgs{NodeID: n.ID})
+		var plan []string
+		h.inTx(func(tx store.Tx) error {
+			switch x := tx.Native().(type) {
+			case *sql.Tx:
+				rows, err := x.QueryContext(h.ctx, `EXPLAIN QUERY PLAN `+busyNodeSQL("?", "?"), id, n.ID)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var a, b, c int
+					var detail string
+					if err := rows.Scan(&a, &b, &c, &detail); err != nil {
+						return err
+					}
+					plan = append(plan, detail)
+				}
+				return rows.Err()
+			case pgx.Tx:
+				// A table of a few rows is read whole unless told not to.
+				if _, err := x.Exec(h.ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+					return err
+				}
+				rows, err := x.Query(h.ctx, `EXPLAIN `+busyNodeSQL("$1::bigint", "$2::text"), id, n.ID)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var line string
+					if err := rows.Scan(&line); err != nil {
+						return err
+					}
+					plan = append(plan, line)
+				}
+				return rows.Err()
+			default:
+				return fmt.Errorf("store transaction %T: no SQL handle", x)
+			}
+		})
+		if !strings.Contains(strings.Join(plan, "\n"), "baremetal_river_job_running_node") {
+			t.Fatalf("the busy-node query does not use the index of running jobs by node:\n%s", strings.Join(plan, "\n"))
+		}
 	})
 }

@@ -255,6 +255,7 @@ func (r *Runner) heartbeats(ctx context.Context) {
 	t := time.NewTicker(r.cfg.HeartbeatInterval)
 	defer t.Stop()
 	lastOK := time.Now()
+	failed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -268,8 +269,16 @@ func (r *Runner) heartbeats(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			failed = true
 			r.log.WarnContext(ctx, "record replica heartbeat", "replica", r.replicaID, "since_last", time.Since(lastOK).Round(time.Second), "err", err)
 			continue
+		}
+		if failed {
+			// The agents' heartbeats failed too while the database did:
+			// their silence counts from now (agentStall).
+			r.storeBack.Store(time.Now().UnixNano())
+			failed = false
+			r.log.InfoContext(ctx, "replica heartbeat recorded again", "replica", r.replicaID, "gap", time.Since(lastOK).Round(time.Second))
 		}
 		if gap := time.Since(lastOK); gap > r.cfg.ReplicaTimeout {
 			r.log.ErrorContext(ctx, "this replica's heartbeat was not recorded for longer than the replica timeout: other replicas may have run its running jobs again",

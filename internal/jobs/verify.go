@@ -33,11 +33,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	if n.ProvisionState != baremetal.StateEnroll {
 		return nil
 	}
-	ps, err := w.readPower(ctx, n)
-	var inv *bmc.Inventory
-	if err == nil {
-		inv, err = w.readInventory(ctx, n)
-	}
+	ps, inv, err := w.readPowerAndInventory(ctx, n)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -48,8 +44,11 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	// A new verify queued while this one ran (the operator changed the BMC
 	// address) was merged into this job by uniqueness: what we read came
 	// from the old endpoint, so read again instead of trusting it.
+	// The write is version-checked against the node read at the start of
+	// the job (no second read on the writer); a change made meanwhile
+	// makes the ledger read it again and this function run on that.
 	ep, moved := endpoint(n), false
-	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err = w.ledger.UpdateRead(ctx, n, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateEnroll {
 			return ledger.ErrSkip
 		}
@@ -112,6 +111,23 @@ func (c Config) inspectOnEnroll(n *baremetal.Node) (bool, string) {
 		return false, "not inspected on enroll (" + asked + "): IPMI has no virtual media to boot the deploy agent from, and the controller does not boot it from the network (--agent-netboot)"
 	}
 	return true, "inspecting: booting the deploy agent to report the hardware (" + asked + ")"
+}
+
+// readPowerAndInventory reads the power state and the hardware inventory
+// (nil where the driver or the BMC has none). A driver whose inventory
+// read shows the power state (Redfish: both are in the system resource)
+// answers both with it, so the verify of an enrolled node costs one
+// request fewer; the others get a power read of its own.
+func (w *verifyWorker) readPowerAndInventory(ctx context.Context, n *baremetal.Node) (bmc.PowerState, *bmc.Inventory, error) {
+	inv, err := w.readInventory(ctx, n)
+	if err != nil {
+		return bmc.PowerUnknown, nil, err
+	}
+	if inv != nil && inv.PowerState != "" && inv.PowerState != bmc.PowerUnknown {
+		return inv.PowerState, inv, nil
+	}
+	ps, err := w.readPower(ctx, n)
+	return ps, inv, err
 }
 
 // readInventory reads the hardware inventory; nil without error when the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -29,9 +30,13 @@ type nodeWork struct {
 	log     *slog.Logger
 	q       queue
 	metrics *metrics
-	// started is when this process's runner was made: agent silence is
-	// counted from it at the earliest (agentStall).
-	started time.Time
+	// started is when this process's runner was made, storeBack (unix
+	// nanoseconds, 0 for never) when this replica last reached the
+	// database again after failing to: agent silence is counted from the
+	// later of the two at the earliest (agentStall), since while either
+	// was down the agents' heartbeats failed and they backed off.
+	started   time.Time
+	storeBack atomic.Int64
 }
 
 // nodeWorker is what the worker of every node job kind embeds (not the

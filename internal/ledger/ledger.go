@@ -156,6 +156,32 @@ func (l *Ledger) Update(ctx context.Context, id string, actor Actor, fn Func) (*
 	}
 }
 
+// UpdateRead is Update of a node the caller read a moment ago outside any
+// transaction (a job that read it, then called its BMC): fn runs on a
+// copy of n and the write is version-checked against that read, so the
+// transaction makes no read of its own, which on SQLite is time on the
+// one writer that every change waits for. When the node changed
+// meanwhile, the write is a version conflict and UpdateRead falls back to
+// Update: fn runs again, on a fresh read inside the transaction. n itself
+// is not changed.
+func (l *Ledger) UpdateRead(ctx context.Context, n *baremetal.Node, actor Actor, fn Func) (*baremetal.Node, error) {
+	var out *baremetal.Node
+	err := l.Once(ctx, func(tx *Tx) error {
+		read := *n
+		m, _, err := tx.Apply(ctx, &read, actor, fn)
+		out = m
+		return err
+	})
+	switch {
+	case versionConflict(err):
+		return l.Update(ctx, n.ID, actor, fn)
+	case err == nil, errors.Is(err, ErrSkip):
+		return out, nil
+	default:
+		return out, fmt.Errorf("update node %s: %w", n.ID, err)
+	}
+}
+
 // Retry runs fn again when it fails on a version conflict caused by a
 // concurrent writer, after a short random sleep that spreads writers
 // racing on one row. Callers that read outside a transaction and write

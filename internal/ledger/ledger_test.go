@@ -274,3 +274,57 @@ func TestOnlyTheLedgerWritesNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// UpdateRead writes against the caller's read when nothing changed since
+// it, and otherwise runs fn again on a fresh read: the change made
+// meanwhile is kept, never overwritten with the stale copy. The caller's
+// node is left as it was.
+func TestUpdateReadFallsBackOnAChangeMeanwhile(t *testing.T) {
+	st := openStore(t)
+	l := ledger.New(st, nil)
+	ctx := context.Background()
+	n := enroll(t, l, "n1")
+	calls := 0
+	setClass := func(class string) ledger.Func {
+		return func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+			calls++
+			n.ResourceClass = class
+			return nil
+		}
+	}
+
+	read, err := st.GetNode(ctx, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.UpdateRead(ctx, read, ledger.Controller, setClass("gpu"))
+	if err != nil || got.ResourceClass != "gpu" || got.Version != read.Version+1 || calls != 1 {
+		t.Fatalf("fresh read: %v, class %q, version %d (read %d), fn ran %d times", err, got.ResourceClass, got.Version, read.Version, calls)
+	}
+	if read.ResourceClass != "" {
+		t.Fatalf("the caller's node was changed: class %q", read.ResourceClass)
+	}
+
+	// read is stale now; someone else also changes the node.
+	if _, err := l.Update(ctx, n.ID, ledger.Token("t1"), func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+		n.BMC.Username = "root"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	calls = 0
+	got, err = l.UpdateRead(ctx, read, ledger.Controller, setClass("storage"))
+	if err != nil || calls != 2 {
+		t.Fatalf("stale read: %v, fn ran %d times, want 2 (the stale copy, then a fresh read)", err, calls)
+	}
+	cur, err := st.GetNode(ctx, n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.ResourceClass != "storage" || cur.BMC.Username != "root" || got.Version != cur.Version {
+		t.Fatalf("after a stale read: class %q username %q version %d (returned %d); want storage, root", cur.ResourceClass, cur.BMC.Username, cur.Version, got.Version)
+	}
+	if e := find(events(t, st, n.ID), "updated", "resource_class"); e == nil || e.Actor != string(ledger.Controller) {
+		t.Fatalf("resource_class event %+v", e)
+	}
+}

@@ -214,3 +214,15 @@ func NetbootIDPattern(id string) string {
 	}
 	return "% " + id + " %"
 }
+
+// RiverRunningNodeIndex indexes River's running jobs by the node_id of
+// their args: every mutating job, when it starts, looks for another
+// running job of its node (jobs.busyNode, whose predicates it matches:
+// state = 'running' and args ->> 'node_id'). Without it that look reads
+// every running job's row, a cost that grows with the workers. It is
+// ours on River's table, so both stores create it after River's
+// migrations, at every start: a River migration that rebuilt the table
+// would have dropped it. The same text serves SQLite (JSONB args) and
+// PostgreSQL (jsonb args).
+const RiverRunningNodeIndex = `CREATE INDEX IF NOT EXISTS baremetal_river_job_running_node
+	ON river_job ((args ->> 'node_id')) WHERE state = 'running'`

@@ -255,9 +255,9 @@ func patch(api *gofish.APIClient, path string, payload any, etag string) error {
 	return err
 }
 
-// Inventory reads CPUs (logical, as Ironic counts them), memory, UUID and
-// serial from the system, and the CPU architecture from its first
-// processor when the BMC lists processors.
+// Inventory reads CPUs (logical, as Ironic counts them), memory, UUID,
+// serial and power state from the system, and the CPU architecture from
+// its first processor when the BMC lists processors.
 func (cl *Client) Inventory(ctx context.Context) (bmc.Inventory, error) {
 	var inv bmc.Inventory
 	err := cl.run(ctx, "inventory", func(api *gofish.APIClient, sys string) error {
@@ -270,6 +270,7 @@ func (cl *Client) Inventory(ctx context.Context) (bmc.Inventory, error) {
 			MemoryMB:   int(math.Round(s.MemoryGiB * 1024)),
 			SystemUUID: s.UUID,
 			Serial:     s.Serial,
+			PowerState: power(s.PowerState),
 		}
 		if s.Processors != "" {
 			arch, cpus, err := processors(api, s.Processors, inv.CPUs == 0)

@@ -548,6 +548,16 @@ func TestInventory(t *testing.T) {
 	if inv.CPUs != 32 || inv.MemoryMB != 64*1024 || inv.CPUArch != "x86_64" || len(inv.SystemUUID) != 36 || inv.Serial != "SIM0000001" {
 		t.Fatalf("inventory %+v", inv)
 	}
+	// The power state comes with it (the enroll verify reads no more).
+	if inv.PowerState != bmc.PowerOff {
+		t.Fatalf("inventory power state %q, want off", inv.PowerState)
+	}
+	if err := f.SetPower(f.SystemIDs()[0], true); err != nil {
+		t.Fatal(err)
+	}
+	if inv, err = c.Inventory(context.Background()); err != nil || inv.PowerState != bmc.PowerOn {
+		t.Fatalf("inventory after power on: %+v, %v", inv, err)
+	}
 }
 
 func TestMultipleSystems(t *testing.T) {
@@ -624,7 +634,7 @@ func TestQuirkyBMC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inv.CPUs != 2 || inv.MemoryMB != 32256 || inv.Serial != "12345" {
+	if inv.CPUs != 2 || inv.MemoryMB != 32256 || inv.Serial != "12345" || inv.PowerState != bmc.PowerUnknown {
 		t.Fatalf("lenient inventory %+v", inv)
 	}
 

@@ -116,9 +116,11 @@ func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
 // replicas starting together ("baremetal" in ASCII).
 const migrationLock int64 = 0x626172656d6574
 
-// Migrate applies pending migrations: the store's schema, then River's.
-// Both are recorded in the database, so running it again is a no-op. In
-// between it gives keyless nodes their BMC key (store.BackfillBMCKeys).
+// Migrate applies pending migrations: the store's schema, then River's,
+// then creates our index on River's jobs (store.RiverRunningNodeIndex).
+// All are recorded in the database or made only if missing, so running it
+// again is a no-op. In between it gives keyless nodes their BMC key
+// (store.BackfillBMCKeys).
 // Replicas starting at once take turns on an advisory lock.
 func (s *Store) Migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
@@ -140,7 +142,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := backfillBMCKeys(ctx, conn.Conn()); err != nil {
 		return err
 	}
-	return sqlstore.MigrateRiver(ctx, dialect{}, riverpgxv5.New(s.pool))
+	if err := sqlstore.MigrateRiver(ctx, dialect{}, riverpgxv5.New(s.pool)); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, store.RiverRunningNodeIndex); err != nil {
+		return fmt.Errorf("postgres: index of running jobs by node: %w", err)
+	}
+	return nil
 }
 
 // InTx runs fn in a transaction. fn's error (or panic) rolls back and is

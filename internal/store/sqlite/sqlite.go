@@ -154,9 +154,11 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 	return s, nil
 }
 
-// Migrate applies pending migrations: the store's schema, then River's.
-// Both are recorded in the database, so running it again is a no-op. In
-// between it gives keyless nodes their BMC key (store.BackfillBMCKeys).
+// Migrate applies pending migrations: the store's schema, then River's,
+// then creates our index on River's jobs (store.RiverRunningNodeIndex).
+// All are recorded in the database or made only if missing, so running it
+// again is a no-op. In between it gives keyless nodes their BMC key
+// (store.BackfillBMCKeys).
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := store.Migrate(ctx, "sqlite", migrationFS, migrator{s.writer}); err != nil {
 		return err
@@ -164,7 +166,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err := backfillBMCKeys(ctx, s.writer); err != nil {
 		return err
 	}
-	return sqlstore.MigrateRiver(ctx, dialect{}, riversqlite.New(s.writer))
+	if err := sqlstore.MigrateRiver(ctx, dialect{}, riversqlite.New(s.writer)); err != nil {
+		return err
+	}
+	if _, err := s.writer.ExecContext(ctx, store.RiverRunningNodeIndex); err != nil {
+		return fmt.Errorf("sqlite: index of running jobs by node: %w", err)
+	}
+	return nil
 }
 
 // Ping runs a query on the read pool. It does not touch the writer, so a

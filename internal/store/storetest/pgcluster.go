@@ -18,7 +18,7 @@ import (
 // Cluster is a private PostgreSQL server for tests that must stop and
 // start the database under a running controller (an outage), which the
 // shared server of BAREMETAL_TEST_DATABASE_URL must never do. It listens
-// on 127.0.0.1 on a port of its own, trusts every local connection, and
+// on clusterHost on a port of its own, trusts every local connection, and
 // keeps its data in a temporary directory removed when the test ends.
 type Cluster struct {
 	bin  string // directory of initdb, pg_ctl, postgres
@@ -29,6 +29,13 @@ type Cluster struct {
 	// initdb and postgres refuse to run as root.
 	runAs string
 }
+
+// clusterHost is the loopback address clusters listen on. Not 127.0.0.1:
+// an outage test stops its server for a while, and the port it frees
+// must not go to one of the many listeners and connections that tests
+// running alongside open on 127.0.0.1, or the server could not listen
+// again. Linux routes all of 127.0.0.0/8 to the loopback interface.
+const clusterHost = "127.0.0.3"
 
 // StartCluster initialises and starts a private cluster. Without
 // PostgreSQL's server binaries (/usr/lib/postgresql/*/bin, or
@@ -69,8 +76,8 @@ func StartCluster(t testing.TB) *Cluster {
 	// machine does not crash during a test, and a killed server loses
 	// nothing the kernel already has. (synchronous_commit stays on: with
 	// it off, an immediate stop loses the last commits.)
-	conf := fmt.Sprintf("\nlisten_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = ''\n"+
-		"fsync = off\nfull_page_writes = off\nshared_buffers = 16MB\nmax_connections = 100\n", c.port)
+	conf := fmt.Sprintf("\nlisten_addresses = '%s'\nport = %d\nunix_socket_directories = ''\n"+
+		"fsync = off\nfull_page_writes = off\nshared_buffers = 16MB\nmax_connections = 100\n", clusterHost, c.port)
 	f, err := os.OpenFile(filepath.Join(c.dir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
 		_, err = f.WriteString(conf)
@@ -89,7 +96,7 @@ func StartCluster(t testing.TB) *Cluster {
 
 // URL is the connection URL of database db ("postgres" always exists).
 func (c *Cluster) URL(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, db)
+	return fmt.Sprintf("postgres://postgres@%s:%d/%s?sslmode=disable", clusterHost, c.port, db)
 }
 
 // Port is the TCP port the server listens on.
@@ -168,7 +175,7 @@ func majorOf(binDir string) int {
 // take it before the server binds it; on a test machine that is rare.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", clusterHost+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
