@@ -23,14 +23,7 @@ import (
 // scheduling, and the job retries with backoff capped at MaxBackoff for as
 // long as the BMC is down, keeping the node's fault and last_error current.
 // In maintenance it waits (snoozes) and resumes when maintenance ends.
-type cleanupWorker struct {
-	river.WorkerDefaults[CleanupArgs]
-	*nodeWork
-}
-
-func (w *cleanupWorker) NextRetry(job *river.Job[CleanupArgs]) time.Time {
-	return w.nextRetry(job.JobRow)
-}
+type cleanupWorker struct{ nodeWorker[CleanupArgs] }
 
 func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
 	return w.finish(ctx, job.JobRow, w.cleanup(ctx, job))

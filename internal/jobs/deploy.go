@@ -25,14 +25,7 @@ import (
 // Between steps it re-reads the node: if the instance was deleted meanwhile
 // (node now cleaning or deleting) the deploy stops quietly and the cleanup
 // waiting behind it (exclusive.go) takes over.
-type deployWorker struct {
-	river.WorkerDefaults[DeployArgs]
-	*nodeWork
-}
-
-func (w *deployWorker) NextRetry(job *river.Job[DeployArgs]) time.Time {
-	return w.nextRetry(job.JobRow)
-}
+type deployWorker struct{ nodeWorker[DeployArgs] }
 
 func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) error {
 	err := w.deploy(ctx, job)

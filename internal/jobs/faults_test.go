@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
@@ -30,6 +33,30 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every node job kind retries on nodeWork's backoff (nodeWorker), not on
+// River's default schedule (a zero time from WorkerDefaults).
+func TestNodeJobsRetryOnTheBackoff(t *testing.T) {
+	w := unitRunner(t).nodeWork
+	for kind, after := range map[string]time.Duration{
+		"verify":  retryAfter(&verifyWorker{nodeWorker[VerifyArgs]{nodeWork: w}}),
+		"deploy":  retryAfter(&deployWorker{nodeWorker[DeployArgs]{nodeWork: w}}),
+		"cleanup": retryAfter(&cleanupWorker{nodeWorker[CleanupArgs]{nodeWork: w}}),
+		"power":   retryAfter(&powerWorker{nodeWorker[PowerArgs]{nodeWork: w}}),
+		"retire":  retryAfter(&retireWorker{nodeWorker[RetireArgs]{nodeWork: w}}),
+		"inspect": retryAfter(&inspectWorker{nodeWorker[InspectArgs]{nodeWork: w}}),
+	} {
+		if want := 8 * time.Second; after < want*4/5 || after > want+time.Second {
+			t.Errorf("%s: retry in %s after the 4th attempt, want the backoff's %s (less up to 20%%)", kind, after, want)
+		}
+	}
+}
+
+// retryAfter is how long after now w retries a job on its 4th attempt.
+func retryAfter[T river.JobArgs](w interface{ NextRetry(*river.Job[T]) time.Time }) time.Duration {
+	now := time.Now()
+	return w.NextRetry(&river.Job[T]{JobRow: &rivertype.JobRow{Attempt: 4}}).Sub(now)
 }
 
 func TestFaultKinds(t *testing.T) {

@@ -32,17 +32,10 @@ import (
 //     nothing wrong that a retry would fix.
 //
 // BMC trouble is retried with backoff, like a cleanup.
-type inspectWorker struct {
-	river.WorkerDefaults[InspectArgs]
-	*nodeWork
-}
+type inspectWorker struct{ nodeWorker[InspectArgs] }
 
 // agentPoll is how often an inspection looks for the agent's report.
 const agentPoll = 3 * time.Second
-
-func (w *inspectWorker) NextRetry(job *river.Job[InspectArgs]) time.Time {
-	return w.nextRetry(job.JobRow)
-}
 
 func (w *inspectWorker) Work(ctx context.Context, job *river.Job[InspectArgs]) error {
 	return w.finish(ctx, job.JobRow, w.inspect(ctx, job))

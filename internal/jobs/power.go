@@ -16,14 +16,7 @@ import (
 
 // powerWorker carries out an admin power action and waits until its result
 // is observed; the outcome is an event either way.
-type powerWorker struct {
-	river.WorkerDefaults[PowerArgs]
-	*nodeWork
-}
-
-func (w *powerWorker) NextRetry(job *river.Job[PowerArgs]) time.Time {
-	return w.nextRetry(job.JobRow)
-}
+type powerWorker struct{ nodeWorker[PowerArgs] }
 
 func (w *powerWorker) Work(ctx context.Context, job *river.Job[PowerArgs]) error {
 	return w.finish(ctx, job.JobRow, w.power(ctx, job))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/riverqueue/river"
 
@@ -12,14 +11,7 @@ import (
 )
 
 // retireWorker powers a node in state deleting off and removes its record.
-type retireWorker struct {
-	river.WorkerDefaults[RetireArgs]
-	*nodeWork
-}
-
-func (w *retireWorker) NextRetry(job *river.Job[RetireArgs]) time.Time {
-	return w.nextRetry(job.JobRow)
-}
+type retireWorker struct{ nodeWorker[RetireArgs] }
 
 func (w *retireWorker) Work(ctx context.Context, job *river.Job[RetireArgs]) error {
 	err := w.retire(ctx, job)

@@ -99,13 +99,13 @@ func New(cfg Config) (*Runner, error) {
 	}
 
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &verifyWorker{nodeWork: r.nodeWork})
-	river.AddWorker(workers, &deployWorker{nodeWork: r.nodeWork})
-	river.AddWorker(workers, &cleanupWorker{nodeWork: r.nodeWork})
-	river.AddWorker(workers, &powerWorker{nodeWork: r.nodeWork})
-	river.AddWorker(workers, &retireWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &verifyWorker{nodeWorker[VerifyArgs]{nodeWork: r.nodeWork}})
+	river.AddWorker(workers, &deployWorker{nodeWorker[DeployArgs]{nodeWork: r.nodeWork}})
+	river.AddWorker(workers, &cleanupWorker{nodeWorker[CleanupArgs]{nodeWork: r.nodeWork}})
+	river.AddWorker(workers, &powerWorker{nodeWorker[PowerArgs]{nodeWork: r.nodeWork}})
+	river.AddWorker(workers, &retireWorker{nodeWorker[RetireArgs]{nodeWork: r.nodeWork}})
 	river.AddWorker(workers, &syncNodeWorker{nodeWork: r.nodeWork})
-	river.AddWorker(workers, &inspectWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &inspectWorker{nodeWorker[InspectArgs]{nodeWork: r.nodeWork}})
 	river.AddWorker(workers, &powerSyncWorker{r: r})
 	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
 

@@ -19,14 +19,7 @@ import (
 // (the node gets a fault after FaultThreshold of them) and retries with
 // backoff for as long as it takes: a BMC that comes back makes the node
 // available without anyone touching it.
-type verifyWorker struct {
-	river.WorkerDefaults[VerifyArgs]
-	*nodeWork
-}
-
-func (w *verifyWorker) NextRetry(job *river.Job[VerifyArgs]) time.Time {
-	return w.nextRetry(job.JobRow)
-}
+type verifyWorker struct{ nodeWorker[VerifyArgs] }
 
 func (w *verifyWorker) Work(ctx context.Context, job *river.Job[VerifyArgs]) error {
 	return w.finish(ctx, job.JobRow, w.verify(ctx, job))

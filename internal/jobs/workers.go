@@ -39,6 +39,19 @@ type nodeWork struct {
 	storeBack atomic.Int64
 }
 
+// nodeWorker is what the worker of every node job kind embeds (not the
+// per-node sync, which keeps River's retry schedule): River's defaults for
+// its args, the shared node work, and nodeWork's retry schedule.
+type nodeWorker[T river.JobArgs] struct {
+	river.WorkerDefaults[T]
+	*nodeWork
+}
+
+// NextRetry is the kinds' schedule, nextRetry.
+func (w *nodeWorker[T]) NextRetry(job *river.Job[T]) time.Time {
+	return w.nextRetry(job.JobRow)
+}
+
 // begin is how every mutating job starts. It returns the node to act on,
 // or nil and the error the job should end with: nil when the node is gone
 // (nothing left to do), a snooze while another mutating job of the node

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -46,4 +47,38 @@ func LoadMigrations(fsys fs.FS) ([]Migration, error) {
 		}
 	}
 	return ms, nil
+}
+
+// Migrator is how a dialect keeps track of its applied migrations (its
+// schema_migrations table).
+type Migrator interface {
+	// Newest creates the table of applied migrations when missing and
+	// returns the newest version in it, 0 when none.
+	Newest(ctx context.Context) (int, error)
+	// Apply applies m and records it, in one transaction, unless it was
+	// applied already.
+	Apply(ctx context.Context, m Migration) error
+}
+
+// Migrate applies the pending migrations in fsys (LoadMigrations) with m;
+// dialect prefixes errors. A database migrated by a newer binary may hold
+// tables this one does not understand: it is refused rather than used.
+func Migrate(ctx context.Context, dialect string, fsys fs.FS, m Migrator) error {
+	ms, err := LoadMigrations(fsys)
+	if err != nil {
+		return fmt.Errorf("%s: migrations: %w", dialect, err)
+	}
+	newest, err := m.Newest(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: migrations: %w", dialect, err)
+	}
+	if known := ms[len(ms)-1].Version; newest > known {
+		return fmt.Errorf("%s: database schema version %d is newer than this binary's %d; upgrade the controller", dialect, newest, known)
+	}
+	for _, mg := range ms {
+		if err := m.Apply(ctx, mg); err != nil {
+			return fmt.Errorf("%s: migration %04d_%s: %w", dialect, mg.Version, mg.Name, err)
+		}
+	}
+	return nil
 }

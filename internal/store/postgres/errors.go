@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -11,25 +10,23 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
-// wrap gives a failed operation its context. An error that says the
-// server could not be reached becomes store.Unavailable, so the API
-// answers 503 (retry) instead of 500 while PostgreSQL is down or
-// restarting.
-func wrap(op string, err error) error {
-	if unreachable(err) {
-		return store.Unavailable("postgres: "+op, err)
-	}
-	return fmt.Errorf("postgres: %s: %w", op, err)
-}
+// binding is the store's queries (sqlstore) on this package's generated
+// code (queries/*.sql) and errors.
+var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
 
-// unreachable reports whether err means the server could not be reached
-// or dropped the connection, as opposed to rejecting the statement. The
-// caller's own cancellation or deadline is not an outage.
-func unreachable(err error) bool {
+// dialect is PostgreSQL's errors, as sqlstore asks about them. The
+// constraint names sqlstore knows are the migrations' own.
+type dialect struct{}
+
+func (dialect) Name() string { return "postgres" }
+
+// Unreachable: the server could not be reached, dropped the connection,
+// or is shutting down or starting up.
+func (dialect) Unreachable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -56,22 +53,21 @@ func unreachable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// Classify returns err as store.Unavailable when it says the database
-// cannot be reached, and unchanged otherwise (see store.Store).
-func (s *Store) Classify(op string, err error) error {
-	if unreachable(err) {
-		return store.Unavailable("postgres: "+op, err)
+func (dialect) UniqueViolation(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return pe.ConstraintName
 	}
-	return err
+	return ""
 }
 
-// wrapTx classifies an error that a transaction's fn returned: errors of
-// the store's own queries are already classified, and a River insert on
-// the transaction returns the driver's error as is.
-func wrapTx(err error) error {
-	var be *baremetal.Error
-	if !errors.As(err, &be) && unreachable(err) {
-		return store.Unavailable("postgres: transaction", err)
-	}
-	return err
+func (dialect) ForeignKeyViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503"
 }
+
+func wrap(op string, err error) error { return sqlstore.Wrap(dialect{}, op, err) }
+
+// Classify returns err as store.Unavailable when it says the database
+// cannot be reached, and unchanged otherwise (see store.Store).
+func (s *Store) Classify(op string, err error) error { return sqlstore.Classify(dialect{}, op, err) }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres/internal/dbsqlc"
 )
 
 // Migrations are NNNN_name.sql files, applied in version order, each in its
@@ -17,47 +18,33 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migrate applies the pending migrations on conn, which holds the
-// migration advisory lock.
-func migrate(ctx context.Context, conn *pgx.Conn) error {
-	ms, err := store.LoadMigrations(migrationFS)
-	if err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+// migrator keeps PostgreSQL's schema_migrations, on a connection that
+// holds the migration advisory lock.
+type migrator struct{ conn *pgx.Conn }
+
+func (m migrator) Newest(ctx context.Context) (int, error) {
+	if _, err := m.conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer     NOT NULL PRIMARY KEY,
 		name       text        NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now()
 	)`); err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
+		return 0, err
 	}
-
-	// A database migrated by a newer binary may hold tables this one does
-	// not understand; refuse rather than run against them.
 	var newest *int
-	if err := conn.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
+	if err := m.conn.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil || newest == nil {
+		return 0, err
 	}
-	if known := ms[len(ms)-1].Version; newest != nil && *newest > known {
-		return fmt.Errorf("postgres: database schema version %d is newer than this binary's %d; upgrade the controller", *newest, known)
-	}
-
-	for _, m := range ms {
-		if err := applyMigration(ctx, conn, m); err != nil {
-			return fmt.Errorf("postgres: migration %04d_%s: %w", m.Version, m.Name, err)
-		}
-	}
-	return nil
+	return *newest, nil
 }
 
-func applyMigration(ctx context.Context, conn *pgx.Conn, m store.Migration) error {
-	tx, err := conn.Begin(ctx)
+func (m migrator) Apply(ctx context.Context, mig store.Migration) error {
+	tx, err := m.conn.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, m.Version).Scan(&n); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, mig.Version).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {
@@ -65,10 +52,10 @@ func applyMigration(ctx context.Context, conn *pgx.Conn, m store.Migration) erro
 	}
 	// Exec without arguments uses the simple protocol, which runs a
 	// multi-statement script.
-	if _, err := tx.Exec(ctx, m.SQL); err != nil {
+	if _, err := tx.Exec(ctx, mig.SQL); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, mig.Version, mig.Name); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
@@ -82,40 +69,12 @@ func backfillBMCKeys(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := store.BackfillBMCKeys(ctx, keyBackfill{tx}, nil); err != nil {
+	q := dbsqlc.New(tx)
+	if err := store.BackfillBMCKeys(ctx, binding.Queries(nil, q, q, q).Backfill(), nil); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: bmc key backfill: %w", err)
 	}
 	return nil
-}
-
-type keyBackfill struct{ tx pgx.Tx }
-
-func (b keyBackfill) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
-	rows, err := b.tx.Query(ctx, `SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes
-		WHERE bmc_key IS NULL ORDER BY created_at, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.UnkeyedNode
-	for rows.Next() {
-		var n store.UnkeyedNode
-		if err := rows.Scan(&n.ID, &n.Name, &n.Driver, &n.Address, &n.SystemID); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
-}
-
-func (b keyBackfill) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
-	return bmcHolder(ctx, b.tx, key)
-}
-
-func (b keyBackfill) SetBMCKey(ctx context.Context, id, key string) error {
-	_, err := b.tx.Exec(ctx, `UPDATE nodes SET bmc_key = $1 WHERE id = $2`, key, id)
-	return err
 }

@@ -7,25 +7,67 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // Store is the PostgreSQL store. Create it with Open.
 type Store struct {
 	queries
 	pool *pgxpool.Pool
+	// onPool is the generated code on the pool, for every transaction's
+	// reads after a failed write.
+	onPool *dbsqlc.Queries
+	box    *secret.Box
+}
+
+// queries are the store's queries (sqlstore) with PostgreSQL's own
+// InsertEvents.
+type queries struct {
+	sqlstore.Queries[*dbsqlc.Queries]
+}
+
+// InsertEvents sends the inserts as one batch: one round trip, the
+// statements run in order (ids grow in insertion order), and in one
+// implicit transaction outside InTx: all are written or none.
+func (q queries) InsertEvents(ctx context.Context, evs []*baremetal.Event) error {
+	if len(evs) < 2 {
+		return q.Queries.InsertEvents(ctx, evs)
+	}
+	args := make([]dbsqlc.InsertEventBatchParams, len(evs))
+	for i, e := range evs {
+		if !store.Storable(e.NodeID) {
+			return store.NotFound("node", e.NodeID)
+		}
+		args[i] = dbsqlc.InsertEventBatchParams{NodeID: e.NodeID, Time: sqlstore.EventTime(e), Actor: e.Actor,
+			Type: e.Type, Field: e.Field, Old: e.Old, New: e.New, Message: e.Message}
+	}
+	ids := make([]int64, len(evs))
+	var failed error
+	q.Writer().InsertEventBatch(ctx, args).QueryRow(func(i int, id int64, err error) {
+		if err != nil && failed == nil {
+			failed = q.EventError(evs[i], err)
+		}
+		ids[i] = id
+	})
+	if failed != nil {
+		return failed
+	}
+	for i, e := range evs {
+		e.ID, e.Time = ids[i], time.Time(args[i].Time)
+	}
+	return nil
 }
 
 var (
@@ -61,7 +103,8 @@ func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	s := &Store{queries: queries{db: pool, box: box, out: pool}, pool: pool}
+	q := dbsqlc.New(pool)
+	s := &Store{queries: queries{binding.Queries(box, q, q, q)}, pool: pool, onPool: q, box: box}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -73,9 +116,11 @@ func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
 // replicas starting together ("baremetal" in ASCII).
 const migrationLock int64 = 0x626172656d6574
 
-// Migrate applies pending migrations: the store's schema, then River's.
-// Both are recorded in the database, so running it again is a no-op. In
-// between it gives keyless nodes their BMC key (store.BackfillBMCKeys).
+// Migrate applies pending migrations: the store's schema, then River's,
+// then creates our index on River's jobs (store.RiverRunningNodeIndex).
+// All are recorded in the database or made only if missing, so running it
+// again is a no-op. In between it gives keyless nodes their BMC key
+// (store.BackfillBMCKeys).
 // Replicas starting at once take turns on an advisory lock.
 func (s *Store) Migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
@@ -91,29 +136,19 @@ func (s *Store) Migrate(ctx context.Context) error {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock)
 	}()
 
-	if err := migrate(ctx, conn.Conn()); err != nil {
+	if err := store.Migrate(ctx, "postgres", migrationFS, migrator{conn.Conn()}); err != nil {
 		return err
 	}
 	if err := backfillBMCKeys(ctx, conn.Conn()); err != nil {
 		return err
 	}
-	migrator, err := rivermigrate.New(riverpgxv5.New(s.pool), &rivermigrate.Config{Logger: quietLogger()})
-	if err != nil {
-		return fmt.Errorf("postgres: river migrations: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("postgres: river migrations: %w", err)
+	if err := sqlstore.MigrateRiver(ctx, dialect{}, riverpgxv5.New(s.pool)); err != nil {
+		return err
 	}
 	if _, err := conn.Exec(ctx, store.RiverRunningNodeIndex); err != nil {
 		return fmt.Errorf("postgres: index of running jobs by node: %w", err)
 	}
 	return nil
-}
-
-// quietLogger keeps River's migrator to warnings: one line per applied
-// migration on every fresh test database is noise.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // InTx runs fn in a transaction. fn's error (or panic) rolls back and is
@@ -132,8 +167,11 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 			_ = pgTx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := fn(&Tx{queries: queries{db: pgTx, box: s.box, out: s.pool}, tx: pgTx}); err != nil {
-		return wrapTx(err)
+	// After a failed statement PostgreSQL refuses every later one in the
+	// transaction, so a failed write is explained on the pool.
+	q := dbsqlc.New(pgTx)
+	if err := fn(&Tx{queries: queries{binding.Queries(s.box, q, q, s.onPool)}, tx: pgTx}); err != nil {
+		return sqlstore.TxError(dialect{}, err)
 	}
 	done = true
 	if err := pgTx.Commit(ctx); err != nil {
@@ -173,7 +211,7 @@ type Tx struct {
 
 // GetNodeForUpdate reads the node with FOR UPDATE (see store.Tx).
 func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.Node, error) {
-	return t.getNode(ctx, getNodeSQL+` FOR UPDATE`, idOrName)
+	return sqlstore.GetNodeWith(ctx, t.Queries, idOrName, (*dbsqlc.Queries).GetNodeForUpdate)
 }
 
 // Native returns the pgx.Tx, for River's InsertTx.

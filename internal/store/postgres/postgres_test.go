@@ -1,17 +1,13 @@
 package postgres_test
 
 import (
-	"errors"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
@@ -36,64 +32,14 @@ func TestOpenRejects(t *testing.T) {
 
 func TestNativeHandles(t *testing.T) {
 	t.Parallel()
-	s := storetest.OpenPostgres(t)
-	if _, ok := s.Native().(*pgxpool.Pool); !ok {
-		t.Fatalf("Native() is %T, want *pgxpool.Pool", s.Native())
-	}
-	err := s.InTx(t.Context(), func(tx store.Tx) error {
-		if _, ok := tx.Native().(pgx.Tx); !ok {
-			t.Errorf("Tx.Native() is %T, want pgx.Tx", tx.Native())
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	storetest.NativeHandles[*pgxpool.Pool, pgx.Tx](t, storetest.OpenPostgres(t))
 }
-
-type testArgs struct {
-	NodeID string `json:"node_id"`
-}
-
-func (testArgs) Kind() string { return "storetest" }
 
 // River shares the database: a job inserted with InsertTx commits and
 // rolls back with the store's own rows.
 func TestRiverInsertTx(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	s := storetest.OpenPostgres(t)
-	pool := s.Native().(*pgxpool.Pool)
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	insert := func(name string, fail error) error {
-		return s.InTx(ctx, func(tx store.Tx) error {
-			n := &baremetal.Node{Name: name, Driver: baremetal.DriverRedfish, ProvisionState: baremetal.StateEnroll}
-			if err := tx.InsertNode(ctx, n); err != nil {
-				return err
-			}
-			if _, err := client.InsertTx(ctx, tx.Native().(pgx.Tx), testArgs{NodeID: n.ID}, nil); err != nil {
-				return err
-			}
-			return fail
-		})
-	}
-	boom := errors.New("boom")
-	if err := insert("rolled-back", boom); !errors.Is(err, boom) {
-		t.Fatal(err)
-	}
-	if err := insert("committed", nil); err != nil {
-		t.Fatal(err)
-	}
-	var jobs int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs); err != nil {
-		t.Fatal(err)
-	}
-	if jobs != 1 {
-		t.Errorf("%d jobs, want 1 (the rolled-back one must be gone)", jobs)
-	}
+	storetest.RiverInsertTx(t, storetest.OpenPostgres(t))
 }
 
 // Replicas starting together on a new database migrate it once, without

@@ -3,31 +3,27 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strings"
 
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
-// wrap gives a failed operation its context. An error that says the
-// database file cannot be used right now becomes store.Unavailable, so
-// the API answers 503 (retry) instead of 500.
-func wrap(op string, err error) error {
-	if unreachable(err) {
-		return store.Unavailable("sqlite: "+op, err)
-	}
-	return fmt.Errorf("sqlite: %s: %w", op, err)
-}
+// binding is the store's queries (sqlstore) on this package's generated
+// code (queries/*.sql) and errors.
+var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
 
-// unreachable reports whether err means the database could not be used at
-// all, as opposed to rejecting the statement: another process held the
-// lock past busy_timeout (a backup, a CLI), the disk failed or is full, or
-// the file cannot be opened. The caller's own cancellation or deadline is
-// not an outage.
-func unreachable(err error) bool {
+// dialect is SQLite's errors, as sqlstore asks about them.
+type dialect struct{}
+
+func (dialect) Name() string { return "sqlite" }
+
+// Unreachable: another process held the lock past busy_timeout (a backup,
+// a CLI), the disk failed or is full, or the file cannot be opened.
+func (dialect) Unreachable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -42,22 +38,49 @@ func unreachable(err error) bool {
 	return false
 }
 
-// Classify returns err as store.Unavailable when it says the database
-// cannot be reached, and unchanged otherwise (see store.Store).
-func (s *Store) Classify(op string, err error) error {
-	if unreachable(err) {
-		return store.Unavailable("sqlite: "+op, err)
-	}
-	return err
+// uniqueColumns maps the columns SQLite names in a unique violation
+// ("UNIQUE constraint failed: nodes.name") to the constraint's name,
+// which SQLite does not report.
+var uniqueColumns = map[string]string{
+	"nodes.id":                          sqlstore.NodesPkey,
+	"nodes.name":                        sqlstore.NodesNameKey,
+	"nodes.bmc_key":                     sqlstore.NodesBMCKeyKey,
+	"instances.id":                      sqlstore.InstancesPkey,
+	"instances.project, instances.name": sqlstore.InstancesProjectNameKey,
+	"tokens.id":                         sqlstore.TokensPkey,
+	"tokens.name":                       sqlstore.TokensNameKey,
+	"tokens.hash":                       sqlstore.TokensHashKey,
+	"agent_sessions.token_hash":         sqlstore.AgentSessionsTokenHashKey,
+	"idempotency_keys.token_id, idempotency_keys.key": sqlstore.IdempotencyKeysPkey,
 }
 
-// wrapTx classifies an error that a transaction's fn returned: errors of
-// the store's own queries are already classified, and a River insert on
-// the transaction returns the driver's error as is.
-func wrapTx(err error) error {
-	var be *baremetal.Error
-	if !errors.As(err, &be) && unreachable(err) {
-		return store.Unavailable("sqlite: transaction", err)
+func (dialect) UniqueViolation(err error) string {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return ""
 	}
-	return err
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		// "... UNIQUE constraint failed: instances.project, instances.name (2067)"
+		msg := se.Error()
+		const failed = "constraint failed: "
+		i := strings.LastIndex(msg, failed)
+		if i < 0 {
+			return ""
+		}
+		cols, _, _ := strings.Cut(msg[i+len(failed):], " (")
+		return uniqueColumns[cols]
+	}
+	return ""
 }
+
+func (dialect) ForeignKeyViolation(err error) bool {
+	var se *msqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+func wrap(op string, err error) error { return sqlstore.Wrap(dialect{}, op, err) }
+
+// Classify returns err as store.Unavailable when it says the database
+// cannot be reached, and unchanged otherwise (see store.Store).
+func (s *Store) Classify(op string, err error) error { return sqlstore.Classify(dialect{}, op, err) }

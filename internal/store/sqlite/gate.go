@@ -34,8 +34,9 @@ func (g writeGate) enter(ctx context.Context) error {
 func (g writeGate) leave() { <-g }
 
 // gatedWriter is the Store's writer outside transactions: each write passes
-// the gate. Queries on it (checkWritten's version lookup after a write that
-// touched no row) are reads and do not.
+// the gate. Queries on it (a version lookup after a write that touched no
+// row) are reads and do not: no statement in queries/*.sql both writes and
+// returns rows (no RETURNING), so a write is always an Exec.
 type gatedWriter struct {
 	*sql.DB
 	gate writeGate

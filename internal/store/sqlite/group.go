@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // Group commit.
@@ -266,5 +267,5 @@ func (s *Store) runAlone(r *txRequest) {
 // own caller (the leader may be another goroutine).
 func (s *Store) runFn(sqlTx *sql.Tx, fn func(tx store.Tx) error) (panicked any, err error) {
 	defer func() { panicked = recover() }()
-	return nil, wrapTx(fn(&Tx{queries: queries{r: sqlTx, w: sqlTx, box: s.box}, tx: sqlTx}))
+	return nil, sqlstore.TxError(dialect{}, fn(s.newTx(sqlTx)))
 }

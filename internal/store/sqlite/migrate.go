@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // Migrations are NNNN_name.sql files, applied in version order, each in its
@@ -16,58 +18,42 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migrate applies the pending migrations on db (the writer).
-func migrate(ctx context.Context, db *sql.DB) error {
-	ms, err := store.LoadMigrations(migrationFS)
-	if err != nil {
-		return fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+// migrator keeps SQLite's schema_migrations, on the writer.
+type migrator struct{ db *sql.DB }
+
+func (m migrator) Newest(ctx context.Context) (int, error) {
+	if _, err := m.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER NOT NULL PRIMARY KEY,
 		name       TEXT    NOT NULL,
 		applied_at TEXT    NOT NULL
 	) STRICT`); err != nil {
-		return fmt.Errorf("sqlite: migrations: %w", err)
+		return 0, err
 	}
-
-	// A database migrated by a newer binary may hold tables this one does
-	// not understand; refuse rather than run against them.
 	var newest sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil {
-		return fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	if known := ms[len(ms)-1].Version; newest.Valid && int(newest.Int64) > known {
-		return fmt.Errorf("sqlite: database schema version %d is newer than this binary's %d; upgrade the controller", newest.Int64, known)
-	}
-
-	for _, m := range ms {
-		if err := applyMigration(ctx, db, m); err != nil {
-			return fmt.Errorf("sqlite: migration %04d_%s: %w", m.Version, m.Name, err)
-		}
-	}
-	return nil
+	err := m.db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest)
+	return int(newest.Int64), err
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, m store.Migration) error {
+func (m migrator) Apply(ctx context.Context, mig store.Migration) error {
 	// The writer begins IMMEDIATE transactions, so the check below and the
 	// DDL are atomic even against another process migrating the same file.
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := m.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, mig.Version).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+	if _, err := tx.ExecContext(ctx, mig.SQL); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.Version, m.Name, fmtTime(nowUTC())); err != nil {
+		mig.Version, mig.Name, sqlstore.Time(store.Now())); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -80,40 +66,12 @@ func backfillBMCKeys(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	defer tx.Rollback()
-	if err := store.BackfillBMCKeys(ctx, keyBackfill{tx}, nil); err != nil {
+	q := dbsqlc.New(tx)
+	if err := store.BackfillBMCKeys(ctx, binding.Queries(nil, q, q, q).Backfill(), nil); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: bmc key backfill: %w", err)
 	}
 	return nil
-}
-
-type keyBackfill struct{ tx *sql.Tx }
-
-func (b keyBackfill) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
-	rows, err := b.tx.QueryContext(ctx, `SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes
-		WHERE bmc_key IS NULL ORDER BY created_at, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.UnkeyedNode
-	for rows.Next() {
-		var n store.UnkeyedNode
-		if err := rows.Scan(&n.ID, &n.Name, &n.Driver, &n.Address, &n.SystemID); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
-}
-
-func (b keyBackfill) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
-	return queries{r: b.tx, w: b.tx}.bmcHolder(ctx, key)
-}
-
-func (b keyBackfill) SetBMCKey(ctx context.Context, id, key string) error {
-	_, err := b.tx.ExecContext(ctx, `UPDATE nodes SET bmc_key = ? WHERE id = ?`, key, id)
-	return err
 }

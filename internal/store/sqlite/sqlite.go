@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,16 +31,19 @@ import (
 	"sync/atomic"
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
-	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // Store is the SQLite store. Create it with Open.
 type Store struct {
-	queries
+	// Reads outside transactions go to the read pool, writes through the
+	// gate to the writer.
+	sqlstore.Queries[*dbsqlc.Queries]
 	writer *sql.DB
 	gate   writeGate
 	// txq holds the transactions waiting for the writer (group.go).
@@ -52,6 +54,7 @@ type Store struct {
 	reader   *sql.DB
 	path     string
 	lock     *dirLock
+	box      *secret.Box
 }
 
 var (
@@ -117,7 +120,7 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	s := &Store{writer: writer, gate: newWriteGate(), path: path, lock: lock, grouping: grouping}
+	s := &Store{writer: writer, gate: newWriteGate(), path: path, lock: lock, grouping: grouping, box: box}
 	if err := writer.PingContext(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -146,37 +149,30 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	s.reader = reader
-	s.queries = queries{r: reader, w: gatedWriter{writer, s.gate}, box: box}
+	w := dbsqlc.New(gatedWriter{writer, s.gate})
+	s.Queries = binding.Queries(box, dbsqlc.New(reader), w, w)
 	return s, nil
 }
 
-// Migrate applies pending migrations: the store's schema, then River's.
-// Both are recorded in the database, so running it again is a no-op. In
-// between it gives keyless nodes their BMC key (store.BackfillBMCKeys).
+// Migrate applies pending migrations: the store's schema, then River's,
+// then creates our index on River's jobs (store.RiverRunningNodeIndex).
+// All are recorded in the database or made only if missing, so running it
+// again is a no-op. In between it gives keyless nodes their BMC key
+// (store.BackfillBMCKeys).
 func (s *Store) Migrate(ctx context.Context) error {
-	if err := migrate(ctx, s.writer); err != nil {
+	if err := store.Migrate(ctx, "sqlite", migrationFS, migrator{s.writer}); err != nil {
 		return err
 	}
 	if err := backfillBMCKeys(ctx, s.writer); err != nil {
 		return err
 	}
-	migrator, err := rivermigrate.New(riversqlite.New(s.writer), &rivermigrate.Config{Logger: quietLogger()})
-	if err != nil {
-		return fmt.Errorf("sqlite: river migrations: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("sqlite: river migrations: %w", err)
+	if err := sqlstore.MigrateRiver(ctx, dialect{}, riversqlite.New(s.writer)); err != nil {
+		return err
 	}
 	if _, err := s.writer.ExecContext(ctx, store.RiverRunningNodeIndex); err != nil {
 		return fmt.Errorf("sqlite: index of running jobs by node: %w", err)
 	}
 	return nil
-}
-
-// quietLogger keeps River's migrator to warnings: one line per applied
-// migration on every fresh test database is noise.
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // Ping runs a query on the read pool. It does not touch the writer, so a
@@ -238,10 +234,16 @@ func privateFiles(path string) error {
 	return nil
 }
 
-// Tx is an open transaction; every query runs on it.
+// Tx is an open transaction; every query runs on it (a transaction must
+// see its own writes, and the one connection is its).
 type Tx struct {
-	queries
+	sqlstore.Queries[*dbsqlc.Queries]
 	tx *sql.Tx
+}
+
+func (s *Store) newTx(sqlTx *sql.Tx) *Tx {
+	q := dbsqlc.New(sqlTx)
+	return &Tx{Queries: binding.Queries(s.box, q, q, q), tx: sqlTx}
 }
 
 // GetNodeForUpdate is GetNode: the transaction already holds the

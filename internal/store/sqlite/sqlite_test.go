@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
@@ -42,10 +38,7 @@ func TestOpenRejects(t *testing.T) {
 func TestNativeHandles(t *testing.T) {
 	t.Parallel()
 	s := storetest.OpenSQLite(t)
-	db, ok := s.Native().(*sql.DB)
-	if !ok {
-		t.Fatalf("Native() is %T, want *sql.DB", s.Native())
-	}
+	db := storetest.NativeHandles[*sql.DB, *sql.Tx](t, s)
 	if got := db.Stats().MaxOpenConnections; got != 1 {
 		t.Errorf("writer pool allows %d connections, want 1 (SQLite has one writer; a second connection waits on SQLITE_BUSY)", got)
 	}
@@ -60,62 +53,13 @@ func TestNativeHandles(t *testing.T) {
 	if err := db.QueryRowContext(t.Context(), "PRAGMA busy_timeout").Scan(&busy); err != nil || busy != 5000 {
 		t.Errorf("busy_timeout %d (%v), want 5000", busy, err)
 	}
-	err := s.InTx(t.Context(), func(tx store.Tx) error {
-		if _, ok := tx.Native().(*sql.Tx); !ok {
-			t.Errorf("Tx.Native() is %T, want *sql.Tx", tx.Native())
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
-
-type testArgs struct {
-	NodeID string `json:"node_id"`
-}
-
-func (testArgs) Kind() string { return "storetest" }
 
 // River shares the writer: a job inserted with InsertTx commits and rolls
 // back with the store's own rows.
 func TestRiverInsertTx(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	s := storetest.OpenSQLite(t)
-	client, err := river.NewClient(riversqlite.New(s.Native().(*sql.DB)), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	insert := func(name string, fail error) error {
-		return s.InTx(ctx, func(tx store.Tx) error {
-			n := &baremetal.Node{Name: name, Driver: baremetal.DriverRedfish, ProvisionState: baremetal.StateEnroll}
-			if err := tx.InsertNode(ctx, n); err != nil {
-				return err
-			}
-			if _, err := client.InsertTx(ctx, tx.Native().(*sql.Tx), testArgs{NodeID: n.ID}, nil); err != nil {
-				return err
-			}
-			return fail
-		})
-	}
-	boom := errors.New("boom")
-	if err := insert("rolled-back", boom); !errors.Is(err, boom) {
-		t.Fatal(err)
-	}
-	if err := insert("committed", nil); err != nil {
-		t.Fatal(err)
-	}
-	var jobs int
-	if err := s.Native().(*sql.DB).QueryRowContext(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs); err != nil {
-		t.Fatal(err)
-	}
-	if jobs != 1 {
-		t.Errorf("%d jobs, want 1 (the rolled-back one must be gone)", jobs)
-	}
-	if _, err := s.GetNode(ctx, "rolled-back"); !baremetal.IsCode(err, baremetal.CodeNotFound) {
-		t.Errorf("rolled-back node: %v", err)
-	}
+	storetest.RiverInsertTx(t, storetest.OpenSQLite(t))
 }
 
 // The read pool cannot write, even by mistake.

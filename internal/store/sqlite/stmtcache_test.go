@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // openCaching opens a one-connection database through the caching
@@ -156,24 +158,26 @@ func TestStmtCacheEviction(t *testing.T) {
 }
 
 // A cached statement follows schema changes (SQLite re-prepares it), and
-// errors keep the driver's types (the store matches *sqlite.Error codes).
+// errors keep the driver's types (the store matches *sqlite.Error codes
+// and messages: the table is named like the store's, so that the dialect
+// names the violated constraint).
 func TestStmtCacheSchemaChangeAndErrors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openCaching(t)
-	mustExec(t, db, `CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)`)
-	const ins = `INSERT INTO t (id, name) VALUES (?, ?)`
+	mustExec(t, db, `CREATE TABLE nodes (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)`)
+	const ins = `INSERT INTO nodes (id, name) VALUES (?, ?)`
 	mustExec(t, db, ins, 1, "a")
-	if _, err := db.ExecContext(ctx, ins, 2, "a"); !uniqueViolation(err, "t.name") {
+	if _, err := db.ExecContext(ctx, ins, 2, "a"); (dialect{}).UniqueViolation(err) != sqlstore.NodesNameKey {
 		t.Fatalf("duplicate insert through a cached statement: %v, want a UNIQUE violation", err)
 	}
-	const sel = `SELECT * FROM t WHERE id = ?`
+	const sel = `SELECT * FROM nodes WHERE id = ?`
 	var id int
 	var name string
 	if err := db.QueryRowContext(ctx, sel, 1).Scan(&id, &name); err != nil || name != "a" {
 		t.Fatalf("before ALTER TABLE: %q, %v", name, err)
 	}
-	mustExec(t, db, `ALTER TABLE t ADD COLUMN extra TEXT NOT NULL DEFAULT 'x'`)
+	mustExec(t, db, `ALTER TABLE nodes ADD COLUMN extra TEXT NOT NULL DEFAULT 'x'`)
 	var extra string
 	if err := db.QueryRowContext(ctx, sel, 1).Scan(&id, &name, &extra); err != nil || extra != "x" {
 		t.Fatalf("after ALTER TABLE: %q, %v", extra, err)

@@ -66,18 +66,28 @@ func OpenSQLite(t testing.TB) store.Store {
 
 func openSQLiteAt(t testing.TB, path string) store.Store {
 	t.Helper()
+	return openAt(t, "sqlite", path, func(ctx context.Context) (store.Store, error) { return sqlite.Open(ctx, path, Box()) },
+		openSQLiteAt)
+}
+
+// openAt opens a store with open (name and where say which, for errors),
+// closes it when t ends, and remembers reopen for the suite's persistence
+// test.
+func openAt(t testing.TB, name, where string, open func(context.Context) (store.Store, error),
+	reopen func(testing.TB, string) store.Store) store.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := sqlite.Open(ctx, path, Box())
+	s, err := open(ctx)
 	if err != nil {
-		t.Fatalf("open sqlite store: %v", err)
+		t.Fatalf("open %s store: %v", name, err)
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			t.Errorf("close sqlite store: %v", err)
+			t.Errorf("close %s store: %v", name, err)
 		}
 	})
-	reopeners.Store(store.Store(s), func(t testing.TB) store.Store { return openSQLiteAt(t, path) })
+	reopeners.Store(s, func(t testing.TB) store.Store { return reopen(t, where) })
 	return s
 }
 
@@ -90,19 +100,8 @@ func OpenPostgres(t testing.TB) store.Store {
 
 func openPostgresAt(t testing.TB, dbURL string) store.Store {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := postgres.Open(ctx, dbURL, Box())
-	if err != nil {
-		t.Fatalf("open postgres store: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close postgres store: %v", err)
-		}
-	})
-	reopeners.Store(store.Store(s), func(t testing.TB) store.Store { return openPostgresAt(t, dbURL) })
-	return s
+	return openAt(t, "postgres", dbURL, func(ctx context.Context) (store.Store, error) { return postgres.Open(ctx, dbURL, Box()) },
+		openPostgresAt)
 }
 
 // PostgresURL creates a new, uniquely named, empty database on the server

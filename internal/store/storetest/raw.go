@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
@@ -16,11 +17,28 @@ import (
 // The suite looks under the store, at the database itself, through the
 // handle Native returns: to check what is really stored.
 
+// rawDB runs fn on s's database as a *sql.DB: SQLite's writer, or
+// PostgreSQL's pool through pgx's database/sql driver (closed when fn
+// returns, so that it holds none of the pool's connections when the store
+// closes).
+func rawDB(t *testing.T, s store.Store, fn func(db *sql.DB)) {
+	t.Helper()
+	switch db := s.Native().(type) {
+	case *sql.DB:
+		fn(db)
+	case *pgxpool.Pool:
+		sdb := stdlib.OpenDBFromPool(db)
+		defer sdb.Close()
+		fn(sdb)
+	default:
+		t.Fatalf("unknown native handle %T", db)
+	}
+}
+
 func rawStrings(t *testing.T, s store.Store, query string) []string {
 	t.Helper()
 	var out []string
-	switch db := s.Native().(type) {
-	case *sql.DB:
+	rawDB(t, s, func(db *sql.DB) {
 		rows, err := db.QueryContext(ctxOf(t), query)
 		must(t, err)
 		defer rows.Close()
@@ -30,47 +48,22 @@ func rawStrings(t *testing.T, s store.Store, query string) []string {
 			out = append(out, v)
 		}
 		must(t, rows.Err())
-	case *pgxpool.Pool:
-		rows, err := db.Query(ctxOf(t), query)
-		must(t, err)
-		defer rows.Close()
-		for rows.Next() {
-			var v string
-			must(t, rows.Scan(&v))
-			out = append(out, v)
-		}
-		must(t, rows.Err())
-	default:
-		t.Fatalf("unknown native handle %T", db)
-	}
+	})
 	return out
 }
 
 func rawExec(t *testing.T, s store.Store, query string) {
 	t.Helper()
-	switch db := s.Native().(type) {
-	case *sql.DB:
+	rawDB(t, s, func(db *sql.DB) {
 		_, err := db.ExecContext(ctxOf(t), query)
 		must(t, err)
-	case *pgxpool.Pool:
-		_, err := db.Exec(ctxOf(t), query)
-		must(t, err)
-	default:
-		t.Fatalf("unknown native handle %T", db)
-	}
+	})
 }
 
 func rawCount(t *testing.T, s store.Store, query string) int {
 	t.Helper()
 	var n int
-	switch db := s.Native().(type) {
-	case *sql.DB:
-		must(t, db.QueryRowContext(ctxOf(t), query).Scan(&n))
-	case *pgxpool.Pool:
-		must(t, db.QueryRow(ctxOf(t), query).Scan(&n))
-	default:
-		t.Fatalf("unknown native handle %T", db)
-	}
+	rawDB(t, s, func(db *sql.DB) { must(t, db.QueryRowContext(ctxOf(t), query).Scan(&n)) })
 	return n
 }
 

@@ -1,0 +1,40 @@
+-- The deploy agent's session on a node: at most one per node, replaced
+-- by the next boot (whose new token makes the old one useless).
+
+-- name: PutAgentSession :exec
+INSERT INTO agent_sessions (
+    node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id,
+    last_seen_at, created_at, updated_at, version, netboot_ids
+) VALUES (
+    sqlc.arg(node_id), sqlc.arg(purpose), sqlc.arg(token_sealed), sqlc.arg(token_hash), sqlc.arg(command),
+    sqlc.arg(status), sqlc.arg(inventory), sqlc.arg(boot_id), sqlc.narg(last_seen_at), sqlc.arg(created_at),
+    sqlc.arg(created_at), 1, sqlc.arg(netboot_ids)
+)
+ON CONFLICT (node_id) DO UPDATE SET
+    purpose = excluded.purpose, token_sealed = excluded.token_sealed, token_hash = excluded.token_hash,
+    command = excluded.command, status = excluded.status, inventory = excluded.inventory,
+    boot_id = excluded.boot_id, last_seen_at = excluded.last_seen_at, created_at = excluded.created_at,
+    updated_at = excluded.updated_at, version = 1, netboot_ids = excluded.netboot_ids;
+
+-- name: GetAgentSession :one
+SELECT * FROM agent_sessions WHERE node_id = $1;
+
+-- name: GetAgentSessionByTokenHash :one
+SELECT * FROM agent_sessions WHERE token_hash = $1;
+
+-- name: FindAgentSessionsByNetbootID :many
+-- netboot_ids is space-framed (" a b "): pattern is "% id %"
+-- (store.NetbootIDPattern).
+SELECT * FROM agent_sessions WHERE netboot_ids LIKE sqlc.arg(pattern);
+
+-- name: UpdateAgentSession :execrows
+UPDATE agent_sessions SET
+    command = $1, status = $2, inventory = $3, boot_id = $4, last_seen_at = $5, updated_at = $6,
+    version = version + 1
+WHERE node_id = $7 AND version = $8;
+
+-- name: AgentSessionVersion :one
+SELECT version FROM agent_sessions WHERE node_id = $1;
+
+-- name: DeleteAgentSession :exec
+DELETE FROM agent_sessions WHERE node_id = $1;

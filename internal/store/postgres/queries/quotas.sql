@@ -1,0 +1,8 @@
+-- Per-project instance quotas; a project without a row has none.
+
+-- name: GetQuota :one
+SELECT instances FROM quotas WHERE project = $1;
+
+-- name: SetQuota :exec
+INSERT INTO quotas (project, instances) VALUES ($1, $2)
+ON CONFLICT (project) DO UPDATE SET instances = excluded.instances;

@@ -1,0 +1,76 @@
+-- Instances. The lists pick their statement by filter, so that each one
+-- can use its index: by name (instances_name), by node
+-- (instances_node_id), else in id order.
+
+-- name: GetInstance :many
+-- By id or name: names are unique per project only, so two rows by name
+-- are ambiguous; an id match comes first. (?1 is id_or_name: sqlc leaves
+-- a sqlc.arg in ORDER BY as it is.)
+SELECT * FROM instances
+WHERE id = sqlc.arg(id_or_name) OR name = sqlc.arg(id_or_name)
+ORDER BY id = ?1 DESC, id
+LIMIT 2;
+
+-- name: ListInstances :many
+SELECT * FROM instances
+WHERE id > sqlc.arg(after)
+  AND (CAST(sqlc.arg(project) AS TEXT) = '' OR project = sqlc.arg(project))
+ORDER BY id
+LIMIT sqlc.arg(page_limit);
+
+-- name: ListInstancesByName :many
+SELECT * FROM instances
+WHERE name = sqlc.arg(name)
+  AND id > sqlc.arg(after)
+  AND (CAST(sqlc.arg(project) AS TEXT) = '' OR project = sqlc.arg(project))
+  AND (CAST(sqlc.arg(node_id) AS TEXT) = '' OR node_id = sqlc.arg(node_id))
+ORDER BY id
+LIMIT sqlc.arg(page_limit);
+
+-- name: ListInstancesByNode :many
+SELECT * FROM instances
+WHERE node_id = sqlc.arg(node_id)
+  AND id > sqlc.arg(after)
+  AND (CAST(sqlc.arg(project) AS TEXT) = '' OR project = sqlc.arg(project))
+ORDER BY id
+LIMIT sqlc.arg(page_limit);
+
+-- name: InsertInstance :execrows
+-- The instance writes take the same parameters in the same order, as the
+-- node writes do.
+INSERT INTO instances (
+    name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state,
+    power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
+    booted_at, deploy_method, root_device, created_at, updated_at, version, id
+) VALUES (
+    sqlc.arg(name), sqlc.arg(project), sqlc.arg(node_id), sqlc.arg(resource_class),
+    sqlc.arg(image_url), sqlc.arg(image_checksum), sqlc.arg(user_data), sqlc.arg(metadata),
+    sqlc.arg(state), sqlc.arg(power_state), sqlc.arg(last_error), sqlc.arg(ready_token_hash),
+    sqlc.arg(ready), sqlc.arg(ready_token_sealed), sqlc.arg(deploy_timeout_ms),
+    sqlc.narg(booted_at), sqlc.arg(deploy_method), sqlc.arg(root_device), sqlc.arg(now),
+    sqlc.arg(now), CAST(sqlc.arg(version) AS INTEGER) + 1, sqlc.arg(id)
+);
+
+-- name: UpdateInstance :execrows
+-- Writes every column if the stored version is the given one.
+UPDATE instances SET
+    name = sqlc.arg(name), project = sqlc.arg(project), node_id = sqlc.arg(node_id),
+    resource_class = sqlc.arg(resource_class), image_url = sqlc.arg(image_url),
+    image_checksum = sqlc.arg(image_checksum), user_data = sqlc.arg(user_data),
+    metadata = sqlc.arg(metadata), state = sqlc.arg(state), power_state = sqlc.arg(power_state),
+    last_error = sqlc.arg(last_error), ready_token_hash = sqlc.arg(ready_token_hash),
+    ready = sqlc.arg(ready), ready_token_sealed = sqlc.arg(ready_token_sealed),
+    deploy_timeout_ms = sqlc.arg(deploy_timeout_ms), booted_at = sqlc.narg(booted_at),
+    deploy_method = sqlc.arg(deploy_method), root_device = sqlc.arg(root_device),
+    updated_at = sqlc.arg(now), version = version + 1
+WHERE version = sqlc.arg(version) AND id = sqlc.arg(id);
+
+-- name: DeleteInstance :execrows
+DELETE FROM instances WHERE id = ? AND version = ?;
+
+-- name: InstanceVersion :one
+SELECT version FROM instances WHERE id = ?;
+
+-- name: CountInstances :one
+-- A project's instances; '' counts every project's.
+SELECT count(*) FROM instances WHERE CAST(sqlc.arg(project) AS TEXT) = '' OR project = sqlc.arg(project);

@@ -1,0 +1,364 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// Queries implements store.Queries on a dialect's generated code Q (its
+// *dbsqlc.Queries), on one store or transaction (Binding.Queries).
+//
+// Lookups by a key that no store could hold (store.Storable) answer "not
+// found" or an empty list without asking the database: PostgreSQL would
+// refuse the statement (and, in a transaction, every later one).
+type Queries[Q Plain] struct {
+	b       *Binding[Q]
+	box     *secret.Box
+	r, w, x Q
+}
+
+var _ store.Queries = Queries[Plain]{}
+
+// Writer returns the handle of the writes, for a dialect's own queries.
+func (q Queries[Q]) Writer() Q { return q.w }
+
+func (q Queries[Q]) wrap(op string, err error) error { return Wrap(q.b.dialect, op, err) }
+
+func (q Queries[Q]) unique(err error) string { return q.b.dialect.UniqueViolation(err) }
+
+func newID(id string) string {
+	if id != "" {
+		return id
+	}
+	return uuid.NewString()
+}
+
+// checkWritten turns a version-checked write that changed no row into
+// the right error: the row is gone (not found) or has another version
+// (conflict). stored reads the row's version.
+func (q Queries[Q]) checkWritten(ctx context.Context, changed int64, kind, id string, version int64,
+	stored func(Q, context.Context, string) (int64, error)) error {
+	if changed > 0 {
+		return nil
+	}
+	v, err := stored(q.w, ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.NotFound(kind, id)
+	}
+	if err != nil {
+		return q.wrap("write "+kind, err)
+	}
+	return store.StaleVersion(kind, version, v)
+}
+
+// ---- nodes ----
+
+func (q Queries[Q]) node(r *nodeRow) (*baremetal.Node, error) {
+	n := &baremetal.Node{
+		ID:     r.ID,
+		Name:   r.Name,
+		Driver: baremetal.Driver(r.Driver),
+		BMC: baremetal.BMC{Address: r.BMCAddress, Username: r.BMCUsername, Insecure: r.BMCInsecure,
+			SystemID: r.BMCSystemID, CipherSuite: int(r.BMCCipherSuite)},
+		ResourceClass: r.ResourceClass,
+		Properties:    baremetal.Properties{CPUs: int(r.CPUs), MemoryMB: int(r.MemoryMB), LocalGB: int(r.LocalGB), CPUArch: r.CPUArch},
+		Overrides: baremetal.PropertyOverrides{CPUs: r.CPUsOverride, MemoryMB: r.MemoryMBOverride,
+			LocalGB: r.LocalGBOverride, CPUArch: r.CPUArchOverride},
+		Inspected: baremetal.Properties{CPUs: int(r.InspectedCPUs), MemoryMB: int(r.InspectedMemoryMB),
+			LocalGB: int(r.InspectedLocalGB), CPUArch: r.InspectedCPUArch},
+		CleanErase:        baremetal.CleanErase(r.CleanErase),
+		InspectOnEnroll:   r.InspectOnEnroll,
+		Maintenance:       r.Maintenance,
+		MaintenanceReason: r.MaintenanceReason,
+		PowerState:        baremetal.PowerState(r.PowerState),
+		ProvisionState:    baremetal.ProvisionState(r.ProvisionState),
+		Fault:             baremetal.Fault(r.Fault),
+		LastError:         r.LastError,
+		FaultSince:        (*time.Time)(r.FaultSince),
+		BMCFailures:       int(r.BMCFailures),
+		NextCheckAt:       (*time.Time)(r.NextCheckAt),
+		LastSeenAt:        (*time.Time)(r.LastSeenAt),
+		InstanceID:        r.InstanceID,
+		CreatedAt:         time.Time(r.CreatedAt),
+		UpdatedAt:         time.Time(r.UpdatedAt),
+		Version:           r.Version,
+	}
+	if at := time.Time(r.InspectedAt); !at.IsZero() {
+		n.InspectedAt = &at
+	}
+	if r.BMCPasswordSealed != "" {
+		var err error
+		if n.BMC.Password, err = q.box.Open(r.BMCPasswordSealed); err != nil {
+			return nil, fmt.Errorf("node %s: bmc password: %w", n.ID, err)
+		}
+	}
+	return n, nil
+}
+
+// appendNode returns a yield that appends each row's node to *nodes.
+func (q Queries[Q]) appendNode(nodes *[]*baremetal.Node) func(nodeRow) error {
+	return func(r nodeRow) error {
+		n, err := q.node(&r)
+		*nodes = append(*nodes, n)
+		return err
+	}
+}
+
+// nodeWrite is the parameters of a write of n: its BMC password sealed,
+// its bmc_key (store.BMCKeyArg). ID, Now and Version are the caller's.
+func (q Queries[Q]) nodeWrite(n *baremetal.Node) (nodeWrite, error) {
+	sealed := ""
+	if n.BMC.Password != "" {
+		var err error
+		if sealed, err = q.box.Seal(n.BMC.Password); err != nil {
+			return nodeWrite{}, err
+		}
+	}
+	var key *string
+	if k, ok := store.BMCKeyArg(n).(string); ok {
+		key = &k
+	}
+	return nodeWrite{
+		Name: n.Name, Driver: string(n.Driver), BMCAddress: n.BMC.Address, BMCUsername: n.BMC.Username,
+		BMCPasswordSealed: sealed, BMCInsecure: n.BMC.Insecure, BMCSystemID: n.BMC.SystemID,
+		BMCCipherSuite: int64(n.BMC.CipherSuite), ResourceClass: n.ResourceClass,
+		CPUs: int64(n.Properties.CPUs), MemoryMB: int64(n.Properties.MemoryMB), LocalGB: int64(n.Properties.LocalGB),
+		CPUArch: n.Properties.CPUArch, Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
+		PowerState: string(n.PowerState), ProvisionState: string(n.ProvisionState), Fault: string(n.Fault),
+		LastError: n.LastError, FaultSince: (*Time)(n.FaultSince), BMCFailures: int64(n.BMCFailures),
+		NextCheckAt: (*Time)(n.NextCheckAt), LastSeenAt: (*Time)(n.LastSeenAt), InstanceID: n.InstanceID,
+		CPUsOverride: n.Overrides.CPUs, MemoryMBOverride: n.Overrides.MemoryMB, LocalGBOverride: n.Overrides.LocalGB,
+		CPUArchOverride: n.Overrides.CPUArch, InspectedCPUs: int64(n.Inspected.CPUs),
+		InspectedMemoryMB: int64(n.Inspected.MemoryMB), InspectedLocalGB: int64(n.Inspected.LocalGB),
+		InspectedCPUArch: n.Inspected.CPUArch, CleanErase: string(n.CleanErase), InspectOnEnroll: n.InspectOnEnroll,
+		BMCKey: key,
+	}, nil
+}
+
+// normalizeNodeTimes makes n's optional times what a read would return.
+func normalizeNodeTimes(n *baremetal.Node) {
+	n.FaultSince = store.TimestampPtr(n.FaultSince)
+	n.NextCheckAt = store.TimestampPtr(n.NextCheckAt)
+	n.LastSeenAt = store.TimestampPtr(n.LastSeenAt)
+}
+
+func (q Queries[Q]) GetNode(ctx context.Context, idOrName string) (*baremetal.Node, error) {
+	return q.getNode(ctx, idOrName, q.b.typed.getNode)
+}
+
+// GetNodeWith is GetNode through a dialect's own query of the same
+// columns (PostgreSQL's GetNodeForUpdate).
+func GetNodeWith[Q Plain, R nodeShape](ctx context.Context, q Queries[Q], idOrName string,
+	get func(Q, context.Context, string) (*R, error)) (*baremetal.Node, error) {
+	return q.getNode(ctx, idOrName, one(get, nodeOf[R]))
+}
+
+func (q Queries[Q]) getNode(ctx context.Context, idOrName string, get func(Q, context.Context, string) (nodeRow, error)) (*baremetal.Node, error) {
+	if !store.Storable(idOrName) {
+		return nil, store.NotFound("node", idOrName)
+	}
+	r, err := get(q.r, ctx, idOrName)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.NotFound("node", idOrName)
+	}
+	if err != nil {
+		return nil, q.wrap("get node", err)
+	}
+	n, err := q.node(&r)
+	if err != nil {
+		return nil, q.wrap("get node", err)
+	}
+	return n, nil
+}
+
+func (q Queries[Q]) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremetal.Node, string, error) {
+	after, err := store.DecodeIDCursor(f.After)
+	if err != nil {
+		return nil, "", err
+	}
+	if !store.Storable(string(f.ProvisionState), f.Fault, f.ResourceClass) {
+		return nil, "", nil // no node matches
+	}
+	limit := store.PageLimit(f.Limit)
+	// One extra row tells whether there is a next page.
+	nf := nodeFilter{after: after, provisionState: string(f.ProvisionState), maintenance: f.Maintenance,
+		resourceClass: f.ResourceClass, dueBefore: (*Time)(f.DueBefore), limit: int64(limit) + 1}
+	// Asking for deleting nodes by state shows them without the flag.
+	if !f.IncludeDeleting && f.ProvisionState != baremetal.StateDeleting {
+		nf.hideState = string(baremetal.StateDeleting)
+	}
+	switch f.Fault {
+	case "":
+	case "any", "none":
+		faulted := f.Fault == "any"
+		nf.faulted = &faulted
+	default:
+		nf.fault = f.Fault
+	}
+	nf.filtered = nf.provisionState != "" || nf.maintenance != nil || f.Fault != "" || nf.resourceClass != "" || nf.dueBefore != nil
+	nodes := make([]*baremetal.Node, 0, min(limit+1, 128))
+	if err := q.b.typed.listNodes(q.r, ctx, nf, q.appendNode(&nodes)); err != nil {
+		return nil, "", q.wrap("list nodes", err)
+	}
+	nodes, next := store.TrimPage(nodes, limit, func(n *baremetal.Node) string { return n.ID })
+	return nodes, next, nil
+}
+
+// GetNodes passes the ids as one JSON array (see nodes.sql).
+func (q Queries[Q]) GetNodes(ctx context.Context, ids []string) ([]*baremetal.Node, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if len(ids) > store.MaxPageLimit {
+		return nil, q.wrap("get nodes", fmt.Errorf("%d ids, at most %d", len(ids), store.MaxPageLimit))
+	}
+	// An id no store can hold matches nothing, and PostgreSQL would refuse
+	// the whole array for it.
+	keep := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if store.Storable(id) {
+			keep = append(keep, id)
+		}
+	}
+	list, err := json.Marshal(keep)
+	if err != nil {
+		return nil, q.wrap("get nodes", err)
+	}
+	nodes := make([]*baremetal.Node, 0, len(keep))
+	if err := q.b.typed.getNodes(q.r, ctx, string(list), q.appendNode(&nodes)); err != nil {
+		return nil, q.wrap("get nodes", err)
+	}
+	return nodes, nil
+}
+
+func (q Queries[Q]) CountNodes(ctx context.Context) ([]store.NodeCount, error) {
+	var out []store.NodeCount
+	err := q.b.typed.countNodes(q.r, ctx, func(r countRow) error {
+		out = append(out, store.NodeCount{ProvisionState: baremetal.ProvisionState(r.ProvisionState),
+			Fault: baremetal.Fault(r.Fault), Maintenance: r.Maintenance, Count: int(r.Count)})
+		return nil
+	})
+	if err != nil {
+		return nil, q.wrap("count nodes", err)
+	}
+	return out, nil
+}
+
+func (q Queries[Q]) InsertNode(ctx context.Context, n *baremetal.Node) error {
+	w, err := q.nodeWrite(n)
+	if err != nil {
+		return q.wrap("insert node", err)
+	}
+	id, now := newID(n.ID), store.Now()
+	w.ID, w.Now = id, Time(now)
+	if _, err := q.b.typed.insertNode(q.w, ctx, w); err != nil {
+		switch q.unique(err) {
+		case NodesNameKey:
+			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
+		case NodesPkey:
+			return store.Duplicate("id", fmt.Sprintf("a node with id %q already exists", id), err)
+		case NodesBMCKeyKey:
+			return q.duplicateBMC(ctx, w.BMCKey, err)
+		}
+		return q.wrap("insert node", err)
+	}
+	n.ID, n.CreatedAt, n.UpdatedAt, n.Version = id, now, now, 1
+	normalizeNodeTimes(n)
+	return nil
+}
+
+func (q Queries[Q]) UpdateNode(ctx context.Context, n *baremetal.Node) error {
+	w, err := q.nodeWrite(n)
+	if err != nil {
+		return q.wrap("update node", err)
+	}
+	now := store.Now()
+	w.ID, w.Now, w.Version = n.ID, Time(now), n.Version
+	changed, err := q.b.typed.updateNode(q.w, ctx, w)
+	if err != nil {
+		switch q.unique(err) {
+		case NodesNameKey:
+			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
+		case NodesBMCKeyKey:
+			return q.duplicateBMC(ctx, w.BMCKey, err)
+		}
+		return q.wrap("update node", err)
+	}
+	if err := q.checkWritten(ctx, changed, "node", n.ID, n.Version, Q.NodeVersion); err != nil {
+		return err
+	}
+	n.Version++
+	n.UpdatedAt = now
+	normalizeNodeTimes(n)
+	return nil
+}
+
+// duplicateBMC explains a bmc_key violation by naming the node holding
+// the key, read on the explain handle (see Binding.Queries): a holder
+// committed by another transaction is visible there, since the violation
+// waited for its commit.
+func (q Queries[Q]) duplicateBMC(ctx context.Context, key *string, cause error) error {
+	h, err := q.bmcHolder(ctx, q.x, key)
+	if err != nil {
+		return q.wrap("explain a duplicate bmc key", fmt.Errorf("%w (and reading the node holding it: %v)", cause, err))
+	}
+	return store.DuplicateBMC(h, cause)
+}
+
+// bmcHolder returns the node holding key, nil when none does.
+func (q Queries[Q]) bmcHolder(ctx context.Context, on Q, key *string) (*store.BMCHolder, error) {
+	r, err := q.b.typed.nodeByBMCKey(on, ctx, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &store.BMCHolder{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
+		State: baremetal.ProvisionState(r.ProvisionState)}, nil
+}
+
+func (q Queries[Q]) DeleteNode(ctx context.Context, id string, version int64) error {
+	if !store.Storable(id) {
+		return store.NotFound("node", id)
+	}
+	changed, err := q.w.DeleteNode(ctx, id, version)
+	if err != nil {
+		return q.wrap("delete node", err)
+	}
+	return q.checkWritten(ctx, changed, "node", id, version, Q.NodeVersion)
+}
+
+// Backfill is the store.BMCKeyBackfill of these queries (run in one
+// transaction at Open).
+func (q Queries[Q]) Backfill() store.BMCKeyBackfill { return backfill[Q]{q} }
+
+type backfill[Q Plain] struct{ q Queries[Q] }
+
+func (b backfill[Q]) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
+	var out []store.UnkeyedNode
+	err := b.q.b.typed.unkeyedNodes(b.q.w, ctx, func(r unkeyedRow) error {
+		out = append(out, store.UnkeyedNode{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
+			Driver: baremetal.Driver(r.Driver)})
+		return nil
+	})
+	return out, err
+}
+
+func (b backfill[Q]) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
+	return b.q.bmcHolder(ctx, b.q.w, &key)
+}
+
+func (b backfill[Q]) SetBMCKey(ctx context.Context, id, key string) error {
+	return b.q.w.SetNodeBMCKey(ctx, &key, id)
+}
