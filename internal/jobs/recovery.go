@@ -273,9 +273,12 @@ func (r *Runner) heartbeats(ctx context.Context) {
 			r.log.WarnContext(ctx, "record replica heartbeat", "replica", r.replicaID, "since_last", time.Since(lastOK).Round(time.Second), "err", err)
 			continue
 		}
-		if failed {
-			// The agents' heartbeats failed too while the database did:
-			// their silence counts from now (agentStall).
+		// A heartbeat that failed, or one that hung (a pool waiting for a
+		// connection to a database that went away fails nothing until it
+		// times out), both mean the database was away: the agents'
+		// heartbeats failed too meanwhile, so their silence counts from
+		// now (agentStall).
+		if failed || time.Since(lastOK) > 2*r.cfg.HeartbeatInterval {
 			r.storeBack.Store(time.Now().UnixNano())
 			failed = false
 			r.log.InfoContext(ctx, "replica heartbeat recorded again", "replica", r.replicaID, "gap", time.Since(lastOK).Round(time.Second))
