@@ -35,23 +35,14 @@ func runAgentImage(args []string) error {
 	agentBin := f.String("agent-binary", "", "static controller binary to use as /init (default: this binary)")
 	isolinux := f.String("isolinux-bin", image.DefaultIsolinuxBin, "syslinux's isolinux.bin (Debian: isolinux)")
 	ldlinux := f.String("ldlinux", image.DefaultLdlinux, "syslinux's BIOS ldlinux.c32 (Debian: syslinux-common)")
-	uefi := f.String("uefi", "auto", "UEFI boot of the ISO (GRUB by grub-mkstandalone; Debian: grub-efi-amd64-bin): on, off, or auto (on when GRUB is installed)")
+	uefi := f.String("uefi", "auto", "UEFI boot of the ISO: secure-boot (Debian's signed shim and GRUB: shim-signed, grub-efi-amd64-signed; boots with Secure Boot on or off), grub (GRUB by grub-mkstandalone, grub-efi-amd64-bin; Secure Boot off only), on (either), off, or auto (the first installed of secure-boot and grub, else off)")
 	grubDir := f.String("grub-dir", image.DefaultGrubDir, "GRUB's x86_64-efi modules, for --uefi")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	var withUEFI bool
-	switch *uefi {
-	case "on":
-		if err := image.UEFIAvailable("", *grubDir); err != nil {
-			return fmt.Errorf("--uefi on: %w", err)
-		}
-		withUEFI = true
-	case "auto":
-		withUEFI = image.UEFIAvailable("", *grubDir) == nil
-	case "off":
-	default:
-		return fmt.Errorf("--uefi %q: want on, off or auto", *uefi)
+	withUEFI, err := image.ResolveUEFI(*uefi, *grubDir)
+	if err != nil {
+		return fmt.Errorf("--uefi: %w", err)
 	}
 	if *kernel == "" || (*out == "" && *initrdOut == "") {
 		return errors.New("--kernel and --out (or --initrd-out) are required")
@@ -107,10 +98,13 @@ func runAgentImage(args []string) error {
 		return err
 	}
 	boots := "BIOS"
-	if withUEFI {
-		boots = "BIOS and UEFI"
-	} else if *uefi == "auto" {
-		boots += " only (no GRUB for UEFI: apt-get install grub-efi-amd64-bin)"
+	switch withUEFI {
+	case image.UEFISecureBoot:
+		boots = "BIOS and UEFI, Secure Boot included (Debian's signed shim and GRUB)"
+	case image.UEFIGrub:
+		boots = "BIOS and UEFI with Secure Boot off (GRUB; apt-get install shim-signed grub-efi-amd64-signed for Secure Boot)"
+	default:
+		boots += " only (no UEFI loader: apt-get install shim-signed grub-efi-amd64-signed, or grub-efi-amd64-bin)"
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (boots on %s)\n", *out, boots)
 	return nil

@@ -588,6 +588,16 @@ func printInventory(w io.Writer, name string, inv *api.NodeInventory) error {
 	sys := strings.TrimSpace(in.System.Vendor + " " + in.System.Product)
 	fmt.Fprintf(w, "node %s, inspected %s\n", name, inv.InspectedAt)
 	fmt.Fprintf(w, "system:  %s (serial %s, uuid %s)\n", dash(sys), dash(in.System.Serial), dash(in.System.UUID))
+	switch in.System.BootMode {
+	case api.BootModeUEFI:
+		sb := "off"
+		if in.System.SecureBoot {
+			sb = "on"
+		}
+		fmt.Fprintf(w, "boot:    UEFI, Secure Boot %s\n", sb)
+	case api.BootModeBIOS:
+		fmt.Fprintln(w, "boot:    BIOS")
+	}
 	fmt.Fprintf(w, "cpus:    %d\n", in.CPUs)
 	fmt.Fprintf(w, "memory:  %s\n", humanBytes(in.MemoryBytes))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -23,11 +23,13 @@ import (
 // once here, as data, and built into either.
 
 // inventoryField is one attribute of the inventory: a leaf of type typ,
-// or (typ nil) a list of objects with the fields nested.
+// or (typ nil) a list of objects with the fields nested, or (single) one
+// such object.
 type inventoryField struct {
 	name, desc string
 	typ        attr.Type
 	nested     []inventoryField
+	single     bool
 }
 
 const inventoryDesc = "The hardware the deploy agent reported when the node was last inspected " +
@@ -46,6 +48,14 @@ var inventoryFields = []inventoryField{
 		{name: "wwn", desc: "World Wide Name, or empty.", typ: types.StringType},
 		{name: "rotational", desc: "Whether it is a spinning disk.", typ: types.BoolType},
 	}},
+	{name: "system", desc: "The machine, from its firmware (DMI), and how it booted the deploy agent.", single: true, nested: []inventoryField{
+		{name: "vendor", desc: "System manufacturer, or empty.", typ: types.StringType},
+		{name: "product", desc: "Product name, or empty.", typ: types.StringType},
+		{name: "serial", desc: "System serial number, or empty.", typ: types.StringType},
+		{name: "uuid", desc: "System UUID, or empty.", typ: types.StringType},
+		{name: "boot_mode", desc: "How the firmware booted the deploy agent: `uefi` or `bios` (empty from agents that did not report it).", typ: types.StringType},
+		{name: "secure_boot", desc: "Whether UEFI Secure Boot was on.", typ: types.BoolType},
+	}},
 	{name: "nics", desc: "Ethernet interfaces backed by hardware.", nested: []inventoryField{
 		{name: "name", desc: "Interface name in the deploy agent, e.g. `eth0`.", typ: types.StringType},
 		{name: "mac", desc: "MAC address.", typ: types.StringType},
@@ -56,9 +66,13 @@ var inventoryFields = []inventoryField{
 func attrTypesOf(fields []inventoryField) map[string]attr.Type {
 	out := make(map[string]attr.Type, len(fields))
 	for _, f := range fields {
-		out[f.name] = f.typ
-		if f.typ == nil {
+		switch {
+		case f.single:
+			out[f.name] = types.ObjectType{AttrTypes: attrTypesOf(f.nested)}
+		case f.typ == nil:
 			out[f.name] = types.ListType{ElemType: types.ObjectType{AttrTypes: attrTypesOf(f.nested)}}
+		default:
+			out[f.name] = f.typ
 		}
 	}
 	return out
@@ -68,6 +82,7 @@ var (
 	inventoryAttrTypes = attrTypesOf(inventoryFields)
 	diskAttrTypes      = inventoryAttrTypes["disks"].(types.ListType).ElemType.(types.ObjectType).AttrTypes
 	nicAttrTypes       = inventoryAttrTypes["nics"].(types.ListType).ElemType.(types.ObjectType).AttrTypes
+	systemAttrTypes    = inventoryAttrTypes["system"].(types.ObjectType).AttrTypes
 )
 
 func dataSourceAttrs(fields []inventoryField) map[string]dschema.Attribute {
@@ -81,6 +96,10 @@ func dataSourceAttrs(fields []inventoryField) map[string]dschema.Attribute {
 		case types.BoolType:
 			out[f.name] = dschema.BoolAttribute{MarkdownDescription: f.desc, Computed: true}
 		case nil:
+			if f.single {
+				out[f.name] = dschema.SingleNestedAttribute{MarkdownDescription: f.desc, Computed: true, Attributes: dataSourceAttrs(f.nested)}
+				continue
+			}
 			out[f.name] = dschema.ListNestedAttribute{MarkdownDescription: f.desc, Computed: true,
 				NestedObject: dschema.NestedAttributeObject{Attributes: dataSourceAttrs(f.nested)}}
 		}
@@ -99,6 +118,10 @@ func resourceAttrs(fields []inventoryField) map[string]rschema.Attribute {
 		case types.BoolType:
 			out[f.name] = rschema.BoolAttribute{MarkdownDescription: f.desc, Computed: true}
 		case nil:
+			if f.single {
+				out[f.name] = rschema.SingleNestedAttribute{MarkdownDescription: f.desc, Computed: true, Attributes: resourceAttrs(f.nested)}
+				continue
+			}
 			out[f.name] = rschema.ListNestedAttribute{MarkdownDescription: f.desc, Computed: true,
 				NestedObject: rschema.NestedAttributeObject{Attributes: resourceAttrs(f.nested)}}
 		}
@@ -179,12 +202,20 @@ func inventoryObject(inv *api.NodeInventory) (types.Object, diag.Diagnostics) {
 	diags.Append(ds...)
 	nicList, ds := types.ListValue(types.ObjectType{AttrTypes: nicAttrTypes}, nics)
 	diags.Append(ds...)
+	sys := inv.Inventory.System
+	system, ds := types.ObjectValue(systemAttrTypes, map[string]attr.Value{
+		"vendor": types.StringValue(sys.Vendor), "product": types.StringValue(sys.Product),
+		"serial": types.StringValue(sys.Serial), "uuid": types.StringValue(sys.UUID),
+		"boot_mode": types.StringValue(sys.BootMode), "secure_boot": types.BoolValue(sys.SecureBoot),
+	})
+	diags.Append(ds...)
 	o, ds := types.ObjectValue(inventoryAttrTypes, map[string]attr.Value{
 		"inspected_at": types.StringValue(inv.InspectedAt),
 		"cpus":         types.Int64Value(int64(inv.Inventory.CPUs)),
 		"memory_bytes": types.Int64Value(inv.Inventory.MemoryBytes),
 		"disks":        diskList,
 		"nics":         nicList,
+		"system":       system,
 	})
 	diags.Append(ds...)
 	return o, diags

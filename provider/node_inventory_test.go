@@ -46,7 +46,9 @@ data "baremetal_node" "n" {
 			{Name: "vda", Path: "/dev/vda", SizeBytes: 4 << 30, Serial: "bm-disk-0", Rotational: true},
 			{Name: "nvme0n1", Path: "/dev/nvme0n1", SizeBytes: 100 << 30, Model: "Fast NVMe", Serial: "S1", WWN: "eui.0025388b91b1c2d3"},
 		},
-		NICs: []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 25000}}}
+		NICs: []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 25000}},
+		System: api.AgentSystem{Vendor: "QEMU", Product: "Standard PC (Q35 + ICH9, 2009)", Serial: "S123",
+			UUID: "5b1c3e5e-0d2a-4c55-9d7e-1f0e2a3b4c5d", BootMode: api.BootModeUEFI, SecureBoot: true}}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -89,6 +91,12 @@ data "baremetal_node" "n" {
 					resource.TestCheckResourceAttr(addr, "inventory.nics.0.name", "eth0"),
 					resource.TestCheckResourceAttr(addr, "inventory.nics.0.mac", "52:54:00:12:34:56"),
 					resource.TestCheckResourceAttr(addr, "inventory.nics.0.speed_mbps", "25000"),
+					resource.TestCheckResourceAttr(addr, "inventory.system.vendor", "QEMU"),
+					resource.TestCheckResourceAttr(addr, "inventory.system.product", "Standard PC (Q35 + ICH9, 2009)"),
+					resource.TestCheckResourceAttr(addr, "inventory.system.serial", "S123"),
+					resource.TestCheckResourceAttr(addr, "inventory.system.uuid", "5b1c3e5e-0d2a-4c55-9d7e-1f0e2a3b4c5d"),
+					resource.TestCheckResourceAttr(addr, "inventory.system.boot_mode", "uefi"),
+					resource.TestCheckResourceAttr(addr, "inventory.system.secure_boot", "true"),
 				),
 			},
 			{

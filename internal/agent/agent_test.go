@@ -202,3 +202,39 @@ func TestCollectorReadsSysfs(t *testing.T) {
 		t.Fatalf("memory %d system %+v", inv.MemoryBytes, inv.System)
 	}
 }
+
+// The boot mode and Secure Boot state come from /sys/firmware/efi and its
+// SecureBoot variable (4 bytes of attributes, then the value).
+func TestCollectorReadsBootMode(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		efi      bool
+		variable []byte
+		mode     string
+		secure   bool
+	}{
+		{"bios", false, nil, api.BootModeBIOS, false},
+		{"uefi, no variable", true, nil, api.BootModeUEFI, false},
+		{"uefi, secure boot off", true, []byte{6, 0, 0, 0, 0}, api.BootModeUEFI, false},
+		{"uefi, secure boot on", true, []byte{6, 0, 0, 0, 1}, api.BootModeUEFI, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := t.TempDir()
+			if tc.efi {
+				vars := filepath.Join(sys, "firmware/efi/efivars")
+				if err := os.MkdirAll(vars, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if tc.variable != nil {
+					if err := os.WriteFile(filepath.Join(vars, "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"), tc.variable, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			inv := (&Collector{Sys: sys, Proc: t.TempDir()}).Collect()
+			if inv.System.BootMode != tc.mode || inv.System.SecureBoot != tc.secure {
+				t.Errorf("boot mode %q, secure boot %v; want %q, %v", inv.System.BootMode, inv.System.SecureBoot, tc.mode, tc.secure)
+			}
+		})
+	}
+}

@@ -49,6 +49,7 @@ func boot(version string) error {
 	logger.Info("agent starting", "version", version)
 
 	loadModules(logger)
+	mountEFIVars(logger)
 
 	cfg := Config{}
 	if err := ParseConfigFile(ConfigPath, &cfg); err != nil {
@@ -118,6 +119,23 @@ func mountAll() error {
 		}
 	}
 	return nil
+}
+
+// mountEFIVars mounts the UEFI variables, read-only (the inventory reads
+// SecureBoot; the agent never writes one), once the efivarfs module is
+// loaded. Only on UEFI machines, and best effort: a machine without them
+// still has disks to write.
+func mountEFIVars(logger *slog.Logger) {
+	const efiVars = "/sys/firmware/efi/efivars"
+	if _, err := os.Stat("/sys/firmware/efi"); err != nil {
+		return // booted by a BIOS
+	}
+	err := unix.Mount("efivarfs", efiVars, "efivarfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	if err != nil && !errors.Is(err, unix.EBUSY) {
+		logger.Warn("UEFI variables not mounted: Secure Boot is reported off", "error", err)
+		return
+	}
+	logger.Info("UEFI variables mounted")
 }
 
 // attachConsole points stdin/out/err at /dev/console. The kernel does so

@@ -38,6 +38,7 @@ func (c *Collector) Collect() api.AgentInventory {
 		Serial:  c.read(dmi, "product_serial"),
 		UUID:    c.read(dmi, "product_uuid"),
 	}
+	inv.System.BootMode, inv.System.SecureBoot = c.bootMode()
 	inv.MemoryBytes = memTotal(filepath.Join(c.Proc, "meminfo"))
 	inv.Disks = c.disks()
 	inv.NICs = c.nics()
@@ -50,6 +51,19 @@ func (c *Collector) read(parts ...string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// bootMode says how the machine booted the agent: "uefi" when the kernel
+// has the firmware's EFI services, else "bios"; and whether UEFI Secure
+// Boot is on (the SecureBoot variable of the EFI global namespace: four
+// bytes of attributes, then 1 for on).
+func (c *Collector) bootMode() (string, bool) {
+	efi := filepath.Join(c.Sys, "firmware/efi")
+	if _, err := os.Stat(efi); err != nil {
+		return api.BootModeBIOS, false
+	}
+	b, err := os.ReadFile(filepath.Join(efi, "efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"))
+	return api.BootModeUEFI, err == nil && len(b) == 5 && b[4] == 1
 }
 
 func (c *Collector) disks() []api.AgentDisk {

@@ -32,12 +32,17 @@ type Options struct {
 	Agent string
 	// Dir keeps the base initramfs (default: a temporary directory).
 	Dir string
+	// UEFI is how the ISO boots on UEFI firmware besides BIOS (see
+	// image.ResolveUEFI): a node whose firmware boots UEFI only, as
+	// many current servers do, cannot start a BIOS-only agent CD.
+	UEFI image.UEFIBoot
 }
 
 // Builder makes per-boot agent ISOs over one base initramfs.
 type Builder struct {
 	kernel string
 	initrd string
+	uefi   image.UEFIBoot
 
 	mu     sync.Mutex
 	cache  map[string][]byte // by kind and per-boot token: a BMC fetches one ISO many times (HEAD, ranges)
@@ -79,7 +84,7 @@ func New(o Options) (*Builder, error) {
 	if err := os.WriteFile(path, initrd.Bytes(), 0o600); err != nil {
 		return nil, fmt.Errorf("agent image: %w", err)
 	}
-	return &Builder{kernel: o.Kernel, initrd: path, cache: map[string][]byte{}}, nil
+	return &Builder{kernel: o.Kernel, initrd: path, uefi: o.UEFI, cache: map[string][]byte{}}, nil
 }
 
 // ISO returns the bootable agent ISO for one boot with cfg (the
@@ -92,7 +97,7 @@ func (b *Builder) ISO(ctx context.Context, cfg agent.Config) ([]byte, error) {
 		}
 		defer func() { _ = os.RemoveAll(tmp) }() // a temporary dir; nothing to do if it stays
 		out := filepath.Join(tmp, "agent.iso")
-		if err := image.BuildISO(out, image.ISOOptions{Kernel: b.kernel, Initrd: b.initrd, InitrdAppend: appendix}); err != nil {
+		if err := image.BuildISO(out, image.ISOOptions{Kernel: b.kernel, Initrd: b.initrd, InitrdAppend: appendix, UEFI: b.uefi}); err != nil {
 			return nil, fmt.Errorf("agent ISO: %w", err)
 		}
 		return os.ReadFile(out)

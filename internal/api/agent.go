@@ -124,7 +124,21 @@ type AgentSystem struct {
 	Product string `json:"product,omitempty"`
 	Serial  string `json:"serial,omitempty"`
 	UUID    string `json:"uuid,omitempty"`
+	// BootMode is how the firmware booted the agent: BootModeUEFI or
+	// BootModeBIOS ("" from agents before it was reported).
+	BootMode string `json:"boot_mode,omitempty"`
+	// SecureBoot: UEFI Secure Boot is on.
+	SecureBoot bool `json:"secure_boot"`
 }
+
+// The boot modes an agent reports.
+const (
+	BootModeUEFI = "uefi"
+	BootModeBIOS = "bios"
+)
+
+// BootModes lists them.
+func BootModes() []string { return []string{BootModeUEFI, BootModeBIOS} }
 
 // AgentDisk is a block device backed by hardware.
 type AgentDisk struct {

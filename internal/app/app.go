@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agentboot"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
@@ -79,6 +80,11 @@ type Config struct {
 	AgentKernel     string
 	AgentModulesDir string
 	AgentBinary     string
+	// AgentUEFI is how the served agent ISO boots on UEFI firmware:
+	// auto (default: Debian's signed shim and GRUB where installed, so
+	// Secure Boot nodes boot it too, else unsigned GRUB, else BIOS only),
+	// on, secure-boot, grub or off (image.ResolveUEFI).
+	AgentUEFI string
 	// AgentURL is the API's base URL as booted nodes (the deploy agent)
 	// reach it, when that differs from PublicURL (a provisioning network
 	// apart from the BMCs' network). Empty: PublicURL.
@@ -334,12 +340,28 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		if publicURL == "" {
 			return fail(errors.New("--agent-kernel needs a --public-url: the deploy agent calls the controller there"))
 		}
+		choice := cfg.AgentUEFI
+		if choice == "" {
+			choice = "auto"
+		}
+		uefi, err := image.ResolveUEFI(choice, "")
+		if err != nil {
+			return fail(fmt.Errorf("--agent-uefi: %w", err))
+		}
+		uefiName := string(uefi)
+		if uefi == image.UEFIOff {
+			uefiName = "off"
+		}
+		if uefi == image.UEFIOff && choice != "off" {
+			log.Warn("the deploy agent's ISO boots on BIOS only: nodes whose firmware boots UEFI only cannot start it",
+				"fix", "apt-get install --no-install-recommends shim-signed grub-efi-amd64-signed (Secure Boot too) or grub-efi-amd64-bin")
+		}
 		start := time.Now()
 		if images, err = agentboot.New(agentboot.Options{Kernel: cfg.AgentKernel, ModulesDir: cfg.AgentModulesDir,
-			Agent: cfg.AgentBinary, Dir: cfg.DataDir}); err != nil {
+			Agent: cfg.AgentBinary, Dir: cfg.DataDir, UEFI: uefi}); err != nil {
 			return fail(err)
 		}
-		log.Info("serving the deploy agent", "kernel", cfg.AgentKernel, "built_in", time.Since(start).Round(time.Millisecond))
+		log.Info("serving the deploy agent", "kernel", cfg.AgentKernel, "uefi", uefiName, "built_in", time.Since(start).Round(time.Millisecond))
 	}
 	a.Jobs, err = jobs.New(jobs.Config{
 		Store: st, BMC: drivers, Logger: log, Workers: cfg.Workers,

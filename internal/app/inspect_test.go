@@ -19,16 +19,20 @@ import (
 // the agent comes up as PID 1, gets an address by DHCP, and reports the
 // VM's hardware to the controller with its per-boot token; the controller
 // records the inventory, fills the node's properties, powers the VM off
-// through Redfish and makes the node available again.
+// through Redfish and makes the node available again. The VM's firmware
+// is UEFI (OVMF), as most current servers boot: the served ISO must carry
+// a UEFI loader (--agent-uefi auto: Debian's signed shim and GRUB where
+// installed, as in CI).
 func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	t.Parallel()
 	kernel := testvm.Require(t)
 	testvm.RequireISOLinux(t)
+	testvm.RequireOVMF(t)
 	bin := testvm.BuildController(t, t.TempDir())
 	const diskBytes = 1 << 30 // sparse
 	env := testenv.Start(t, testenv.Options{
 		Systems: 1, PowerSyncInterval: time.Second,
-		SimOptions: sim.Options{VM: &sim.VMOptions{Dir: t.TempDir(), DiskBytes: diskBytes, MemoryMB: 512}},
+		SimOptions: sim.Options{VM: &sim.VMOptions{Dir: t.TempDir(), DiskBytes: diskBytes, MemoryMB: 512, UEFI: true}},
 		// A VM with user networking reaches the host's loopback at 10.0.2.2.
 		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
 	})
@@ -104,6 +108,9 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	// of it, never more.
 	if inv.Inventory.CPUs != vm.CPUs || inv.Inventory.MemoryBytes > int64(vm.MemoryMB)<<20 || inv.Inventory.MemoryBytes < int64(vm.MemoryMB)<<20*3/4 {
 		t.Errorf("inventory cpus %d, memory %d; the VM has %d CPUs, %d MiB", inv.Inventory.CPUs, inv.Inventory.MemoryBytes, vm.CPUs, vm.MemoryMB)
+	}
+	if inv.Inventory.System.BootMode != api.BootModeUEFI || inv.Inventory.System.SecureBoot {
+		t.Errorf("the agent reports boot mode %q, Secure Boot %v; the VM boots UEFI without Secure Boot", inv.Inventory.System.BootMode, inv.Inventory.System.SecureBoot)
 	}
 	if n.Properties.CPUs != inv.Inventory.CPUs || n.Properties.LocalGB != 1 || n.Properties.MemoryMB == 0 {
 		t.Errorf("properties after inspection: %+v (inventory %+v)", n.Properties, inv.Inventory)

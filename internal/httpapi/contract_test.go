@@ -99,6 +99,7 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"Node.clean_erase":                           orNone(api.CleanErases()),
 		"NodeCreate.clean_erase":                     orNone(api.CleanErases()),
 		"NodePatch.clean_erase":                      orNone(api.CleanErases()),
+		"AgentSystem.boot_mode":                      api.BootModes(),
 	}
 	got := openAPIEnums(t)
 	for where, vs := range want {

@@ -434,10 +434,34 @@ var ovmfPairs = [][2]string{
 	{"/usr/share/OVMF/OVMF_CODE.fd", "/usr/share/OVMF/OVMF_VARS.fd"},
 }
 
+// ovmfSecureBootPairs are Debian's OVMF built for Secure Boot (SMM: the
+// machine must be q35 with smm=on, see SecureBootArgs) with a variable
+// store that has Microsoft's keys enrolled and Secure Boot on, as a
+// server's firmware ships.
+var ovmfSecureBootPairs = [][2]string{
+	{"/usr/share/OVMF/OVMF_CODE_4M.secboot.fd", "/usr/share/OVMF/OVMF_VARS_4M.ms.fd"},
+	{"/usr/share/OVMF/OVMF_CODE.secboot.fd", "/usr/share/OVMF/OVMF_VARS.ms.fd"},
+}
+
+// FindOVMFSecureBoot is FindOVMF for firmware that enforces Secure Boot.
+func FindOVMFSecureBoot() (code, vars string, ok bool) {
+	return findPair(ovmfSecureBootPairs)
+}
+
+// SecureBootArgs are the machine arguments Secure Boot OVMF needs: its
+// variable store is writable only from System Management Mode.
+func SecureBootArgs() []string {
+	return []string{"-machine", "q35,smm=on", "-global", "driver=cfi.pflash01,property=secure,value=on"}
+}
+
 // FindOVMF returns the installed OVMF firmware and variable store
 // template; ok is false when there is none (Debian: apt-get install ovmf).
 func FindOVMF() (code, vars string, ok bool) {
-	for _, p := range ovmfPairs {
+	return findPair(ovmfPairs)
+}
+
+func findPair(pairs [][2]string) (code, vars string, ok bool) {
+	for _, p := range pairs {
 		if _, err := os.Stat(p[0]); err != nil {
 			continue
 		}

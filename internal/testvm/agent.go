@@ -67,9 +67,10 @@ func AgentISO(t testing.TB, dir, kernel, controller string, cfg agent.Config) st
 		t.Fatal(err)
 	}
 	iso := filepath.Join(dir, "agent.iso")
+	uefi, _ := image.ResolveUEFI("auto", "") // auto never fails
 	err = image.BuildISO(iso, image.ISOOptions{Kernel: kernel, Initrd: initrd, InitrdAppend: appendix,
 		// As `controller agent-image --uefi auto` builds it.
-		UEFI: image.UEFIAvailable("", "") == nil,
+		UEFI: uefi,
 		// Serial last: /dev/console, where the agent logs, is the serial
 		// port the test reads.
 		Cmdline: "console=tty0 console=ttyS0,115200 loglevel=4"})

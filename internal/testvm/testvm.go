@@ -82,6 +82,9 @@ type Options struct {
 	MemoryMB int
 	// UEFI boots OVMF instead of SeaBIOS (see RequireOVMF).
 	UEFI bool
+	// SecureBoot boots OVMF that enforces Secure Boot with Microsoft's
+	// keys enrolled, as servers ship (a q35 machine; implies UEFI).
+	SecureBoot bool
 }
 
 // RequireOVMF fails (in CI) or skips the test without UEFI firmware.
@@ -153,8 +156,12 @@ func Start(t testing.TB, o Options) *VM {
 	default:
 		t.Fatal("testvm: neither a kernel nor a CD to boot")
 	}
-	if o.UEFI {
+	if o.UEFI || o.SecureBoot {
 		code, vars, ok := qemu.FindOVMF()
+		if o.SecureBoot {
+			code, vars, ok = qemu.FindOVMFSecureBoot()
+			args = append(args, qemu.SecureBootArgs()...)
+		}
 		if !ok {
 			t.Fatal("testvm: UEFI without OVMF (RequireOVMF first)")
 		}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/diskfs/go-diskfs/backend/file"
@@ -18,6 +20,68 @@ const (
 	DefaultGrubDir          = "/usr/lib/grub/x86_64-efi"
 	DefaultGrubMkstandalone = "grub-mkstandalone"
 )
+
+// Debian's signed boot chain for Secure Boot (packages shim-signed and
+// grub-efi-amd64-signed): Microsoft's UEFI CA signs shim, which every
+// Secure Boot machine trusts out of the box; shim carries Debian's key,
+// which signs this GRUB (the build for CDs) and Debian's kernels.
+const (
+	DefaultShim       = "/usr/lib/shim/shimx64.efi.signed"
+	DefaultSignedGrub = "/usr/lib/grub/x86_64-efi-signed/gcdx64.efi.signed"
+)
+
+// UEFIBoot is how an agent ISO boots on UEFI firmware.
+type UEFIBoot string
+
+const (
+	// UEFIOff: no UEFI boot entry (BIOS only).
+	UEFIOff UEFIBoot = ""
+	// UEFIGrub: GRUB built by grub-mkstandalone, unsigned: the machine's
+	// Secure Boot must be off.
+	UEFIGrub UEFIBoot = "grub"
+	// UEFISecureBoot: Debian's signed shim and GRUB, which boot with
+	// Secure Boot on or off (the kernel must be signed too: Debian's are).
+	UEFISecureBoot UEFIBoot = "secure-boot"
+)
+
+// ResolveUEFI turns an operator's choice into the UEFI boot an ISO gets:
+// "auto" takes the signed chain where it is installed, else GRUB, else
+// none; "on" wants either; "secure-boot" and "grub" want that one; "off"
+// none. A choice that cannot be had is an error saying what to install.
+func ResolveUEFI(choice, grubDir string) (UEFIBoot, error) {
+	signed := SecureBootAvailable("", "")
+	grub := UEFIAvailable("", grubDir)
+	switch choice {
+	case "auto", "on":
+		switch {
+		case signed == nil:
+			return UEFISecureBoot, nil
+		case grub == nil:
+			return UEFIGrub, nil
+		case choice == "on":
+			return UEFIOff, fmt.Errorf("no UEFI boot loader: %v; %v", signed, grub)
+		}
+		return UEFIOff, nil
+	case string(UEFISecureBoot):
+		return UEFISecureBoot, signed
+	case string(UEFIGrub):
+		return UEFIGrub, grub
+	case "off":
+		return UEFIOff, nil
+	}
+	return UEFIOff, fmt.Errorf("UEFI boot %q: want auto, on, secure-boot, grub or off", choice)
+}
+
+// SecureBootAvailable reports whether Debian's signed shim and GRUB are
+// at the paths given (defaults DefaultShim and DefaultSignedGrub).
+func SecureBootAvailable(shim, grub string) error {
+	for _, p := range []string{orString(shim, DefaultShim), orString(grub, DefaultSignedGrub)} {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("Secure Boot loader: %w (Debian: apt-get install --no-install-recommends shim-signed grub-efi-amd64-signed)", err)
+		}
+	}
+	return nil
+}
 
 // efiImagePath is the EFI system partition image on the ISO, the file the
 // El Torito EFI entry points at.
@@ -65,28 +129,47 @@ func grubConfig(cmdline, marker string) (string, error) {
 		"boot\n", nil
 }
 
-// buildEFIImage writes, in ws, a FAT image holding GRUB as the removable
-// media loader /EFI/BOOT/BOOTX64.EFI (its config built in), and returns
-// the image's bytes.
-func buildEFIImage(ws, grubMk, grubDir, cmdline, marker string) ([]byte, error) {
+// efiFiles are the files of the EFI system partition for boot: the
+// removable media loader /EFI/BOOT/BOOTX64.EFI and what it needs.
+//
+// With GRUB from grub-mkstandalone, BOOTX64.EFI is GRUB with its config
+// built in. With the signed chain, BOOTX64.EFI is shim, which starts the
+// signed grubx64.efi next to it (after checking Debian's signature); that
+// GRUB's built-in config sources $prefix/grub.cfg, $prefix being
+// /boot/grub of the device it was started from, and else $cmdpath's
+// grub.cfg. On a CD GRUB takes that device for the whole CD, where
+// BuildISO puts /boot/grub/grub.cfg (checked on OVMF); the copies here
+// serve firmware that hands GRUB this image as its device.
+func efiFiles(ws string, boot UEFIBoot, grubMk, grubDir, cmdline, marker string) (map[string][]byte, error) {
+	cfg, err := grubConfig(cmdline, marker)
+	if err != nil {
+		return nil, err
+	}
+	if boot == UEFISecureBoot {
+		if err := SecureBootAvailable("", ""); err != nil {
+			return nil, err
+		}
+		shim, err := os.ReadFile(DefaultShim)
+		if err != nil {
+			return nil, err
+		}
+		grub, err := os.ReadFile(DefaultSignedGrub)
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]byte{"/EFI/BOOT/BOOTX64.EFI": shim, "/EFI/BOOT/grubx64.efi": grub,
+			"/boot/grub/grub.cfg": []byte(cfg), "/EFI/BOOT/grub.cfg": []byte(cfg)}, nil
+	}
 	grubMk = orString(grubMk, DefaultGrubMkstandalone)
 	grubDir = orString(grubDir, DefaultGrubDir)
 	if err := UEFIAvailable(grubMk, grubDir); err != nil {
 		return nil, err
 	}
-	cfg, err := grubConfig(cmdline, marker)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp(ws, "efi-")
-	if err != nil {
-		return nil, err
-	}
-	cfgPath := filepath.Join(dir, "grub.cfg")
+	cfgPath := filepath.Join(ws, "grub.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	loader := filepath.Join(dir, "BOOTX64.EFI")
+	loader := filepath.Join(ws, "BOOTX64.EFI")
 	cmd := exec.Command(grubMk, "--format=x86_64-efi", "--directory="+grubDir, "--output="+loader,
 		"--locales=", "--fonts=", "--themes=",
 		"--modules="+strings.Join(grubModules, " "),
@@ -99,14 +182,34 @@ func buildEFIImage(ws, grubMk, grubDir, cmdline, marker string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
+	return map[string][]byte{"/EFI/BOOT/BOOTX64.EFI": efi}, nil
+}
+
+// buildEFIImage makes the FAT image of the EFI system partition that
+// boots the agent on UEFI firmware (efiFiles) and returns its bytes.
+func buildEFIImage(boot UEFIBoot, grubMk, grubDir, cmdline, marker string) ([]byte, error) {
+	// Not in the ISO's tree: the scratch files must not end up on the CD.
+	ws, err := os.MkdirTemp("", "agent-efi-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(ws) }() // a temporary dir; nothing to do if it stays
+	files, err := efiFiles(ws, boot, grubMk, grubDir, cmdline, marker)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, b := range files {
+		total += int64(len(b))
+	}
 	// FAT12: UEFI firmware tells the FAT type by the cluster count, and an
 	// image of a few MiB has too few clusters for FAT16 or FAT32.
-	size := (int64(len(efi)) + 512<<10 + 1<<20 - 1) &^ (1<<20 - 1)
+	size := (total + 512<<10 + 1<<20 - 1) &^ (1<<20 - 1)
 	size = max(size, 2<<20)
 	if size > 16<<20 {
-		return nil, fmt.Errorf("the UEFI loader is %d bytes: too large for its FAT image", len(efi))
+		return nil, fmt.Errorf("the UEFI loader is %d bytes: too large for its FAT image", total)
 	}
-	imgPath := filepath.Join(dir, "efi.img")
+	imgPath := filepath.Join(ws, "efi.img")
 	img, err := os.OpenFile(imgPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -119,20 +222,34 @@ func buildEFIImage(ws, grubMk, grubDir, cmdline, marker string) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("EFI system partition: %w", err)
 	}
-	for _, d := range []string{"/EFI", "/EFI/BOOT"} {
-		if err := fs.Mkdir(d); err != nil {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	made := map[string]bool{}
+	for _, name := range names {
+		// Parents first, each once.
+		var dirs []string
+		for d := path.Dir(name); d != "/" && !made[d]; d = path.Dir(d) {
+			dirs = append([]string{d}, dirs...)
+			made[d] = true
+		}
+		for _, d := range dirs {
+			if err := fs.Mkdir(d); err != nil {
+				return nil, fmt.Errorf("EFI system partition: %w", err)
+			}
+		}
+		f, err := fs.OpenFile(name, os.O_CREATE|os.O_RDWR)
+		if err != nil {
 			return nil, fmt.Errorf("EFI system partition: %w", err)
 		}
-	}
-	f, err := fs.OpenFile("/EFI/BOOT/BOOTX64.EFI", os.O_CREATE|os.O_RDWR)
-	if err != nil {
-		return nil, fmt.Errorf("EFI system partition: %w", err)
-	}
-	if _, err := f.Write(efi); err != nil {
-		return nil, fmt.Errorf("EFI system partition: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("EFI system partition: %w", err)
+		if _, err := f.Write(files[name]); err != nil {
+			return nil, fmt.Errorf("EFI system partition: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("EFI system partition: %w", err)
+		}
 	}
 	if err := img.Close(); err != nil {
 		return nil, err

@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,11 +247,37 @@ func requireGrub(t *testing.T) {
 	}
 }
 
+// requireSigned fails (in CI) or skips the test without Debian's signed
+// shim and GRUB.
+func requireSigned(t *testing.T) {
+	t.Helper()
+	if err := SecureBootAvailable("", ""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
 // With UEFI the ISO carries a second El Torito entry, for EFI, pointing at
-// a FAT image whose removable-media loader is GRUB; a marker file unique
-// to the image lets GRUB find its CD.
+// a FAT image whose removable-media loader is GRUB, or shim with Debian's
+// signed GRUB beside it and the config where that GRUB looks; a marker
+// file unique to the image lets GRUB find its CD. No scratch file of the
+// build lands on the CD.
 func TestISOWithUEFIEntry(t *testing.T) {
-	requireGrub(t)
+	for _, boot := range []UEFIBoot{UEFIGrub, UEFISecureBoot} {
+		t.Run(string(boot), func(t *testing.T) {
+			if boot == UEFIGrub {
+				requireGrub(t)
+			} else {
+				requireSigned(t)
+			}
+			checkUEFIISO(t, boot)
+		})
+	}
+}
+
+func checkUEFIISO(t *testing.T, boot UEFIBoot) {
 	dir := t.TempDir()
 	loader := func(name string) string {
 		p := filepath.Join(dir, name)
@@ -264,7 +292,7 @@ func TestISOWithUEFIEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "agent.iso")
-	err := BuildISO(out, ISOOptions{Kernel: kernel, Initrd: initrd, Cmdline: "console=ttyS0 x=$y;z", UEFI: true,
+	err := BuildISO(out, ISOOptions{Kernel: kernel, Initrd: initrd, Cmdline: "console=ttyS0 x=$y;z", UEFI: boot,
 		IsolinuxBin: loader("isolinux.bin"), Ldlinux: loader("ldlinux.c32")})
 	if err != nil {
 		t.Fatal(err)
@@ -273,28 +301,17 @@ func TestISOWithUEFIEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fs, err := iso9660.Read(file.New(f, true), int64(len(raw)), 0, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := readISO(t, out)
 	// The boot catalog: validation entry, the BIOS default entry, then a
 	// final section header for platform 0xEF and its entry.
-	cat, err := fs.ReadFile("isolinux/boot.cat")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := files["isolinux/boot.cat"]
 	if len(cat) < 0x80 || cat[0x20] != 0x88 || cat[0x40] != 0x91 || cat[0x41] != 0xef || cat[0x60] != 0x88 {
 		t.Fatalf("boot catalog has no EFI section after the BIOS entry: % x", cat[:min(len(cat), 0x80)])
 	}
 	efiLBA := binary.LittleEndian.Uint32(cat[0x68:0x6c])
-	img, err := fs.ReadFile(efiImagePath)
-	if err != nil {
-		t.Fatal(err)
+	img, ok := files[efiImagePath]
+	if !ok {
+		t.Fatalf("no %s on the CD", efiImagePath)
 	}
 	if !bytes.Equal(raw[int(efiLBA)*2048:int(efiLBA)*2048+len(img)], img) {
 		t.Errorf("the EFI entry points at sector %d, which does not hold %s", efiLBA, efiImagePath)
@@ -319,21 +336,89 @@ func TestISOWithUEFIEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(bootx64) < 64<<10 || string(bootx64[:2]) != "MZ" {
-		t.Errorf("BOOTX64.EFI is %d bytes starting %q, want GRUB's PE image", len(bootx64), bootx64[:min(len(bootx64), 2)])
+		t.Errorf("BOOTX64.EFI is %d bytes starting %q, want a PE image", len(bootx64), bootx64[:min(len(bootx64), 2)])
 	}
-	entries, err := fs.ReadDir("boot")
-	if err != nil {
-		t.Fatal(err)
+	if boot == UEFISecureBoot {
+		// shim, then the signed GRUB it starts, then the config that
+		// GRUB sources from the device it came from.
+		for p, want := range map[string]string{"/EFI/BOOT/BOOTX64.EFI": DefaultShim, "/EFI/BOOT/grubx64.efi": DefaultSignedGrub} {
+			got, err := esp.ReadFile(p)
+			wantB, _ := os.ReadFile(want)
+			if err != nil || !bytes.Equal(got, wantB) {
+				t.Errorf("%s is not %s (%v)", p, want, err)
+			}
+		}
+		cfg, err := esp.ReadFile("/boot/grub/grub.cfg")
+		if err != nil || !bytes.Contains(cfg, []byte("search --no-floppy --set=root --file /boot/agent-")) {
+			t.Errorf("/boot/grub/grub.cfg of the ESP: %q, %v", cfg, err)
+		}
 	}
+	// Debian's signed GRUB reads its config from /boot/grub of the CD.
+	if boot == UEFISecureBoot {
+		if cfg := files["boot/grub/grub.cfg"]; !bytes.Contains(cfg, []byte("search --no-floppy --set=root --file /boot/agent-")) {
+			t.Errorf("/boot/grub/grub.cfg of the CD: %q", cfg)
+		}
+	}
+	wantRoot := []string{"boot", "isolinux"}
+	roots := map[string]bool{}
 	markers := 0
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "agent-") && strings.HasSuffix(e.Name(), ".id") {
+	for p := range files {
+		roots[strings.SplitN(p, "/", 2)[0]] = true
+		if name := strings.TrimPrefix(p, "boot/"); name != p && strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".id") {
 			markers++
 		}
+	}
+	names := slices.Sorted(maps.Keys(roots))
+	if !slices.Equal(names, wantRoot) {
+		t.Errorf("the CD's root holds %v, want %v alone (no scratch file of the build)", names, wantRoot)
 	}
 	if markers != 1 {
 		t.Errorf("%d marker files in /boot, want 1", markers)
 	}
+}
+
+// readISO returns every file of an ISO by its Rock Ridge path, as
+// Linux and GRUB read it.
+func readISO(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := iso9660.Read(file.New(f, true), st.Size(), 0, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	var walk func(dir string)
+	walk = func(dir string) {
+		ents, err := fs.ReadDir(dir)
+		if err != nil {
+			t.Fatalf("read %s of the ISO: %v", dir, err)
+		}
+		for _, e := range ents {
+			p := e.Name()
+			if dir != "." {
+				p = dir + "/" + p
+			}
+			if e.IsDir() {
+				walk(p)
+				continue
+			}
+			b, err := fs.ReadFile(p)
+			if err != nil {
+				t.Fatalf("read %s of the ISO: %v", p, err)
+			}
+			files[p] = b
+		}
+	}
+	walk(".")
+	return files
 }
 
 // GRUB takes every kernel argument literally; arguments it could not

@@ -52,6 +52,8 @@ var DefaultModules = []string{
 	// NICs
 	"virtio_net", "e1000", "e1000e", "igb", "igc", "ixgbe", "i40e", "ice", "bnxt_en", "tg3", "bnx2x",
 	"r8169", "mlx4_en", "mlx5_core", "vmxnet3",
+	// UEFI variables (the inventory reports whether Secure Boot is on)
+	"efivarfs",
 }
 
 // InitrdOptions say what goes into the agent's initramfs.

@@ -44,10 +44,11 @@ type ISOOptions struct {
 	// Files are extra files on the CD, path to content.
 	Files map[string][]byte
 	// UEFI adds a UEFI boot entry next to the BIOS one: an EFI system
-	// partition image holding GRUB (built by grub-mkstandalone from
-	// GrubDir, defaults DefaultGrubMkstandalone and DefaultGrubDir), which
-	// boots the same kernel, initramfs and command line.
-	UEFI                      bool
+	// partition image holding the loader (Debian's signed shim and GRUB,
+	// or GRUB built by grub-mkstandalone from GrubDir, defaults
+	// DefaultGrubMkstandalone and DefaultGrubDir), which boots the same
+	// kernel, initramfs and command line. ResolveUEFI chooses one.
+	UEFI                      UEFIBoot
 	GrubMkstandalone, GrubDir string
 }
 
@@ -97,7 +98,7 @@ func BuildISO(out string, o ISOOptions) error {
 	for name, data := range o.Files {
 		steps = append(steps, func() error { return put(name, data) })
 	}
-	if o.UEFI {
+	if o.UEFI != UEFIOff {
 		steps = append(steps, func() error {
 			initrd, err := os.ReadFile(o.Initrd)
 			if err != nil {
@@ -110,12 +111,26 @@ func BuildISO(out string, o ISOOptions) error {
 			h.Write(o.InitrdAppend)
 			h.Write([]byte(cmdline))
 			marker := fmt.Sprintf("boot/agent-%x.id", h.Sum(nil)[:8])
-			img, err := buildEFIImage(ws, o.GrubMkstandalone, o.GrubDir, cmdline, marker)
+			img, err := buildEFIImage(o.UEFI, o.GrubMkstandalone, o.GrubDir, cmdline, marker)
 			if err != nil {
 				return err
 			}
 			if err := put(marker, []byte("baremetal agent CD\n")); err != nil {
 				return err
+			}
+			if o.UEFI == UEFISecureBoot {
+				// Debian's signed GRUB sources $prefix/grub.cfg, its
+				// prefix being /boot/grub of the device it was started
+				// from, which it sees as the whole CD (not the El Torito
+				// image): the config is there. Were it missing, GRUB
+				// would look for a Debian CD (/.disk/info) instead.
+				cfg, err := grubConfig(cmdline, marker)
+				if err != nil {
+					return err
+				}
+				if err := put("boot/grub/grub.cfg", []byte(cfg)); err != nil {
+					return err
+				}
 			}
 			return put(efiImagePath, img)
 		})
@@ -146,7 +161,7 @@ func BuildISO(out string, o ISOOptions) error {
 	}
 	boot.SetLoadSize(4)
 	entries := []*iso9660.ElToritoEntry{boot}
-	if o.UEFI {
+	if o.UEFI != UEFIOff {
 		// UEFI firmware mounts this FAT image and starts
 		// /EFI/BOOT/BOOTX64.EFI from it.
 		entries = append(entries, &iso9660.ElToritoEntry{Platform: iso9660.EFI, Emulation: iso9660.NoEmulation, BootFile: "/" + efiImagePath})

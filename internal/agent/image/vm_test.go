@@ -208,14 +208,19 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	iso, initrd := filepath.Join(dir, "agent.iso"), filepath.Join(dir, "agent.initrd")
-	uefiErr := image.UEFIAvailable("", "")
+	// UEFI through Debian's signed shim and GRUB, which boot with Secure
+	// Boot on and off alike.
+	uefiErr := image.SecureBootAvailable("", "")
 	if _, _, ok := qemu.FindOVMF(); !ok && uefiErr == nil {
 		uefiErr = errors.New("no OVMF UEFI firmware (apt-get install ovmf)")
+	}
+	if _, _, ok := qemu.FindOVMFSecureBoot(); !ok && uefiErr == nil {
+		uefiErr = errors.New("no OVMF Secure Boot firmware (apt-get install ovmf)")
 	}
 	if uefiErr != nil && os.Getenv("CI") == "true" {
 		t.Fatal(uefiErr) // CI installs them (.ci/run)
 	}
-	uefi := "on"
+	uefi := string(image.UEFISecureBoot)
 	if uefiErr != nil {
 		uefi = "off"
 	}
@@ -234,7 +239,7 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	// boot boots the agent with a 64 MiB disk (prepare sets its
 	// contents), hands it cmd if not nil, and checks the outcome and the
 	// disk after the agent powered the VM off.
-	boot := func(t *testing.T, tok string, o testvm.Options, cmd *api.AgentCommand, prepare func(t *testing.T, disk string), check func(t *testing.T, st *api.AgentCommandStatus, disk string, b []byte)) {
+	boot := func(t *testing.T, tok string, o testvm.Options, cmd *api.AgentCommand, prepare func(t *testing.T, disk string), check func(t *testing.T, st *api.AgentCommandStatus, disk string, b []byte)) *api.AgentInventory {
 		disk := filepath.Join(t.TempDir(), "disk.img")
 		if err := os.WriteFile(disk, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -316,7 +321,7 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 			t.Error(err)
 		}
 		if cmd == nil {
-			return
+			return inv
 		}
 		st, at := si.outcome(tok, cmd.ID)
 		if st == nil {
@@ -331,12 +336,19 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(t, st, disk, b)
+		return inv
+	}
+	bootMode := func(t *testing.T, inv *api.AgentInventory, mode string, secure bool) {
+		t.Helper()
+		if inv.System.BootMode != mode || inv.System.SecureBoot != secure {
+			t.Errorf("the agent reports boot mode %q, Secure Boot %v; want %q, %v", inv.System.BootMode, inv.System.SecureBoot, mode, secure)
+		}
 	}
 
 	// From the ISO: erase the metadata of a disk full of old data.
 	t.Run("iso", func(t *testing.T) {
 		cmd := &api.AgentCommand{ID: "erase-1", Kind: api.AgentErase, Erase: "metadata"}
-		boot(t, isoToken, testvm.Options{CDROM: iso}, cmd,
+		inv := boot(t, isoToken, testvm.Options{CDROM: iso}, cmd,
 			func(t *testing.T, disk string) {
 				if err := os.WriteFile(disk, bytes.Repeat([]byte{0xab}, 64<<20), 0o644); err != nil {
 					t.Fatal(err)
@@ -355,6 +367,7 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 					t.Error("a metadata erase touched the middle of the disk")
 				}
 			})
+		bootMode(t, inv, api.BootModeBIOS, false)
 	})
 	// Through UEFI: a full erase of a virtio disk and of an NVMe drive,
 	// which erases itself (Format NVM) and is then checked blank.
@@ -367,7 +380,7 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := &api.AgentCommand{ID: "erase-full", Kind: api.AgentErase, Erase: "full"}
-		boot(t, isoToken, testvm.Options{CDROM: iso, UEFI: true, NVMeDisks: []string{nvme}}, cmd,
+		inv := boot(t, isoToken, testvm.Options{CDROM: iso, UEFI: true, NVMeDisks: []string{nvme}}, cmd,
 			func(t *testing.T, disk string) {
 				if err := os.WriteFile(disk, bytes.Repeat([]byte{0xab}, 64<<20), 0o644); err != nil {
 					t.Fatal(err)
@@ -387,6 +400,24 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 					t.Errorf("the NVMe drive is not all zeros after its format (%v)", err)
 				}
 			})
+		bootMode(t, inv, api.BootModeUEFI, false)
+	})
+	// With Secure Boot on, as servers ship: firmware with Microsoft's keys
+	// starts Debian's shim, shim checks GRUB, GRUB checks the kernel, the
+	// kernel (locked down) checks every module it loads. The agent comes
+	// up, says Secure Boot is on, and erases a disk.
+	t.Run("iso_secure_boot", func(t *testing.T) {
+		if uefiErr != nil {
+			t.Skip(uefiErr)
+		}
+		cmd := &api.AgentCommand{ID: "erase-sb", Kind: api.AgentErase, Erase: "metadata"}
+		inv := boot(t, isoToken, testvm.Options{CDROM: iso, SecureBoot: true}, cmd, nil,
+			func(t *testing.T, st *api.AgentCommandStatus, disk string, b []byte) {
+				if !strings.HasPrefix(st.Message, "wiped partition tables and signatures of 1 disk") {
+					t.Errorf("message %q", st.Message)
+				}
+			})
+		bootMode(t, inv, api.BootModeUEFI, true)
 	})
 	// With -kernel/-initrd: write an image and a config drive.
 	t.Run("kernel_initrd", func(t *testing.T) {
