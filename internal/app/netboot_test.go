@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi/ipmisim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testvm"
@@ -54,9 +56,100 @@ func TestNetbootInspectOnARealVM(t *testing.T) {
 		t.Fatalf("netboot script of an unknown machine:\n%s", got)
 	}
 
+	took := inspectByNetboot(t, env, admin, node.ID, sys)
+	t.Logf("inspection by network boot took %s (POST to available, TCG)", took.Round(time.Millisecond))
+}
+
+// TestIPMINetbootInspectOnARealVM is the network boot as it runs on IPMI
+// nodes, the ones it exists for: the node's BMC is OpenIPMI's ipmi_sim
+// whose chassis is the same qemu VM (ipmisim's Machine), so the IPMI
+// driver's boot device (PXE, once) and power commands, and the system
+// GUID the controller matches iPXE's SMBIOS UUID against, all go
+// through a real IPMI 2.0 BMC to a machine that really boots.
+func TestIPMINetbootInspectOnARealVM(t *testing.T) {
+	t.Parallel()
+	kernel := testvm.Require(t)
+	bin := testvm.BuildController(t, t.TempDir())
+	env := testenv.Start(t, testenv.Options{
+		Systems: 1, PowerSyncInterval: time.Second,
+		SimOptions:  sim.Options{NoVirtualMedia: true, VM: &sim.VMOptions{Dir: t.TempDir(), DiskBytes: 1 << 30, MemoryMB: 512}},
+		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
+		AgentNetboot: true,
+	})
+	sys := env.Sim.SystemIDs()[0]
+	bmc := ipmisim.StartWith(t, ipmisim.Config{Machine: fleetMachine{env.Sim, sys}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			serial, _ := env.Sim.VMSerial(sys)
+			if len(serial) > 6000 {
+				serial = "..." + serial[len(serial)-6000:]
+			}
+			t.Logf("VM console:\n%s\nIPMI bridge: %v", serial, bmc.BridgeErr())
+		}
+	})
+	admin := client{t, env.URL, env.AdminToken}
+	var node api.Node
+	// ipmi_sim offers cipher suites 0-3 and does not list them.
+	admin.call("POST", "/v1/nodes", fmt.Sprintf(`{"name":"vm-ipmi","driver":"ipmi","resource_class":"vm","bmc":{"address":%q,"username":%q,"password":%q,"cipher_suite":3}}`,
+		bmc.Address(), bmc.Username, bmc.Password), 201, &node)
+	admin.waitNode(node.ID, 60*time.Second, false, available)
+	requestsBefore := env.Sim.Requests(sys)
+
+	took := inspectByNetboot(t, env, admin, node.ID, sys)
+	if on, err := bmc.Power(); err != nil || on {
+		t.Errorf("IPMI chassis power after inspection: on=%v %v", on, err)
+	}
+	// The machine was driven over IPMI alone: the Redfish front of the
+	// same VM saw no request.
+	if n := env.Sim.Requests(sys) - requestsBefore; n != 0 {
+		t.Errorf("%d Redfish requests to the system during an IPMI node's inspection", n)
+	}
+	if err := bmc.BridgeErr(); err != nil {
+		t.Errorf("the IPMI chassis could not drive the VM: %v", err)
+	}
+	t.Logf("inspection of an IPMI node by network boot took %s (POST to available, TCG)", took.Round(time.Millisecond))
+}
+
+// fleetMachine is a VM-backed system of the Redfish simulator as the
+// chassis of an IPMI simulator.
+type fleetMachine struct {
+	f  *sim.Fleet
+	id string
+}
+
+func (m fleetMachine) UUID() string {
+	u, _ := m.f.SystemUUID(m.id)
+	return u
+}
+
+func (m fleetMachine) Powered() (bool, error) {
+	p, err := m.f.Power(m.id)
+	return p != "Off", err
+}
+
+func (m fleetMachine) SetPower(on bool) error { return m.f.SetPower(m.id, on) }
+func (m fleetMachine) Reset() error           { return m.f.ResetVM(m.id) }
+
+func (m fleetMachine) SetBootDevice(dev string) error {
+	switch dev {
+	case "pxe":
+		return m.f.SetBootOnce(m.id, "Pxe")
+	case "cdrom":
+		return m.f.SetBootOnce(m.id, "Cd")
+	case "default":
+		return m.f.SetBootOnce(m.id, "Hdd")
+	}
+	return m.f.SetBootOnce(m.id, "None") // none, bios: the VM's own order
+}
+
+// inspectByNetboot inspects node, whose machine is the VM of system sys
+// and boots the agent from the network, and checks what it did; it
+// returns the time from POST to available.
+func inspectByNetboot(t *testing.T, env *testenv.Env, admin client, nodeID, sys string) time.Duration {
+	t.Helper()
 	start := time.Now()
-	admin.call("POST", "/v1/nodes/"+node.ID+"/inspect", "", 202, nil)
-	n := admin.waitNode(node.ID, 4*time.Minute, false, func(n api.Node) bool { return n.ProvisionState == api.StateAvailable })
+	admin.call("POST", "/v1/nodes/"+nodeID+"/inspect", "", 202, nil)
+	n := admin.waitNode(nodeID, 4*time.Minute, false, func(n api.Node) bool { return n.ProvisionState == api.StateAvailable })
 	took := time.Since(start)
 	if n.LastError != "" || n.Fault != "" {
 		t.Fatalf("inspection failed: fault %q, last_error %q", n.Fault, n.LastError)
@@ -65,12 +158,12 @@ func TestNetbootInspectOnARealVM(t *testing.T) {
 		t.Fatalf("the VM's last boot was from %q (%v), want pxe", st.BootDevice, err)
 	}
 	var inv api.NodeInventory
-	admin.call("GET", "/v1/nodes/"+node.ID+"/inventory", "", 200, &inv)
+	admin.call("GET", "/v1/nodes/"+nodeID+"/inventory", "", 200, &inv)
 	if len(inv.Inventory.NICs) == 0 || inv.Inventory.System.UUID == "" || inv.Inventory.CPUs < 1 {
 		t.Fatalf("inventory: %+v", inv.Inventory)
 	}
 	var evs api.EventList
-	admin.call("GET", "/v1/nodes/"+node.ID+"/events", "", 200, &evs)
+	admin.call("GET", "/v1/nodes/"+nodeID+"/events", "", 200, &evs)
 	var booted bool
 	for _, e := range evs.Items {
 		booted = booted || strings.Contains(e.Message, "booted the deploy agent from the network")
@@ -86,7 +179,7 @@ func TestNetbootInspectOnARealVM(t *testing.T) {
 	if p, _ := env.Sim.Power(sys); p != "Off" {
 		t.Errorf("VM power after inspection: %s", p)
 	}
-	t.Logf("inspection by network boot took %s (POST to available, TCG)", took.Round(time.Millisecond))
+	return took
 }
 
 func get(t *testing.T, url string) string {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -743,4 +744,55 @@ func (f *Fleet) fetchMedia(ctx context.Context, v *vmachine, slot, image string)
 		return "", 0, cleanFetchError(err)
 	}
 	return file, resp.StatusCode, nil
+}
+
+// The methods below let another BMC front drive a VM-backed system's
+// machine, as a board with both Redfish and IPMI has one machine behind
+// two protocols (the IPMI simulator's chassis, in tests); SetPower and
+// Power serve both.
+
+// ResetVM restarts a VM-backed system's machine (a hard reset: the next
+// boot takes the boot override of that moment), or starts it when off.
+func (f *Fleet) ResetVM(system string) error {
+	s, err := f.lookup(system)
+	if err != nil {
+		return err
+	}
+	if s.vm == nil {
+		return fmt.Errorf("sim: system %s has no VM", s.id)
+	}
+	if err := s.vm.do(f.life, vmOp{kind: opReset}); err != nil {
+		return fmt.Errorf("sim: system %s: %w", s.id, err)
+	}
+	return nil
+}
+
+// SetBootOnce sets a one-time boot override of a system (one of
+// vmBootTargets for a VM-backed one: Pxe, Cd, Hdd), or clears it with
+// "None", as a PATCH of Boot does.
+func (f *Fleet) SetBootOnce(system, target string) error {
+	s, err := f.lookup(system)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(s.bootTargets(), target) {
+		return fmt.Errorf("sim: system %s: boot target %q is not one of %v", s.id, target, s.bootTargets())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bootTarget, s.bootEnabled = target, "Once"
+	if target == "None" {
+		s.bootEnabled = "Disabled"
+	}
+	return nil
+}
+
+// SystemUUID is a system's UUID: its ComputerSystem's UUID and, for a
+// VM-backed system, the VM's SMBIOS UUID.
+func (f *Fleet) SystemUUID(system string) (string, error) {
+	s, err := f.lookup(system)
+	if err != nil {
+		return "", err
+	}
+	return s.uuid, nil
 }

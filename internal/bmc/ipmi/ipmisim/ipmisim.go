@@ -16,6 +16,12 @@
 //
 // ipmi_sim offers cipher suites 0 to 3 only and never answers Get Channel
 // Cipher Suites: clients must pin a suite (ipmitool -C 3).
+//
+// With Config.Machine the chassis is a real machine instead (a qemu VM of
+// the Redfish simulator): the chassis program records power requests, and
+// a bridge applies them, and the boot device and resets, to the machine,
+// and writes back the power state it reads from it. Power then changes
+// some time after the command, as on real BMCs.
 package ipmisim
 
 import (
@@ -23,6 +29,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -47,6 +54,12 @@ type Sim struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	stopOnce sync.Once
+
+	machine    Machine
+	bridgeStop chan struct{}
+	bridgeDone chan struct{}
+	bridgeMu   sync.Mutex
+	bridgeErr  error
 }
 
 // Binary is the simulator executable looked up in PATH.
@@ -78,6 +91,23 @@ type Config struct {
 	// Password of the admin user; default random, so that a test can
 	// search output for it. At most 20 bytes, no double quotes.
 	Password string
+	// Machine, when set, is what the chassis controls (see the package
+	// doc); the BMC's system GUID is then its UUID.
+	Machine Machine
+}
+
+// Machine is a computer behind the simulated BMC.
+type Machine interface {
+	// UUID is the machine's SMBIOS UUID.
+	UUID() string
+	// Powered reports whether it is on.
+	Powered() (bool, error)
+	SetPower(on bool) error
+	// Reset restarts it (or starts it when off).
+	Reset() error
+	// SetBootDevice sets its next boot's device, by ipmi_sim's names:
+	// "pxe", "cdrom", "bios", "default" (disk) or "none".
+	SetBootDevice(dev string) error
 }
 
 // Start runs a simulated BMC, powered off, and stops it when the test
@@ -113,13 +143,14 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 	if !regexp.MustCompile(`^[A-Za-z0-9/._-]+$`).MatchString(dir) {
 		t.Fatalf("ipmisim: temporary directory %q has characters unsafe for a shell command; set TMPDIR", dir)
 	}
-	s := &Sim{Username: cfg.Username, Password: cfg.Password, dir: dir}
+	s := &Sim{Username: cfg.Username, Password: cfg.Password, dir: dir, machine: cfg.Machine}
 	for _, f := range []struct {
 		name, body string
 		mode       os.FileMode
 	}{
-		{"chassis", chassisScript(dir), 0o755},
+		{"chassis", chassisScript(dir, cfg.Machine != nil), 0o755},
 		{"power", "0\n", 0o644},
+		{"power_req", "\n", 0o644},
 		{"boot", "default\n", 0o644},
 		{"resets", "0\n", 0o644},
 		{"cmds", emulatorCommands, 0o644},
@@ -142,6 +173,9 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 		}
 		if lastErr = s.start(port); lastErr == nil {
 			t.Cleanup(s.Stop)
+			if s.machine != nil {
+				s.startBridge()
+			}
 			return s
 		}
 	}
@@ -152,7 +186,8 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 // Address is the BMC address for the IPMI driver: ipmi://127.0.0.1:PORT.
 func (s *Sim) Address() string { return fmt.Sprintf("ipmi://127.0.0.1:%d", s.Port) }
 
-// Power reports the simulated chassis power, as ipmi_sim last set it.
+// Power reports the simulated chassis power, as ipmi_sim last set it
+// (with a Machine: as the bridge last read it).
 func (s *Sim) Power() (bool, error) {
 	b, err := os.ReadFile(filepath.Join(s.dir, "power"))
 	if err != nil {
@@ -212,6 +247,10 @@ func (s *Sim) IPMITool(ctx context.Context, args ...string) (string, error) {
 // registers it as a cleanup. A stopped BMC's port refuses datagrams.
 func (s *Sim) Stop() {
 	s.stopOnce.Do(func() {
+		if s.bridgeStop != nil {
+			close(s.bridgeStop)
+			<-s.bridgeDone
+		}
 		if s.cmd == nil || s.cmd.Process == nil {
 			return
 		}
@@ -228,7 +267,14 @@ func (s *Sim) Stop() {
 // start launches ipmi_sim on port and waits until it answers an RMCP
 // presence ping.
 func (s *Sim) start(port int) error {
-	conf := lanConf(s.dir, port, s.Username, s.Password)
+	guid := randomHex(16)
+	if s.machine != nil {
+		guid = strings.ReplaceAll(s.machine.UUID(), "-", "")
+		if !regexp.MustCompile(`^[0-9a-fA-F]{32}$`).MatchString(guid) {
+			return fmt.Errorf("machine UUID %q is not a UUID", s.machine.UUID())
+		}
+	}
+	conf := lanConf(s.dir, port, s.Username, s.Password, guid)
 	if err := os.WriteFile(filepath.Join(s.dir, "lan.conf"), []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -309,7 +355,7 @@ func writeAtomic(path, body string) error {
 	return os.Rename(tmp, path)
 }
 
-func lanConf(dir string, port int, user, pass string) string {
+func lanConf(dir string, port int, user, pass, guid string) string {
 	return fmt.Sprintf(`# Written by ipmisim.Start; see ipmi_lan(5).
 name "ipmisim"
 set_working_mc 0x20
@@ -325,7 +371,7 @@ set_working_mc 0x20
   chassis_control "%s/chassis 0x20"
   # num enabled name password max-priv max-sessions auths
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, port, randomHex(16), dir, user, pass)
+`, port, guid, dir, user, pass)
 }
 
 // emulatorCommands sets up one BMC at IPMB address 0x20 (ipmi_sim_cmd(5)).
@@ -336,8 +382,19 @@ mc_enable 0x20
 `
 
 // chassisScript is the chassis_control program. ipmi_sim blocks while it
-// runs, so it only reads and writes small files.
-func chassisScript(dir string) string {
+// runs, so it only reads and writes small files. With a machine, power
+// changes are requests (power_req: the value and a nonce, as the same
+// value may be asked twice) that the bridge applies; "power" is then what
+// the bridge read from the machine.
+func chassisScript(dir string, machine bool) string {
+	power := `    power) put power "$v" ;;
+    shutdown) put power 0 ;; # the OS shuts down at once
+`
+	if machine {
+		power = `    power) put power_req "$v $$-$(date +%s%N)" ;;
+    shutdown) put power_req "0 $$-$(date +%s%N)" ;;
+`
+	}
 	return `#!/bin/sh
 # chassis_control program for ipmi_sim, written by ipmisim.Start.
 # ipmi_sim runs: chassis <mc> get <parm>... | chassis <mc> set <parm> <value>...
@@ -359,9 +416,7 @@ set)
     p=$1 v=$2
     shift 2
     case "$p" in
-    power) put power "$v" ;;
-    reset) put resets $(( $(cat "$dir/resets") + 1 )) ;;
-    shutdown) put power 0 ;; # the OS shuts down at once
+` + power + `    reset) put resets $(( $(cat "$dir/resets") + 1 )) ;;
     boot) put boot "$v" ;;
     identify) ;;
     *) echo "cannot set $p"; exit 1 ;;
@@ -370,4 +425,76 @@ set)
 *) echo "unsupported operation $op"; exit 1 ;;
 esac
 `
+}
+
+// bridgeInterval is how often the bridge looks at the chassis program's
+// files and the machine's power.
+const bridgeInterval = 100 * time.Millisecond
+
+// startBridge runs the bridge between the chassis program's files and the
+// machine until Stop. Within one look it applies the boot device before a
+// power request, as a BMC sets the boot flags the machine reads when it
+// starts: a client sets them first, then powers on.
+func (s *Sim) startBridge() {
+	s.bridgeStop, s.bridgeDone = make(chan struct{}), make(chan struct{})
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(s.dir, name))
+		return strings.TrimSpace(string(b))
+	}
+	lastBoot, lastReq, lastResets := read("boot"), read("power_req"), read("resets")
+	lastPower := ""
+	go func() {
+		defer close(s.bridgeDone)
+		t := time.NewTicker(bridgeInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.bridgeStop:
+				return
+			case <-t.C:
+			}
+			var errs []error
+			if b := read("boot"); b != lastBoot {
+				lastBoot = b
+				if err := s.machine.SetBootDevice(b); err != nil {
+					errs = append(errs, fmt.Errorf("boot device %s: %w", b, err))
+				}
+			}
+			if r := read("power_req"); r != lastReq {
+				lastReq = r
+				if err := s.machine.SetPower(strings.HasPrefix(r, "1 ")); err != nil {
+					errs = append(errs, fmt.Errorf("power %s: %w", r, err))
+				}
+			}
+			if r := read("resets"); r != lastResets {
+				lastResets = r
+				if err := s.machine.Reset(); err != nil {
+					errs = append(errs, fmt.Errorf("reset: %w", err))
+				}
+			}
+			on, err := s.machine.Powered()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("power state: %w", err))
+			} else if p := map[bool]string{true: "1", false: "0"}[on]; p != lastPower {
+				if err := writeAtomic(filepath.Join(s.dir, "power"), p+"\n"); err != nil {
+					errs = append(errs, err)
+				} else {
+					lastPower = p
+				}
+			}
+			if len(errs) > 0 {
+				s.bridgeMu.Lock()
+				s.bridgeErr = errors.Join(errs...)
+				s.bridgeMu.Unlock()
+			}
+		}
+	}()
+}
+
+// BridgeErr is the bridge's last failure to drive the machine (nil: none
+// so far).
+func (s *Sim) BridgeErr() error {
+	s.bridgeMu.Lock()
+	defer s.bridgeMu.Unlock()
+	return s.bridgeErr
 }
