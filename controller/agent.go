@@ -37,8 +37,13 @@ func runAgentImage(args []string) error {
 	ldlinux := f.String("ldlinux", image.DefaultLdlinux, "syslinux's BIOS ldlinux.c32 (Debian: syslinux-common)")
 	uefi := f.String("uefi", "auto", "UEFI boot of the ISO: secure-boot (Debian's signed shim and GRUB: shim-signed, grub-efi-amd64-signed; boots with Secure Boot on or off), grub (GRUB by grub-mkstandalone, grub-efi-amd64-bin; Secure Boot off only), on (either), off, or auto (the first installed of secure-boot and grub, else off)")
 	grubDir := f.String("grub-dir", image.DefaultGrubDir, "GRUB's x86_64-efi modules, for --uefi")
+	caBundle := f.String("ca-bundle", "auto", "the agent's trust store for https (controller, image and config drive URLs), a PEM file of CA certificates: auto ("+image.DefaultCABundle+", Debian's ca-certificates, when present), none, or a file")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	bundle, err := image.ResolveCABundle(*caBundle)
+	if err != nil {
+		return fmt.Errorf("--ca-bundle: %w", err)
 	}
 	withUEFI, err := image.ResolveUEFI(*uefi, *grubDir)
 	if err != nil {
@@ -62,11 +67,16 @@ func runAgentImage(args []string) error {
 		}
 	}
 	var initrd bytes.Buffer
-	mods, err := image.BuildInitrd(&initrd, image.InitrdOptions{Agent: bin, Kernel: *kernel, ModulesDir: *modulesDir, Modules: names})
+	mods, err := image.BuildInitrd(&initrd, image.InitrdOptions{Agent: bin, Kernel: *kernel, ModulesDir: *modulesDir, Modules: names, CABundle: bundle})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "initramfs: %d modules, %.1f MiB\n", len(mods), float64(initrd.Len())/(1<<20))
+	trust := "no trust store (https only with the boot's ca_certs; apt-get install ca-certificates, or --ca-bundle FILE)"
+	if bundle != "" {
+		n, _ := image.CABundleCount(bundle) // read once already
+		trust = fmt.Sprintf("trust store: %d CA certificates from %s", n, bundle)
+	}
+	fmt.Fprintf(os.Stderr, "initramfs: %d modules, %.1f MiB, %s\n", len(mods), float64(initrd.Len())/(1<<20), trust)
 
 	initrdPath := *initrdOut
 	if initrdPath == "" {

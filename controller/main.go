@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/app"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 )
@@ -220,6 +221,7 @@ func serve(ctx context.Context, args []string) error {
 	f.StringVar(&cfg.AgentModulesDir, "agent-modules-dir", "", "the agent kernel's modules (default /lib/modules/<its version>)")
 	f.StringVar(&cfg.AgentUEFI, "agent-uefi", "auto", "with --agent-kernel, how the agent ISO boots on UEFI firmware (BIOS always): secure-boot (Debian's signed shim and GRUB: shim-signed, grub-efi-amd64-signed; boots with Secure Boot on or off), grub (grub-efi-amd64-bin; Secure Boot off only), on (either), off, or auto (the first installed of secure-boot and grub, else BIOS only, with a warning)")
 	f.StringVar(&cfg.AgentURL, "agent-url", "", "the API's base URL as booted nodes (the deploy agent) reach it, when that differs from --public-url (a provisioning network apart from the BMCs')")
+	f.StringVar(&cfg.AgentCABundle, "agent-ca-bundle", "auto", "with --agent-kernel, the deploy agent's trust store for https image, config drive and controller URLs (a PEM file of CA certificates): auto (the host's "+image.DefaultCABundle+", Debian's ca-certificates), none, or a file")
 	f.StringVar(&cfg.AgentCAFile, "agent-ca-file", "", "with --agent-kernel, a PEM file of CA certificates the deploy agent trusts besides the system's: for an https --agent-url or image servers behind a private CA")
 	f.BoolVar(&cfg.AgentNetboot, "agent-netboot", false, "with --agent-kernel, boot the deploy agent from the network on nodes whose BMC has no virtual media (IPMI): the provisioning network's DHCP must hand iPXE the boot file <agent-url>/v1/agent/netboot (see the README)")
 	f.StringVar(&cfg.CleanErase, "clean-erase", cfg.CleanErase, "with --agent-kernel, how cleaning erases a node's disks between tenants: metadata (partition tables and filesystem signatures at both ends of every disk), full (every byte) or off")

@@ -60,16 +60,17 @@ type Config struct {
 	// command's outcome was taken (a test switch: the VM test ends on its
 	// own).
 	PowerOffAfterHeartbeat bool `json:"poweroff_after_heartbeat,omitempty"`
-	// CACerts are PEM certificates the agent trusts, besides the system's,
-	// for the controller's API, config drives and image URLs: the
-	// initramfs carries no system trust store, so an https controller or
-	// image server behind a private CA needs them (--agent-ca-file).
+	// CACerts are PEM certificates the agent trusts, besides the system's
+	// (the trust store its initramfs carries, the build host's by
+	// default), for the controller's API, config drives and image URLs:
+	// an https controller or image server behind a private CA needs them
+	// (--agent-ca-file).
 	CACerts string `json:"ca_certs,omitempty"`
 }
 
 // HTTPClient is the agent's HTTP client for c: the given timeout (0:
 // none, for image streams) and c's CA certificates trusted on top of the
-// system's (an empty pool in the agent's initramfs).
+// system's (the initramfs's /etc/ssl/certs/ca-certificates.crt, if any).
 func (c Config) HTTPClient(timeout time.Duration) (*http.Client, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DisableCompression = true

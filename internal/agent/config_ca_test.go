@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// The agent's initramfs has no trust store: a controller or image server
-// behind a private CA is reached only with the CA the controller passed
-// in the boot's config.
+// A controller or image server behind a private CA (one the initramfs's
+// trust store does not hold) is reached only with the CA the controller
+// passed in the boot's config.
 func TestConfigTrustsItsCACerts(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	t.Cleanup(srv.Close)

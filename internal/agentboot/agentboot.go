@@ -36,6 +36,9 @@ type Options struct {
 	// image.ResolveUEFI): a node whose firmware boots UEFI only, as
 	// many current servers do, cannot start a BIOS-only agent CD.
 	UEFI image.UEFIBoot
+	// CABundle is the agent's trust store (image.ResolveCABundle; empty:
+	// none).
+	CABundle string
 }
 
 // Builder makes per-boot agent ISOs over one base initramfs.
@@ -77,7 +80,7 @@ func New(o Options) (*Builder, error) {
 		dir = d
 	}
 	var initrd bytes.Buffer
-	if _, err := image.BuildInitrd(&initrd, image.InitrdOptions{Agent: bin, Kernel: o.Kernel, ModulesDir: o.ModulesDir}); err != nil {
+	if _, err := image.BuildInitrd(&initrd, image.InitrdOptions{Agent: bin, Kernel: o.Kernel, ModulesDir: o.ModulesDir, CABundle: o.CABundle}); err != nil {
 		return nil, fmt.Errorf("agent image: %w", err)
 	}
 	path := filepath.Join(dir, "agent-initrd")

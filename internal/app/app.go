@@ -85,6 +85,10 @@ type Config struct {
 	// Secure Boot nodes boot it too, else unsigned GRUB, else BIOS only),
 	// on, secure-boot, grub or off (image.ResolveUEFI).
 	AgentUEFI string
+	// AgentCABundle is the deploy agent's trust store for https (a PEM
+	// file): auto (default: the host's, Debian's ca-certificates), none,
+	// or a file (image.ResolveCABundle). AgentCAFile adds to it per boot.
+	AgentCABundle string
 	// AgentURL is the API's base URL as booted nodes (the deploy agent)
 	// reach it, when that differs from PublicURL (a provisioning network
 	// apart from the BMCs' network). Empty: PublicURL.
@@ -356,12 +360,20 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 			log.Warn("the deploy agent's ISO boots on BIOS only: nodes whose firmware boots UEFI only cannot start it",
 				"fix", "apt-get install --no-install-recommends shim-signed grub-efi-amd64-signed (Secure Boot too) or grub-efi-amd64-bin")
 		}
+		bundle, err := image.ResolveCABundle(cfg.AgentCABundle)
+		if err != nil {
+			return fail(fmt.Errorf("--agent-ca-bundle: %w", err))
+		}
+		if bundle == "" && cfg.AgentCABundle != "none" {
+			log.Warn("the deploy agent has no trust store: it reaches https image URLs only behind a CA given with --agent-ca-file",
+				"fix", "apt-get install ca-certificates, or --agent-ca-bundle FILE")
+		}
 		start := time.Now()
 		if images, err = agentboot.New(agentboot.Options{Kernel: cfg.AgentKernel, ModulesDir: cfg.AgentModulesDir,
-			Agent: cfg.AgentBinary, Dir: cfg.DataDir, UEFI: uefi}); err != nil {
+			Agent: cfg.AgentBinary, Dir: cfg.DataDir, UEFI: uefi, CABundle: bundle}); err != nil {
 			return fail(err)
 		}
-		log.Info("serving the deploy agent", "kernel", cfg.AgentKernel, "uefi", uefiName, "built_in", time.Since(start).Round(time.Millisecond))
+		log.Info("serving the deploy agent", "kernel", cfg.AgentKernel, "uefi", uefiName, "ca_bundle", bundle, "built_in", time.Since(start).Round(time.Millisecond))
 	}
 	a.Jobs, err = jobs.New(jobs.Config{
 		Store: st, BMC: drivers, Logger: log, Workers: cfg.Workers,

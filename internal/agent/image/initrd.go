@@ -71,6 +71,11 @@ type InitrdOptions struct {
 	Modules []string
 	// Files are extra files, path (relative to /) to content.
 	Files map[string][]byte
+	// CABundle is a PEM file of the CAs the agent trusts as its system's
+	// (ResolveCABundle; empty: none, so https needs the boot's own CA
+	// certificates). Without one an image URL on a public https server
+	// fails with an unknown authority.
+	CABundle string
 }
 
 // BuildInitrd writes the gzip-compressed newc initramfs to w and returns
@@ -106,6 +111,13 @@ func BuildInitrd(w io.Writer, o InitrdOptions) ([]string, error) {
 	mods, err := addModules(a, modDir, version, names)
 	if err != nil {
 		return nil, err
+	}
+	if o.CABundle != "" {
+		b, _, err := readCABundle(o.CABundle)
+		if err != nil {
+			return nil, err
+		}
+		a.file(caBundlePath, 0o644, b)
 	}
 	for _, p := range sortedKeys(o.Files) {
 		a.file(p, 0o644, o.Files[p])

@@ -3,12 +3,19 @@ package image_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -44,6 +51,7 @@ type heartbeat struct {
 // drives) to the agent.
 type standIn struct {
 	port  int
+	srv   *httptest.Server
 	first chan heartbeat // each boot's first heartbeat
 
 	mu    sync.Mutex
@@ -111,7 +119,7 @@ func newStandIn(t *testing.T) *standIn {
 		_ = json.NewEncoder(w).Encode(reply)
 	}))
 	t.Cleanup(srv.Close)
-	s.port = srv.Listener.Addr().(*net.TCPAddr).Port
+	s.port, s.srv = srv.Listener.Addr().(*net.TCPAddr).Port, srv
 	return s
 }
 
@@ -197,6 +205,19 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	bin := buildController(t, dir)
 	si := newStandIn(t)
 	apiURL := fmt.Sprintf("http://%s:%d", testvm.HostAddr, si.port)
+	// An https image server whose CA is in the image's trust store
+	// (--ca-bundle) and nowhere else: the agent must find it as its
+	// system's, as it finds a public CA of the host's ca-certificates.
+	caPEM, imageCert := testCA(t, net.ParseIP(testvm.HostAddr), net.IPv4(127, 0, 0, 1))
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tlsImages := httptest.NewUnstartedServer(si.srv.Config.Handler)
+	tlsImages.TLS = &tls.Config{Certificates: []tls.Certificate{imageCert}, MinVersion: tls.VersionTLS12}
+	tlsImages.StartTLS()
+	t.Cleanup(tlsImages.Close)
+	imagesURL := fmt.Sprintf("https://%s:%d", testvm.HostAddr, tlsImages.Listener.Addr().(*net.TCPAddr).Port)
 
 	isoToken := token(t)
 	cfg, err := agent.MarshalConfigFile(agent.Config{API: apiURL, Token: isoToken, PowerOffAfterHeartbeat: true})
@@ -226,7 +247,7 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	}
 	start := time.Now()
 	build := exec.Command(bin, "agent-image", "--kernel", kernel, "--out", iso, "--initrd-out", initrd,
-		"--agent-config", cfgPath, "--uefi", uefi,
+		"--agent-config", cfgPath, "--uefi", uefi, "--ca-bundle", caFile,
 		// Serial last: /dev/console, where the agent logs, is the
 		// serial port the test reads.
 		"--cmdline", "console=tty0 console=ttyS0,115200 loglevel=4")
@@ -429,7 +450,7 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 		sum := sha256.Sum256(img)
 		cmd := &api.AgentCommand{
 			ID: "write-1", Kind: api.AgentWriteImage,
-			Image:           &api.Image{URL: apiURL + "/images/disk.raw", Checksum: "sha256:" + hex.EncodeToString(sum[:])},
+			Image:           &api.Image{URL: imagesURL + "/images/disk.raw", Checksum: "sha256:" + hex.EncodeToString(sum[:])},
 			RootDeviceHints: map[string]string{"name": "vda"},
 			ConfigDriveURL:  apiURL + cdPath,
 		}
@@ -501,4 +522,33 @@ func configDriveISO(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// testCA makes a CA and a server certificate it signs for ips, and
+// returns the CA's PEM and the server's certificate.
+func testCA(t *testing.T, ips ...net.IP) ([]byte, tls.Certificate) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agent test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "images"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: ips, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

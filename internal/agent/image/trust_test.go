@@ -1,0 +1,69 @@
+package image
+
+import (
+	"bytes"
+	"encoding/pem"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The initramfs carries the trust store where Go's crypto/x509 reads the
+// system's on Linux; a file that holds no certificate is refused rather
+// than leave the agent trusting nothing.
+func TestInitrdCarriesTheTrustStore(t *testing.T) {
+	srv := httptest.NewTLSServer(nil)
+	srv.Close()
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "ca.pem")
+	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(bundle, append([]byte("# a comment line, as in Debian's bundle\n"), pemCert...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const ver = "6.1.0-99-amd64"
+	kernel, modDir, agentBin := fakeKernel(t, ver), fakeModules(t, ver), staticBinary(t)
+	var buf bytes.Buffer
+	if _, err := BuildInitrd(&buf, InitrdOptions{Agent: agentBin, Kernel: kernel, ModulesDir: modDir, CABundle: bundle}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := readInitrd(t, buf.Bytes())
+	if got := files["etc/ssl/certs/ca-certificates.crt"]; !strings.Contains(got, string(pemCert)) {
+		t.Fatalf("trust store in the initramfs: %q", got)
+	}
+	if n, err := CABundleCount(bundle); n != 1 || err != nil {
+		t.Errorf("CABundleCount = %d, %v; want 1", n, err)
+	}
+
+	buf.Reset()
+	if _, err := BuildInitrd(&buf, InitrdOptions{Agent: agentBin, Kernel: kernel, ModulesDir: modDir}); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := readInitrd(t, buf.Bytes()); files["etc/ssl/certs/ca-certificates.crt"] != "" {
+		t.Error("a trust store in an initramfs built without one")
+	}
+
+	junk := filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(junk, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("x")}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{junk, filepath.Join(dir, "missing.pem")} {
+		if _, err := BuildInitrd(&buf, InitrdOptions{Agent: agentBin, Kernel: kernel, ModulesDir: modDir, CABundle: bad}); err == nil {
+			t.Errorf("BuildInitrd with CA bundle %s: no error", bad)
+		}
+		if _, err := ResolveCABundle(bad); err == nil || !strings.Contains(err.Error(), "CA bundle") {
+			t.Errorf("ResolveCABundle(%s) = %v, want an error about the CA bundle", bad, err)
+		}
+	}
+	if got, err := ResolveCABundle("none"); got != "" || err != nil {
+		t.Errorf(`ResolveCABundle("none") = %q, %v`, got, err)
+	}
+	_, statErr := os.Stat(DefaultCABundle)
+	if got, err := ResolveCABundle("auto"); err != nil || (got == DefaultCABundle) != (statErr == nil) {
+		t.Errorf(`ResolveCABundle("auto") = %q, %v (the host's bundle: %v)`, got, err, statErr)
+	}
+	if got, err := ResolveCABundle(bundle); got != bundle || err != nil {
+		t.Errorf("ResolveCABundle(file) = %q, %v", got, err)
+	}
+}
