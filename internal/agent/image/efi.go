@@ -77,7 +77,7 @@ func ResolveUEFI(choice, grubDir string) (UEFIBoot, error) {
 func SecureBootAvailable(shim, grub string) error {
 	for _, p := range []string{orString(shim, DefaultShim), orString(grub, DefaultSignedGrub)} {
 		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("Secure Boot loader: %w (Debian: apt-get install --no-install-recommends shim-signed grub-efi-amd64-signed)", err)
+			return fmt.Errorf("the Secure Boot loader: %w (Debian: apt-get install --no-install-recommends shim-signed grub-efi-amd64-signed)", err)
 		}
 	}
 	return nil
