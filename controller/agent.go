@@ -113,8 +113,11 @@ func runAgentImage(args []string) error {
 		boots = "BIOS and UEFI, Secure Boot included (Debian's signed shim and GRUB)"
 	case image.UEFIGrub:
 		boots = "BIOS and UEFI with Secure Boot off (GRUB; apt-get install shim-signed grub-efi-amd64-signed for Secure Boot)"
-	default:
-		boots += " only (no UEFI loader: apt-get install shim-signed grub-efi-amd64-signed, or grub-efi-amd64-bin)"
+	case image.UEFIOff:
+		boots += " only"
+		if *uefi != "off" {
+			boots += " (no UEFI loader: apt-get install shim-signed grub-efi-amd64-signed, or grub-efi-amd64-bin)"
+		}
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (boots on %s)\n", *out, boots)
 	return nil

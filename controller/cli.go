@@ -590,9 +590,9 @@ func printInventory(w io.Writer, name string, inv *api.NodeInventory) error {
 	fmt.Fprintf(w, "system:  %s (serial %s, uuid %s)\n", dash(sys), dash(in.System.Serial), dash(in.System.UUID))
 	switch in.System.BootMode {
 	case api.BootModeUEFI:
-		sb := "off"
-		if in.System.SecureBoot {
-			sb = "on"
+		sb := "unknown"
+		if s := in.System.SecureBoot; s != nil {
+			sb = map[bool]string{true: "on", false: "off"}[*s]
 		}
 		fmt.Fprintf(w, "boot:    UEFI, Secure Boot %s\n", sb)
 	case api.BootModeBIOS:

@@ -318,7 +318,7 @@ func TestCLIInspectAndInventory(t *testing.T) {
 	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
 
 	inv := api.AgentInventory{CPUs: 4, MemoryBytes: 8 << 30,
-		System: api.AgentSystem{Vendor: "QEMU", Product: "Standard PC", Serial: "S123", BootMode: api.BootModeUEFI, SecureBoot: true},
+		System: api.AgentSystem{Vendor: "QEMU", Product: "Standard PC", Serial: "S123", BootMode: api.BootModeUEFI, SecureBoot: new(true)},
 		Disks:  []api.AgentDisk{{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 30, Model: "virtio", Serial: "disk-1", Rotational: true}},
 		NICs:   []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 10000, IPv4: []string{"10.0.2.15/24"}}}}
 	data, _ := json.Marshal(inv)

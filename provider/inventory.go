@@ -54,7 +54,7 @@ var inventoryFields = []inventoryField{
 		{name: "serial", desc: "System serial number, or empty.", typ: types.StringType},
 		{name: "uuid", desc: "System UUID, or empty.", typ: types.StringType},
 		{name: "boot_mode", desc: "How the firmware booted the deploy agent: `uefi` or `bios` (empty from agents that did not report it).", typ: types.StringType},
-		{name: "secure_boot", desc: "Whether UEFI Secure Boot was on.", typ: types.BoolType},
+		{name: "secure_boot", desc: "Whether UEFI Secure Boot was on (`false` on BIOS); null when the deploy agent could not read the UEFI variables.", typ: types.BoolType},
 	}},
 	{name: "nics", desc: "Ethernet interfaces backed by hardware.", nested: []inventoryField{
 		{name: "name", desc: "Interface name in the deploy agent, e.g. `eth0`.", typ: types.StringType},
@@ -206,7 +206,7 @@ func inventoryObject(inv *api.NodeInventory) (types.Object, diag.Diagnostics) {
 	system, ds := types.ObjectValue(systemAttrTypes, map[string]attr.Value{
 		"vendor": types.StringValue(sys.Vendor), "product": types.StringValue(sys.Product),
 		"serial": types.StringValue(sys.Serial), "uuid": types.StringValue(sys.UUID),
-		"boot_mode": types.StringValue(sys.BootMode), "secure_boot": types.BoolValue(sys.SecureBoot),
+		"boot_mode": types.StringValue(sys.BootMode), "secure_boot": types.BoolPointerValue(sys.SecureBoot),
 	})
 	diags.Append(ds...)
 	o, ds := types.ObjectValue(inventoryAttrTypes, map[string]attr.Value{

@@ -48,7 +48,7 @@ data "baremetal_node" "n" {
 		},
 		NICs: []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 25000}},
 		System: api.AgentSystem{Vendor: "QEMU", Product: "Standard PC (Q35 + ICH9, 2009)", Serial: "S123",
-			UUID: "5b1c3e5e-0d2a-4c55-9d7e-1f0e2a3b4c5d", BootMode: api.BootModeUEFI, SecureBoot: true}}
+			UUID: "5b1c3e5e-0d2a-4c55-9d7e-1f0e2a3b4c5d", BootMode: api.BootModeUEFI, SecureBoot: new(true)}}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -204,19 +205,22 @@ func TestCollectorReadsSysfs(t *testing.T) {
 }
 
 // The boot mode and Secure Boot state come from /sys/firmware/efi and its
-// SecureBoot variable (4 bytes of attributes, then the value).
+// SecureBoot variable (4 bytes of attributes, then the value); with the
+// variables unreadable the state is unknown, not off.
 func TestCollectorReadsBootMode(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		efi      bool
+		mounted  bool
 		variable []byte
 		mode     string
-		secure   bool
+		secure   string // "true", "false" or "unknown"
 	}{
-		{"bios", false, nil, api.BootModeBIOS, false},
-		{"uefi, no variable", true, nil, api.BootModeUEFI, false},
-		{"uefi, secure boot off", true, []byte{6, 0, 0, 0, 0}, api.BootModeUEFI, false},
-		{"uefi, secure boot on", true, []byte{6, 0, 0, 0, 1}, api.BootModeUEFI, true},
+		{"bios", false, false, nil, api.BootModeBIOS, "false"},
+		{"uefi, variables not mounted", true, false, nil, api.BootModeUEFI, "unknown"},
+		{"uefi, no SecureBoot variable", true, true, nil, api.BootModeUEFI, "false"},
+		{"uefi, secure boot off", true, true, []byte{6, 0, 0, 0, 0}, api.BootModeUEFI, "false"},
+		{"uefi, secure boot on", true, true, []byte{6, 0, 0, 0, 1}, api.BootModeUEFI, "true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sys := t.TempDir()
@@ -225,6 +229,11 @@ func TestCollectorReadsBootMode(t *testing.T) {
 				if err := os.MkdirAll(vars, 0o755); err != nil {
 					t.Fatal(err)
 				}
+				if tc.mounted {
+					if err := os.WriteFile(filepath.Join(vars, "BootOrder-8be4df61-93ca-11d2-aa0d-00e098032b8c"), []byte{6, 0, 0, 0, 1, 0}, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if tc.variable != nil {
 					if err := os.WriteFile(filepath.Join(vars, "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"), tc.variable, 0o644); err != nil {
 						t.Fatal(err)
@@ -232,8 +241,12 @@ func TestCollectorReadsBootMode(t *testing.T) {
 				}
 			}
 			inv := (&Collector{Sys: sys, Proc: t.TempDir()}).Collect()
-			if inv.System.BootMode != tc.mode || inv.System.SecureBoot != tc.secure {
-				t.Errorf("boot mode %q, secure boot %v; want %q, %v", inv.System.BootMode, inv.System.SecureBoot, tc.mode, tc.secure)
+			secure := "unknown"
+			if inv.System.SecureBoot != nil {
+				secure = fmt.Sprint(*inv.System.SecureBoot)
+			}
+			if inv.System.BootMode != tc.mode || secure != tc.secure {
+				t.Errorf("boot mode %q, secure boot %s; want %q, %s", inv.System.BootMode, secure, tc.mode, tc.secure)
 			}
 		})
 	}

@@ -56,14 +56,22 @@ func (c *Collector) read(parts ...string) string {
 // bootMode says how the machine booted the agent: "uefi" when the kernel
 // has the firmware's EFI services, else "bios"; and whether UEFI Secure
 // Boot is on (the SecureBoot variable of the EFI global namespace: four
-// bytes of attributes, then 1 for on).
-func (c *Collector) bootMode() (string, bool) {
+// bytes of attributes, then 1 for on): false on BIOS and on firmware
+// without the variable, nil when the variables cannot be read (efivarfs
+// not mounted: its mount point is then empty), rather than a false "off".
+func (c *Collector) bootMode() (string, *bool) {
 	efi := filepath.Join(c.Sys, "firmware/efi")
 	if _, err := os.Stat(efi); err != nil {
-		return api.BootModeBIOS, false
+		off := false
+		return api.BootModeBIOS, &off
 	}
-	b, err := os.ReadFile(filepath.Join(efi, "efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"))
-	return api.BootModeUEFI, err == nil && len(b) == 5 && b[4] == 1
+	vars := filepath.Join(efi, "efivars")
+	if ents, err := os.ReadDir(vars); err != nil || len(ents) == 0 {
+		return api.BootModeUEFI, nil
+	}
+	b, err := os.ReadFile(filepath.Join(vars, "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"))
+	on := err == nil && len(b) == 5 && b[4] == 1
+	return api.BootModeUEFI, &on
 }
 
 func (c *Collector) disks() []api.AgentDisk {

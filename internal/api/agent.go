@@ -127,8 +127,9 @@ type AgentSystem struct {
 	// BootMode is how the firmware booted the agent: BootModeUEFI or
 	// BootModeBIOS ("" from agents before it was reported).
 	BootMode string `json:"boot_mode,omitempty"`
-	// SecureBoot: UEFI Secure Boot is on.
-	SecureBoot bool `json:"secure_boot"`
+	// SecureBoot: UEFI Secure Boot is on; nil when the agent could not
+	// tell (the UEFI variables could not be read; false on BIOS).
+	SecureBoot *bool `json:"secure_boot,omitempty"`
 }
 
 // The boot modes an agent reports.

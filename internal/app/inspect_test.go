@@ -109,8 +109,8 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	if inv.Inventory.CPUs != vm.CPUs || inv.Inventory.MemoryBytes > int64(vm.MemoryMB)<<20 || inv.Inventory.MemoryBytes < int64(vm.MemoryMB)<<20*3/4 {
 		t.Errorf("inventory cpus %d, memory %d; the VM has %d CPUs, %d MiB", inv.Inventory.CPUs, inv.Inventory.MemoryBytes, vm.CPUs, vm.MemoryMB)
 	}
-	if inv.Inventory.System.BootMode != api.BootModeUEFI || inv.Inventory.System.SecureBoot {
-		t.Errorf("the agent reports boot mode %q, Secure Boot %v; the VM boots UEFI without Secure Boot", inv.Inventory.System.BootMode, inv.Inventory.System.SecureBoot)
+	if sb := inv.Inventory.System.SecureBoot; inv.Inventory.System.BootMode != api.BootModeUEFI || sb == nil || *sb {
+		t.Errorf("the agent reports boot mode %q, Secure Boot %v; the VM boots UEFI without Secure Boot", inv.Inventory.System.BootMode, sb)
 	}
 	if n.Properties.CPUs != inv.Inventory.CPUs || n.Properties.LocalGB != 1 || n.Properties.MemoryMB == 0 {
 		t.Errorf("properties after inspection: %+v (inventory %+v)", n.Properties, inv.Inventory)

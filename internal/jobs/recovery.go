@@ -262,9 +262,11 @@ func (r *Runner) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		began := time.Now()
 		bctx, cancel := context.WithTimeout(ctx, r.cfg.ReplicaTimeout/2)
 		err := r.heartbeat(bctx)
 		cancel()
+		took := time.Since(began)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -277,8 +279,12 @@ func (r *Runner) heartbeats(ctx context.Context) {
 		// connection to a database that went away fails nothing until it
 		// times out), both mean the database was away: the agents'
 		// heartbeats failed too meanwhile, so their silence counts from
-		// now (agentStall).
-		if failed || time.Since(lastOK) > 2*r.cfg.HeartbeatInterval {
+		// now (agentStall). A database merely so slow that a one-row
+		// write takes longer than the interval counts too: the agents'
+		// reports may have failed as well, and the stall rule's mistake
+		// is the costly one (it power-cycles a node mid-write), while
+		// waiting longer only leaves a hung agent to --agent-timeout.
+		if failed || took > r.cfg.HeartbeatInterval {
 			r.storeBack.Store(time.Now().UnixNano())
 			failed = false
 			r.log.InfoContext(ctx, "replica heartbeat recorded again", "replica", r.replicaID, "gap", time.Since(lastOK).Round(time.Second))

@@ -206,7 +206,8 @@ func buildEFIImage(boot UEFIBoot, grubMk, grubDir, cmdline, marker string) ([]by
 	// image of a few MiB has too few clusters for FAT16 or FAT32.
 	size := (total + 512<<10 + 1<<20 - 1) &^ (1<<20 - 1)
 	size = max(size, 2<<20)
-	if size > 16<<20 {
+	// A 16 MiB FAT12 image already has more clusters than FAT12 allows.
+	if size >= 16<<20 {
 		return nil, fmt.Errorf("the UEFI loader is %d bytes: too large for its FAT image", total)
 	}
 	imgPath := filepath.Join(ws, "efi.img")

@@ -20,8 +20,8 @@ const caBundlePath = "etc/ssl/certs/ca-certificates.crt"
 
 // ResolveCABundle turns an operator's choice into the trust store file an
 // initramfs gets: "auto" (or "") the host's DefaultCABundle when there is
-// one, else none; "none" none; anything else a PEM file that must hold at
-// least one certificate.
+// one, else none; "none" none; anything else a PEM file whose every
+// certificate must parse, and at least one.
 func ResolveCABundle(choice string) (string, error) {
 	switch choice {
 	case "", "auto":
@@ -35,31 +35,31 @@ func ResolveCABundle(choice string) (string, error) {
 	if _, _, err := readCABundle(choice); err != nil {
 		return "", err
 	}
+	if bad := firstBadCert(choice); bad != nil {
+		return "", bad
+	}
 	return choice, nil
 }
 
-// readCABundle reads a PEM trust store and counts its certificates: a
-// file without any (a key, a DER file, the wrong path) would leave the
-// agent trusting nothing while the operator thinks otherwise.
+// readCABundle reads a PEM trust store and counts the certificates Go
+// accepts. One it cannot parse is passed over, as Go's own loader does
+// (a host's bundle may hold a locally added CA that Go refuses: the
+// host's bundle must not keep the agent from being served), but a file
+// without any (a key, a DER file, the wrong path) is refused: it would
+// leave the agent trusting nothing while the operator thinks otherwise.
 func readCABundle(path string) ([]byte, int, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("CA bundle: %w", err)
 	}
-	n, rest := 0, b
-	for {
-		var blk *pem.Block
-		blk, rest = pem.Decode(rest)
-		if blk == nil {
-			break
-		}
+	n := 0
+	for blk, rest := pem.Decode(b); blk != nil; blk, rest = pem.Decode(rest) {
 		if blk.Type != "CERTIFICATE" {
 			continue
 		}
-		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
-			return nil, 0, fmt.Errorf("CA bundle %s: certificate %d: %w", path, n+1, err)
+		if _, err := x509.ParseCertificate(blk.Bytes); err == nil {
+			n++
 		}
-		n++
 	}
 	if n == 0 {
 		return nil, 0, errors.New("CA bundle " + path + " holds no PEM certificate")
@@ -67,7 +67,28 @@ func readCABundle(path string) ([]byte, int, error) {
 	return b, n, nil
 }
 
-// CABundleCount is the number of certificates in a PEM trust store.
+// firstBadCert is the error of the first certificate of a PEM file that
+// does not parse: an operator's own bundle is checked whole.
+func firstBadCert(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("CA bundle: %w", err)
+	}
+	i := 0
+	for blk, rest := pem.Decode(b); blk != nil; blk, rest = pem.Decode(rest) {
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		i++
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			return fmt.Errorf("CA bundle %s: certificate %d: %w", path, i, err)
+		}
+	}
+	return nil
+}
+
+// CABundleCount is the number of certificates in a PEM trust store that
+// the agent will trust.
 func CABundleCount(path string) (int, error) {
 	_, n, err := readCABundle(path)
 	return n, err

@@ -56,6 +56,22 @@ func TestInitrdCarriesTheTrustStore(t *testing.T) {
 			t.Errorf("ResolveCABundle(%s) = %v, want an error about the CA bundle", bad, err)
 		}
 	}
+	// A certificate Go refuses, beside a good one: the host's bundle
+	// still serves (the good one counts), an operator's file is refused
+	// with the culprit named.
+	mixed := filepath.Join(dir, "mixed.pem")
+	if err := os.WriteFile(mixed, append(pemCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("not DER")})...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildInitrd(&buf, InitrdOptions{Agent: agentBin, Kernel: kernel, ModulesDir: modDir, CABundle: mixed}); err != nil {
+		t.Errorf("BuildInitrd with one bad certificate among good ones: %v", err)
+	}
+	if n, err := CABundleCount(mixed); n != 1 || err != nil {
+		t.Errorf("CABundleCount(mixed) = %d, %v; want 1", n, err)
+	}
+	if _, err := ResolveCABundle(mixed); err == nil || !strings.Contains(err.Error(), "certificate 2") {
+		t.Errorf("ResolveCABundle(mixed) = %v, want certificate 2 named", err)
+	}
 	if got, err := ResolveCABundle("none"); got != "" || err != nil {
 		t.Errorf(`ResolveCABundle("none") = %q, %v`, got, err)
 	}

@@ -361,8 +361,8 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	}
 	bootMode := func(t *testing.T, inv *api.AgentInventory, mode string, secure bool) {
 		t.Helper()
-		if inv.System.BootMode != mode || inv.System.SecureBoot != secure {
-			t.Errorf("the agent reports boot mode %q, Secure Boot %v; want %q, %v", inv.System.BootMode, inv.System.SecureBoot, mode, secure)
+		if sb := inv.System.SecureBoot; inv.System.BootMode != mode || sb == nil || *sb != secure {
+			t.Errorf("the agent reports boot mode %q, Secure Boot %v; want %q, %v", inv.System.BootMode, sb, mode, secure)
 		}
 	}
 

@@ -18,10 +18,10 @@
 // Cipher Suites: clients must pin a suite (ipmitool -C 3).
 //
 // With Config.Machine the chassis is a real machine instead (a qemu VM of
-// the Redfish simulator): the chassis program records power requests, and
-// a bridge applies them, and the boot device and resets, to the machine,
-// and writes back the power state it reads from it. Power then changes
-// some time after the command, as on real BMCs.
+// the Redfish simulator): the chassis program appends each power, reset
+// and boot device command to a request log, a bridge replays them in
+// order on the machine and writes back the power state it reads from it.
+// Power then changes some time after the command, as on real BMCs.
 package ipmisim
 
 import (
@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +93,8 @@ type Config struct {
 	// search output for it. At most 20 bytes, no double quotes.
 	Password string
 	// Machine, when set, is what the chassis controls (see the package
-	// doc); the BMC's system GUID is then its UUID.
+	// doc); the BMC's system GUID is then its UUID, bytes reversed (IPMI's
+	// order).
 	Machine Machine
 }
 
@@ -150,7 +152,6 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 	}{
 		{"chassis", chassisScript(dir, cfg.Machine != nil), 0o755},
 		{"power", "0\n", 0o644},
-		{"power_req", "\n", 0o644},
 		{"boot", "default\n", 0o644},
 		{"resets", "0\n", 0o644},
 		{"cmds", emulatorCommands, 0o644},
@@ -269,10 +270,15 @@ func (s *Sim) Stop() {
 func (s *Sim) start(port int) error {
 	guid := randomHex(16)
 	if s.machine != nil {
-		guid = strings.ReplaceAll(s.machine.UUID(), "-", "")
-		if !regexp.MustCompile(`^[0-9a-fA-F]{32}$`).MatchString(guid) {
+		u, err := hex.DecodeString(strings.ReplaceAll(s.machine.UUID(), "-", ""))
+		if err != nil || len(u) != 16 {
 			return fmt.Errorf("machine UUID %q is not a UUID", s.machine.UUID())
 		}
+		// Least significant byte first, as the IPMI spec orders a GUID:
+		// not the order the machine's SMBIOS UUID reads in, so a client
+		// matching the two must try the orders BMCs use.
+		slices.Reverse(u)
+		guid = hex.EncodeToString(u)
 	}
 	conf := lanConf(s.dir, port, s.Username, s.Password, guid)
 	if err := os.WriteFile(filepath.Join(s.dir, "lan.conf"), []byte(conf), 0o600); err != nil {
@@ -382,17 +388,21 @@ mc_enable 0x20
 `
 
 // chassisScript is the chassis_control program. ipmi_sim blocks while it
-// runs, so it only reads and writes small files. With a machine, power
-// changes are requests (power_req: the value and a nonce, as the same
-// value may be asked twice) that the bridge applies; "power" is then what
-// the bridge read from the machine.
+// runs, so it only reads and writes small files. With a machine, every
+// power, reset and boot device command is also appended to "requests",
+// one line each, which the bridge replays in order; "power" is then what
+// the bridge read from the machine, not what was asked.
 func chassisScript(dir string, machine bool) string {
 	power := `    power) put power "$v" ;;
     shutdown) put power 0 ;; # the OS shuts down at once
+    reset) put resets $(( $(cat "$dir/resets") + 1 )) ;;
+    boot) put boot "$v" ;;
 `
 	if machine {
-		power = `    power) put power_req "$v $$-$(date +%s%N)" ;;
-    shutdown) put power_req "0 $$-$(date +%s%N)" ;;
+		power = `    power) req power "$v" ;;
+    shutdown) req power 0 ;;
+    reset) put resets $(( $(cat "$dir/resets") + 1 )); req reset 1 ;;
+    boot) put boot "$v"; req boot "$v" ;;
 `
 	}
 	return `#!/bin/sh
@@ -400,6 +410,8 @@ func chassisScript(dir string, machine bool) string {
 # ipmi_sim runs: chassis <mc> get <parm>... | chassis <mc> set <parm> <value>...
 dir='` + dir + `'
 put() { echo "$2" > "$dir/$1.tmp" && mv "$dir/$1.tmp" "$dir/$1"; }
+# One short line per request, appended in one write.
+req() { echo "$1 $2" >> "$dir/requests"; }
 op=$2
 shift 2
 case "$op" in
@@ -416,9 +428,7 @@ set)
     p=$1 v=$2
     shift 2
     case "$p" in
-` + power + `    reset) put resets $(( $(cat "$dir/resets") + 1 )) ;;
-    boot) put boot "$v" ;;
-    identify) ;;
+` + power + `    identify) ;;
     *) echo "cannot set $p"; exit 1 ;;
     esac
   done ;;
@@ -427,22 +437,31 @@ esac
 `
 }
 
-// bridgeInterval is how often the bridge looks at the chassis program's
-// files and the machine's power.
+// bridgeInterval is how often the bridge looks for requests and reads the
+// machine's power.
 const bridgeInterval = 100 * time.Millisecond
 
-// startBridge runs the bridge between the chassis program's files and the
-// machine until Stop. Within one look it applies the boot device before a
-// power request, as a BMC sets the boot flags the machine reads when it
-// starts: a client sets them first, then powers on.
+// startBridge runs the bridge between the chassis program and the machine
+// until Stop: it replays the requests the program appended, each once and
+// in the order the BMC got them (the same boot device twice, or off then
+// on within one look, are two requests each), then writes back the
+// machine's power state.
 func (s *Sim) startBridge() {
 	s.bridgeStop, s.bridgeDone = make(chan struct{}), make(chan struct{})
-	read := func(name string) string {
-		b, _ := os.ReadFile(filepath.Join(s.dir, name))
-		return strings.TrimSpace(string(b))
-	}
-	lastBoot, lastReq, lastResets := read("boot"), read("power_req"), read("resets")
+	var offset int64
 	lastPower := ""
+	apply := func(line string) error {
+		kind, v, _ := strings.Cut(line, " ")
+		switch kind {
+		case "power":
+			return s.machine.SetPower(v == "1")
+		case "reset":
+			return s.machine.Reset()
+		case "boot":
+			return s.machine.SetBootDevice(v)
+		}
+		return fmt.Errorf("unknown request %q", line)
+	}
 	go func() {
 		defer close(s.bridgeDone)
 		t := time.NewTicker(bridgeInterval)
@@ -454,22 +473,21 @@ func (s *Sim) startBridge() {
 			case <-t.C:
 			}
 			var errs []error
-			if b := read("boot"); b != lastBoot {
-				lastBoot = b
-				if err := s.machine.SetBootDevice(b); err != nil {
-					errs = append(errs, fmt.Errorf("boot device %s: %w", b, err))
-				}
+			b, err := os.ReadFile(filepath.Join(s.dir, "requests"))
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
 			}
-			if r := read("power_req"); r != lastReq {
-				lastReq = r
-				if err := s.machine.SetPower(strings.HasPrefix(r, "1 ")); err != nil {
-					errs = append(errs, fmt.Errorf("power %s: %w", r, err))
-				}
-			}
-			if r := read("resets"); r != lastResets {
-				lastResets = r
-				if err := s.machine.Reset(); err != nil {
-					errs = append(errs, fmt.Errorf("reset: %w", err))
+			if int64(len(b)) > offset {
+				news := b[offset:]
+				// Only whole lines: a line is one write, but a read may
+				// still land in the middle of one.
+				if end := bytes.LastIndexByte(news, '\n'); end >= 0 {
+					for _, line := range strings.Split(string(news[:end]), "\n") {
+						if err := apply(line); err != nil {
+							errs = append(errs, fmt.Errorf("%s: %w", line, err))
+						}
+					}
+					offset += int64(end + 1)
 				}
 			}
 			on, err := s.machine.Powered()

@@ -2,8 +2,12 @@ package ipmisim
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -50,5 +54,107 @@ func TestTwoSimulators(t *testing.T) {
 	}
 	if a.Username != "root" || a.Password != "calvin-1" || b.Password == a.Password {
 		t.Fatalf("credentials: %s/%s and %s/%s", a.Username, a.Password, b.Username, b.Password)
+	}
+}
+
+// recorder is a Machine that records what the bridge asks of it.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+	on    bool
+}
+
+func (r *recorder) UUID() string { return "00112233-4455-6677-8899-aabbccddeeff" }
+
+func (r *recorder) Powered() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.on, nil
+}
+
+func (r *recorder) SetPower(on bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.on = on
+	r.calls = append(r.calls, fmt.Sprintf("power %t", on))
+	return nil
+}
+
+func (r *recorder) Reset() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.on = true
+	r.calls = append(r.calls, "reset")
+	return nil
+}
+
+func (r *recorder) SetBootDevice(dev string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, "boot "+dev)
+	return nil
+}
+
+// With a Machine every command reaches it once and in order, the same
+// boot device asked twice included (a one-time boot is used up by the
+// boot it served); the BMC reports the machine's power, and its system
+// GUID is the machine's UUID in IPMI's byte order.
+func TestMachineGetsEveryCommandInOrder(t *testing.T) {
+	if _, err := exec.LookPath("ipmitool"); err != nil {
+		SkipIfUnavailable(t)
+		if os.Getenv("CI") == "true" {
+			t.Fatal("ipmitool not found; CI must install it")
+		}
+		t.Skip("ipmitool not found")
+	}
+	m := &recorder{}
+	sim := StartWith(t, Config{Machine: m})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmds := [][]string{
+		{"chassis", "bootdev", "pxe"}, {"chassis", "power", "on"},
+		{"chassis", "bootdev", "pxe"}, {"chassis", "power", "reset"},
+		{"chassis", "power", "off"}, {"chassis", "power", "on"}, {"chassis", "power", "off"},
+	}
+	for _, c := range cmds {
+		if out, err := sim.IPMITool(ctx, c...); err != nil {
+			t.Fatalf("ipmitool %v: %v\n%s", c, err, out)
+		}
+	}
+	want := []string{"boot pxe", "power true", "boot pxe", "reset", "power false", "power true", "power false"}
+	for {
+		m.mu.Lock()
+		got := slices.Clone(m.calls)
+		m.mu.Unlock()
+		if slices.Equal(got, want) {
+			break
+		}
+		if len(got) >= len(want) || ctx.Err() != nil {
+			t.Fatalf("the machine got %q, want %q (bridge error: %v)", got, want, sim.BridgeErr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := m.SetPower(true); err != nil { // the machine's own doing
+		t.Fatal(err)
+	}
+	for {
+		if out, err := sim.IPMITool(ctx, "chassis", "power", "status"); err == nil && strings.Contains(out, "is on") {
+			break
+		} else if ctx.Err() != nil {
+			t.Fatalf("the BMC does not report the machine's power: %q, %v", out, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, err := sim.IPMITool(ctx, "mc", "guid")
+	if err != nil {
+		t.Fatalf("ipmitool mc guid: %v\n%s", err, out)
+	}
+	// ipmitool prints the 16 bytes as the BMC sent them: the machine's
+	// UUID backwards.
+	if !strings.Contains(out, "FFEEDDCCBBAA99887766554433221100") {
+		t.Errorf("ipmitool mc guid:\n%s\nwant the bytes of %s reversed", out, m.UUID())
+	}
+	if err := sim.BridgeErr(); err != nil {
+		t.Error(err)
 	}
 }
