@@ -49,6 +49,11 @@ func runAgentImage(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--uefi: %w", err)
 	}
+	if withUEFI == image.UEFISecureBoot && *kernel != "" {
+		if w := image.SecureBootKernelWarning(*kernel); w != "" {
+			fmt.Fprintln(os.Stderr, "warning:", w)
+		}
+	}
 	if *kernel == "" || (*out == "" && *initrdOut == "") {
 		return errors.New("--kernel and --out (or --initrd-out) are required")
 	}

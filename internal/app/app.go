@@ -356,6 +356,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		if uefi == image.UEFIOff {
 			uefiName = "off"
 		}
+		if uefi == image.UEFISecureBoot {
+			if w := image.SecureBootKernelWarning(cfg.AgentKernel); w != "" {
+				log.Warn("the deploy agent's ISO boots with Secure Boot, but: " + w)
+			}
+		}
 		if uefi == image.UEFIOff && choice != "off" {
 			log.Warn("the deploy agent's ISO boots on BIOS only: nodes whose firmware boots UEFI only cannot start it",
 				"fix", "apt-get install --no-install-recommends shim-signed grub-efi-amd64-signed (Secure Boot too) or grub-efi-amd64-bin")

@@ -2,10 +2,12 @@ package image
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/pem"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,5 +83,46 @@ func TestInitrdCarriesTheTrustStore(t *testing.T) {
 	}
 	if got, err := ResolveCABundle(bundle); got != bundle || err != nil {
 		t.Errorf("ResolveCABundle(file) = %q, %v", got, err)
+	}
+}
+
+// Debian's kernels are signed (shim checks that under Secure Boot); a
+// kernel that is not, or is not even a PE image, gets a warning.
+func TestKernelSigned(t *testing.T) {
+	if w := SecureBootKernelWarning(fakeKernel(t, "6.1.0-99-amd64")); !strings.Contains(w, "not an EFI (PE) image") {
+		t.Errorf("warning for a bzImage without a PE header: %q", w)
+	}
+	kernels, _ := filepath.Glob("/boot/vmlinuz-*")
+	if len(kernels) == 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no /boot/vmlinuz-*: CI installs linux-image-amd64")
+		}
+		t.Skip("no /boot/vmlinuz-* (apt-get install linux-image-amd64)")
+	}
+	signed, err := KernelSigned(kernels[0])
+	if err != nil || !signed {
+		t.Fatalf("KernelSigned(%s) = %v, %v; Debian signs its kernels", kernels[0], signed, err)
+	}
+	if w := SecureBootKernelWarning(kernels[0]); w != "" {
+		t.Errorf("warning for Debian's signed kernel: %q", w)
+	}
+	// The same kernel with its certificate table cut off is unsigned.
+	b, err := os.ReadFile(kernels[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	peOff := int(binary.LittleEndian.Uint32(b[0x3c:]))
+	// PE32+: the signature, the 20-byte file header, then the optional
+	// header, whose data directories start 112 bytes in; security is
+	// entry 4, 8 bytes each.
+	sec := peOff + 4 + 20 + 112 + 4*8
+	unsigned := slices.Clone(b)
+	binary.LittleEndian.PutUint64(unsigned[sec:], 0)
+	p := filepath.Join(t.TempDir(), "vmlinuz-unsigned")
+	if err := os.WriteFile(p, unsigned, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w := SecureBootKernelWarning(p); !strings.Contains(w, "is not signed") {
+		t.Errorf("warning for an unsigned kernel: %q", w)
 	}
 }
