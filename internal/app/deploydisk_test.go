@@ -67,15 +67,7 @@ func TestImageDeployAndErasingCleanupOnARealVM(t *testing.T) {
 		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
 	})
 	sys := env.Sim.SystemIDs()[0]
-	t.Cleanup(func() {
-		if t.Failed() {
-			serial, _ := env.Sim.VMSerial(sys)
-			if len(serial) > 8000 {
-				serial = "..." + serial[len(serial)-8000:]
-			}
-			t.Logf("VM console:\n%s", serial)
-		}
-	})
+	logConsoleOnFailure(t, env, sys, 8000, nil)
 	admin := client{t, env.URL, env.AdminToken}
 	member := client{t, env.URL, env.MemberToken(t, "p1")}
 	node := enroll(admin, env, 0, "vm-disk-0", "vm")

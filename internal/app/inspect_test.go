@@ -36,15 +36,7 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 		// A VM with user networking reaches the host's loopback at 10.0.2.2.
 		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
 	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			serial, _ := env.Sim.VMSerial(env.Sim.SystemIDs()[0])
-			if len(serial) > 6000 {
-				serial = "..." + serial[len(serial)-6000:]
-			}
-			t.Logf("VM console:\n%s", serial)
-		}
-	})
+	logConsoleOnFailure(t, env, env.Sim.SystemIDs()[0], 6000, nil)
 	admin := client{t, env.URL, env.AdminToken}
 	node := enroll(admin, env, 0, "vm-0", "vm")
 	if node.Properties.LocalGB != 0 {

@@ -25,25 +25,8 @@ import (
 // from a CD.
 func TestNetbootInspectOnARealVM(t *testing.T) {
 	t.Parallel()
-	kernel := testvm.Require(t)
-	bin := testvm.BuildController(t, t.TempDir())
-	env := testenv.Start(t, testenv.Options{
-		Systems: 1, PowerSyncInterval: time.Second,
-		SimOptions: sim.Options{NoVirtualMedia: true, VM: &sim.VMOptions{Dir: t.TempDir(), DiskBytes: 1 << 30, MemoryMB: 512}},
-		// A VM with user networking reaches the host's loopback at 10.0.2.2.
-		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
-		AgentNetboot: true,
-	})
-	sys := env.Sim.SystemIDs()[0]
-	t.Cleanup(func() {
-		if t.Failed() {
-			serial, _ := env.Sim.VMSerial(sys)
-			if len(serial) > 6000 {
-				serial = "..." + serial[len(serial)-6000:]
-			}
-			t.Logf("VM console:\n%s", serial)
-		}
-	})
+	env, sys := netbootEnv(t)
+	logConsoleOnFailure(t, env, sys, 6000, nil)
 	admin := client{t, env.URL, env.AdminToken}
 	node := enroll(admin, env, 0, "vm-net", "vm")
 
@@ -68,25 +51,9 @@ func TestNetbootInspectOnARealVM(t *testing.T) {
 // through a real IPMI 2.0 BMC to a machine that really boots.
 func TestIPMINetbootInspectOnARealVM(t *testing.T) {
 	t.Parallel()
-	kernel := testvm.Require(t)
-	bin := testvm.BuildController(t, t.TempDir())
-	env := testenv.Start(t, testenv.Options{
-		Systems: 1, PowerSyncInterval: time.Second,
-		SimOptions:  sim.Options{NoVirtualMedia: true, VM: &sim.VMOptions{Dir: t.TempDir(), DiskBytes: 1 << 30, MemoryMB: 512}},
-		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
-		AgentNetboot: true,
-	})
-	sys := env.Sim.SystemIDs()[0]
+	env, sys := netbootEnv(t)
 	bmc := ipmisim.StartWith(t, ipmisim.Config{Machine: fleetMachine{env.Sim, sys}})
-	t.Cleanup(func() {
-		if t.Failed() {
-			serial, _ := env.Sim.VMSerial(sys)
-			if len(serial) > 6000 {
-				serial = "..." + serial[len(serial)-6000:]
-			}
-			t.Logf("VM console:\n%s\nIPMI bridge: %v", serial, bmc.BridgeErr())
-		}
-	})
+	logConsoleOnFailure(t, env, sys, 6000, func() string { return fmt.Sprintf("IPMI bridge: %v", bmc.BridgeErr()) })
 	admin := client{t, env.URL, env.AdminToken}
 	var node api.Node
 	// ipmi_sim offers cipher suites 0-3 and does not list them.
@@ -180,6 +147,41 @@ func inspectByNetboot(t *testing.T, env *testenv.Env, admin client, nodeID, sys 
 		t.Errorf("VM power after inspection: %s", p)
 	}
 	return took
+}
+
+// netbootEnv is a controller that boots the agent from the network and a
+// simulated BMC without virtual media whose one system is a qemu VM; it
+// returns the system's id.
+func netbootEnv(t *testing.T) (*testenv.Env, string) {
+	kernel := testvm.Require(t)
+	bin := testvm.BuildController(t, t.TempDir())
+	env := testenv.Start(t, testenv.Options{
+		Systems: 1, PowerSyncInterval: time.Second,
+		SimOptions: sim.Options{NoVirtualMedia: true, VM: &sim.VMOptions{Dir: t.TempDir(), DiskBytes: 1 << 30, MemoryMB: 512}},
+		// A VM with user networking reaches the host's loopback at 10.0.2.2.
+		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
+		AgentNetboot: true,
+	})
+	return env, env.Sim.SystemIDs()[0]
+}
+
+// logConsoleOnFailure logs the last tail bytes of the VM's console (and
+// what more says, if not nil) when the test fails: what the agent or the
+// firmware printed is what explains a VM test's failure.
+func logConsoleOnFailure(t *testing.T, env *testenv.Env, sys string, tail int, more func() string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		serial, _ := env.Sim.VMSerial(sys)
+		if len(serial) > tail {
+			serial = "..." + serial[len(serial)-tail:]
+		}
+		t.Logf("VM console:\n%s", serial)
+		if more != nil {
+			t.Log(more())
+		}
+	})
 }
 
 func get(t *testing.T, url string) string {
