@@ -236,27 +236,17 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// requireGrub fails (in CI) or skips the test without GRUB's UEFI pieces.
-func requireGrub(t *testing.T) {
+// require fails the test in CI (which installs what the tests need) and
+// skips it elsewhere when err says something is missing.
+func require(t *testing.T, err error) {
 	t.Helper()
-	if err := UEFIAvailable("", ""); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+	if err == nil {
+		return
 	}
-}
-
-// requireSigned fails (in CI) or skips the test without Debian's signed
-// shim and GRUB.
-func requireSigned(t *testing.T) {
-	t.Helper()
-	if err := SecureBootAvailable("", ""); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(err)
 	}
+	t.Skip(err)
 }
 
 // With UEFI the ISO carries a second El Torito entry, for EFI, pointing at
@@ -268,9 +258,9 @@ func TestISOWithUEFIEntry(t *testing.T) {
 	for _, boot := range []UEFIBoot{UEFIGrub, UEFISecureBoot} {
 		t.Run(string(boot), func(t *testing.T) {
 			if boot == UEFIGrub {
-				requireGrub(t)
+				require(t, UEFIAvailable("", ""))
 			} else {
-				requireSigned(t)
+				require(t, SecureBootAvailable("", ""))
 			}
 			checkUEFIISO(t, boot)
 		})
