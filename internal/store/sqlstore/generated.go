@@ -10,8 +10,9 @@ import "context"
 // unnamed struct types because only those can be the core type of a
 // constraint (~T).
 
-// nodeRow is a node as GetNode, ListNodes and GetNodes return it: the
-// nodes row (nodes.*) and its inventory's inspected_at (zero when none).
+// nodeRow is a node as every read returns it: a row of the view
+// node_rows (migration 0012), the nodes row but bmc_key and its
+// inventory's inspected_at (zero when none).
 type nodeRow = struct {
 	ID                string
 	Name              string
@@ -281,17 +282,17 @@ type Plain interface {
 // as the shared code calls it. Its type parameters are the dialect's own
 // row and parameter types, of the shapes above.
 type Generated[
-	N, L, LF, B nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
+	N nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
 	V inventoryShape, K keyShape,
 ] interface {
 	Plain
 
 	GetNode(ctx context.Context, idOrName string) (*N, error)
-	ListNodes(ctx context.Context, after, hideState string, pageLimit int64) ([]*L, error)
+	ListNodes(ctx context.Context, after, hideState string, pageLimit int64) ([]*N, error)
 	ListNodesFiltered(ctx context.Context, after, hideState, provisionState string, maintenance *bool, fault string,
-		faulted *bool, resourceClass string, dueBefore *Time, pageLimit int64) ([]*LF, error)
-	GetNodes(ctx context.Context, idsJSON string) ([]*B, error)
+		faulted *bool, resourceClass string, dueBefore *Time, pageLimit int64) ([]*N, error)
+	GetNodes(ctx context.Context, idsJSON string) ([]*N, error)
 	InsertNode(ctx context.Context, arg NI) (int64, error)
 	UpdateNode(ctx context.Context, arg NU) (int64, error)
 	CountNodes(ctx context.Context) ([]*C, error)
@@ -386,23 +387,25 @@ type keyFilter struct {
 // argument: a nil *dbsqlc.Queries, only its type is used) and its errors. The
 // type parameters after Q are inferred from Q's methods.
 func Bind[
-	Q Generated[N, L, LF, B, NI, NU, C, H, U, I, II, IU, E, T, S, V, K],
-	N, L, LF, B nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
+	Q Generated[N, NI, NU, C, H, U, I, II, IU, E, T, S, V, K],
+	N nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
 	V inventoryShape, K keyShape,
 ](d Dialect, _ Q) *Binding[Q] {
 	return &Binding[Q]{dialect: d, typed: typed[Q]{
 		getNode: one(Q.GetNode, nodeOf[N]),
 		listNodes: func(q Q, ctx context.Context, f nodeFilter, yield func(nodeRow) error) error {
-			if !f.filtered {
-				rs, err := q.ListNodes(ctx, f.after, f.hideState, f.limit)
-				return each(rs, err, nodeOf[L], yield)
+			var rs []*N
+			var err error
+			if f.filtered {
+				rs, err = q.ListNodesFiltered(ctx, f.after, f.hideState, f.provisionState, f.maintenance, f.fault,
+					f.faulted, f.resourceClass, f.dueBefore, f.limit)
+			} else {
+				rs, err = q.ListNodes(ctx, f.after, f.hideState, f.limit)
 			}
-			rs, err := q.ListNodesFiltered(ctx, f.after, f.hideState, f.provisionState, f.maintenance, f.fault,
-				f.faulted, f.resourceClass, f.dueBefore, f.limit)
-			return each(rs, err, nodeOf[LF], yield)
+			return each(rs, err, nodeOf[N], yield)
 		},
-		getNodes:     many(Q.GetNodes, nodeOf[B]),
+		getNodes:     many(Q.GetNodes, nodeOf[N]),
 		insertNode:   write(Q.InsertNode, nodeWriteAs[NI]),
 		updateNode:   write(Q.UpdateNode, nodeWriteAs[NU]),
 		countNodes:   all(Q.CountNodes, countOf[C]),

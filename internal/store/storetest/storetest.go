@@ -264,11 +264,8 @@ func testNodePropertyOverridesMigration(t *testing.T, s store.Store) {
 	part := newNode("pre8-part")
 	part.Properties = baremetal.Properties{MemoryMB: 2048}
 	part = insertNode(t, s, part)
-	for _, col := range []string{"cpus_override", "memory_mb_override", "local_gb_override", "cpu_arch_override",
-		"inspected_cpus", "inspected_memory_mb", "inspected_local_gb", "inspected_cpu_arch"} {
-		rawExec(t, s, `ALTER TABLE nodes DROP COLUMN `+col)
-	}
-	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 8`)
+	undoNodeColumns(t, s, 8, "cpus_override", "memory_mb_override", "local_gb_override", "cpu_arch_override",
+		"inspected_cpus", "inspected_memory_mb", "inspected_local_gb", "inspected_cpu_arch")
 	must(t, s.Close())
 	s2 := reopen(t, s)
 
@@ -332,10 +329,7 @@ func testNodeCleanInspectSettings(t *testing.T, s store.Store) {
 // enroll as the controller's flag says), and take settings afterwards.
 func testNodeCleanInspectMigration(t *testing.T, s store.Store) {
 	old := insertNode(t, s, newNode("pre11"))
-	for _, col := range []string{"clean_erase", "inspect_on_enroll"} {
-		rawExec(t, s, `ALTER TABLE nodes DROP COLUMN `+col)
-	}
-	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 11`)
+	undoNodeColumns(t, s, 11, "clean_erase", "inspect_on_enroll")
 	must(t, s.Close())
 	s2 := reopen(t, s)
 
@@ -349,6 +343,21 @@ func testNodeCleanInspectMigration(t *testing.T, s store.Store) {
 	if back := getNode(t, s2, old.ID); back.CleanErase != baremetal.CleanEraseOff || ptrString(back.InspectOnEnroll) != "false" {
 		t.Errorf("migrated node updated: clean_erase %q, inspect_on_enroll %v; want off, false", back.CleanErase, ptrString(back.InspectOnEnroll))
 	}
+}
+
+// undoNodeColumns puts s's schema back to before the migration version,
+// which added columns to nodes: it undoes 0012 first (the view node_rows
+// reads every column, so none can be dropped under it), then drops the
+// columns. Reopening the store applies both again, in order, as on a
+// database that an older controller left.
+func undoNodeColumns(t *testing.T, s store.Store, version int, columns ...string) {
+	t.Helper()
+	rawExec(t, s, `DROP VIEW node_rows`)
+	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 12`)
+	for _, col := range columns {
+		rawExec(t, s, `ALTER TABLE nodes DROP COLUMN `+col)
+	}
+	rawExec(t, s, fmt.Sprintf(`DELETE FROM schema_migrations WHERE version = %d`, version))
 }
 
 // ptrString shows a tri-state: "unset", "true" or "false".

@@ -1,23 +1,10 @@
--- Nodes. Every read of a node returns its columns and the time of its
--- last inspection (its inventory's), so that the API shows it; all but
--- bmc_key, which no read needs (without it a page of 100 nodes reads 2-9%
--- faster on PostgreSQL, measured). A new column goes into each of these
--- lists: sqlstore's nodeRow, which every one must match, does not compile
--- until they agree.
+-- Nodes. Every read selects * from the view node_rows (migration 0012):
+-- a node's columns but bmc_key, and the time of its last inspection.
 
 -- name: GetNode :one
 -- By id, or by name when no id matches: one round trip for both, and an
 -- id match wins over a name match.
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT * FROM node_rows
 WHERE id = sqlc.arg(id_or_name) OR name = sqlc.arg(id_or_name)
 ORDER BY id = sqlc.arg(id_or_name) DESC
 LIMIT 1;
@@ -26,16 +13,7 @@ LIMIT 1;
 -- GetNode, locking the node's row until the transaction ends (see
 -- store.Tx): a read-modify-write waits for a concurrent writer instead of
 -- failing on its version.
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT * FROM node_rows
 WHERE id = sqlc.arg(id_or_name) OR name = sqlc.arg(id_or_name)
 ORDER BY id = sqlc.arg(id_or_name) DESC
 LIMIT 1
@@ -44,16 +22,7 @@ FOR UPDATE;
 -- name: ListNodes :many
 -- A page of nodes after the cursor (id '' is before every id), but those
 -- in state hide_state ('' hides none): every list without a filter.
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT * FROM node_rows
 WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
 ORDER BY id
 LIMIT sqlc.arg(page_limit)::bigint;
@@ -63,16 +32,7 @@ LIMIT sqlc.arg(page_limit)::bigint;
 -- selects every node. CASE, not OR: the generic plan (pgx prepares the
 -- statement) then stays a scan of nodes_pkey in order that stops at the
 -- limit, where OR makes the planner expect one row and sort them all.
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT * FROM node_rows
 WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
   AND CASE WHEN sqlc.arg(provision_state)::text = '' THEN true ELSE provision_state = sqlc.arg(provision_state) END
   AND CASE WHEN sqlc.narg(maintenance)::boolean IS NULL THEN true ELSE maintenance = sqlc.narg(maintenance) END
@@ -87,16 +47,7 @@ LIMIT sqlc.arg(page_limit)::bigint;
 -- name: GetNodes :many
 -- The ids are one JSON array, as in SQLite (where that keeps the
 -- statement the same whatever their number).
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT * FROM node_rows
 WHERE id IN (SELECT jsonb_array_elements_text(sqlc.arg(ids_json)::text::jsonb))
 ORDER BY id;
 

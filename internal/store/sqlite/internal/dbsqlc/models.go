@@ -76,6 +76,48 @@ type NodeInventory struct {
 	InspectedAt sqlstore.Time
 }
 
+type NodeRow struct {
+	ID                string
+	Name              string
+	Driver            string
+	BMCAddress        string
+	BMCUsername       string
+	BMCPasswordSealed string
+	BMCInsecure       bool
+	BMCSystemID       string
+	BMCCipherSuite    int64
+	ResourceClass     string
+	CPUs              int64
+	MemoryMB          int64
+	LocalGB           int64
+	CPUArch           string
+	Maintenance       bool
+	MaintenanceReason string
+	PowerState        string
+	ProvisionState    string
+	Fault             string
+	LastError         string
+	FaultSince        *sqlstore.Time
+	BMCFailures       int64
+	NextCheckAt       *sqlstore.Time
+	LastSeenAt        *sqlstore.Time
+	InstanceID        string
+	CreatedAt         sqlstore.Time
+	UpdatedAt         sqlstore.Time
+	Version           int64
+	CPUsOverride      bool
+	MemoryMBOverride  bool
+	LocalGBOverride   bool
+	CPUArchOverride   bool
+	InspectedCPUs     int64
+	InspectedMemoryMB int64
+	InspectedLocalGB  int64
+	InspectedCPUArch  string
+	CleanErase        string
+	InspectOnEnroll   *bool
+	InspectedAt       sqlstore.Time
+}
+
 type Token struct {
 	ID        string
 	Name      string

@@ -67,75 +67,20 @@ func (q *Queries) DeleteNode(ctx context.Context, iD string, version int64) (int
 
 const getNode = `-- name: GetNode :one
 
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
 WHERE id = ?1 OR name = ?1
 ORDER BY id = ?1 DESC
 LIMIT 1
 `
 
-type GetNodeRow struct {
-	ID                string
-	Name              string
-	Driver            string
-	BMCAddress        string
-	BMCUsername       string
-	BMCPasswordSealed string
-	BMCInsecure       bool
-	BMCSystemID       string
-	BMCCipherSuite    int64
-	ResourceClass     string
-	CPUs              int64
-	MemoryMB          int64
-	LocalGB           int64
-	CPUArch           string
-	Maintenance       bool
-	MaintenanceReason string
-	PowerState        string
-	ProvisionState    string
-	Fault             string
-	LastError         string
-	FaultSince        *sqlstore.Time
-	BMCFailures       int64
-	NextCheckAt       *sqlstore.Time
-	LastSeenAt        *sqlstore.Time
-	InstanceID        string
-	CreatedAt         sqlstore.Time
-	UpdatedAt         sqlstore.Time
-	Version           int64
-	CPUsOverride      bool
-	MemoryMBOverride  bool
-	LocalGBOverride   bool
-	CPUArchOverride   bool
-	InspectedCPUs     int64
-	InspectedMemoryMB int64
-	InspectedLocalGB  int64
-	InspectedCPUArch  string
-	CleanErase        string
-	InspectOnEnroll   *bool
-	InspectedAt       sqlstore.Time
-}
-
-// Nodes. Every read of a node returns its columns and the time of its
-// last inspection (its inventory's), so that the API shows it; all but
-// bmc_key, which no read needs (without it a page of 100 nodes reads 2-9%
-// faster on PostgreSQL, measured). A new column goes into each of these
-// lists: sqlstore's nodeRow, which every one must match, does not compile
-// until they agree.
+// Nodes. Every read selects * from the view node_rows (migration 0012):
+// a node's columns but bmc_key, and the time of its last inspection.
 // By id, or by name when no id matches: one round trip for both, and an
 // id match wins over a name match. (?1 is id_or_name: sqlc leaves a
 // sqlc.arg in ORDER BY as it is.)
-func (q *Queries) GetNode(ctx context.Context, idOrName string) (*GetNodeRow, error) {
+func (q *Queries) GetNode(ctx context.Context, idOrName string) (*NodeRow, error) {
 	row := q.db.QueryRowContext(ctx, getNode, idOrName)
-	var i GetNodeRow
+	var i NodeRow
 	err := row.Scan(
 		&i.ID,
 		&i.Name,
@@ -181,73 +126,22 @@ func (q *Queries) GetNode(ctx context.Context, idOrName string) (*GetNodeRow, er
 }
 
 const getNodes = `-- name: GetNodes :many
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
 WHERE id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY id
 `
 
-type GetNodesRow struct {
-	ID                string
-	Name              string
-	Driver            string
-	BMCAddress        string
-	BMCUsername       string
-	BMCPasswordSealed string
-	BMCInsecure       bool
-	BMCSystemID       string
-	BMCCipherSuite    int64
-	ResourceClass     string
-	CPUs              int64
-	MemoryMB          int64
-	LocalGB           int64
-	CPUArch           string
-	Maintenance       bool
-	MaintenanceReason string
-	PowerState        string
-	ProvisionState    string
-	Fault             string
-	LastError         string
-	FaultSince        *sqlstore.Time
-	BMCFailures       int64
-	NextCheckAt       *sqlstore.Time
-	LastSeenAt        *sqlstore.Time
-	InstanceID        string
-	CreatedAt         sqlstore.Time
-	UpdatedAt         sqlstore.Time
-	Version           int64
-	CPUsOverride      bool
-	MemoryMBOverride  bool
-	LocalGBOverride   bool
-	CPUArchOverride   bool
-	InspectedCPUs     int64
-	InspectedMemoryMB int64
-	InspectedLocalGB  int64
-	InspectedCPUArch  string
-	CleanErase        string
-	InspectOnEnroll   *bool
-	InspectedAt       sqlstore.Time
-}
-
 // The ids are one JSON array, so that the statement is the same whatever
 // their number (one cached statement, no limit on variables).
-func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*GetNodesRow, error) {
+func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, error) {
 	rows, err := q.db.QueryContext(ctx, getNodes, idsJson)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []*GetNodesRow
+	var items []*NodeRow
 	for rows.Next() {
-		var i GetNodesRow
+		var i NodeRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
@@ -418,74 +312,23 @@ func (q *Queries) InsertNode(ctx context.Context, arg InsertNodeParams) (int64, 
 }
 
 const listNodes = `-- name: ListNodes :many
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
 WHERE id > ?1 AND provision_state <> ?2
 ORDER BY id
 LIMIT ?3
 `
 
-type ListNodesRow struct {
-	ID                string
-	Name              string
-	Driver            string
-	BMCAddress        string
-	BMCUsername       string
-	BMCPasswordSealed string
-	BMCInsecure       bool
-	BMCSystemID       string
-	BMCCipherSuite    int64
-	ResourceClass     string
-	CPUs              int64
-	MemoryMB          int64
-	LocalGB           int64
-	CPUArch           string
-	Maintenance       bool
-	MaintenanceReason string
-	PowerState        string
-	ProvisionState    string
-	Fault             string
-	LastError         string
-	FaultSince        *sqlstore.Time
-	BMCFailures       int64
-	NextCheckAt       *sqlstore.Time
-	LastSeenAt        *sqlstore.Time
-	InstanceID        string
-	CreatedAt         sqlstore.Time
-	UpdatedAt         sqlstore.Time
-	Version           int64
-	CPUsOverride      bool
-	MemoryMBOverride  bool
-	LocalGBOverride   bool
-	CPUArchOverride   bool
-	InspectedCPUs     int64
-	InspectedMemoryMB int64
-	InspectedLocalGB  int64
-	InspectedCPUArch  string
-	CleanErase        string
-	InspectOnEnroll   *bool
-	InspectedAt       sqlstore.Time
-}
-
 // A page of nodes after the cursor (id ” is before every id), but those
 // in state hide_state (” hides none): every list without a filter.
-func (q *Queries) ListNodes(ctx context.Context, after string, hideState string, pageLimit int64) ([]*ListNodesRow, error) {
+func (q *Queries) ListNodes(ctx context.Context, after string, hideState string, pageLimit int64) ([]*NodeRow, error) {
 	rows, err := q.db.QueryContext(ctx, listNodes, after, hideState, pageLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []*ListNodesRow
+	var items []*NodeRow
 	for rows.Next() {
-		var i ListNodesRow
+		var i NodeRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
@@ -541,16 +384,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 }
 
 const listNodesFiltered = `-- name: ListNodesFiltered :many
-SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
-    nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
-    nodes.memory_mb, nodes.local_gb, nodes.cpu_arch, nodes.maintenance, nodes.maintenance_reason,
-    nodes.power_state, nodes.provision_state, nodes.fault, nodes.last_error, nodes.fault_since,
-    nodes.bmc_failures, nodes.next_check_at, nodes.last_seen_at, nodes.instance_id, nodes.created_at,
-    nodes.updated_at, nodes.version, nodes.cpus_override, nodes.memory_mb_override,
-    nodes.local_gb_override, nodes.cpu_arch_override, nodes.inspected_cpus, nodes.inspected_memory_mb,
-    nodes.inspected_local_gb, nodes.inspected_cpu_arch, nodes.clean_erase, nodes.inspect_on_enroll,
-    (SELECT inspected_at FROM node_inventories i WHERE i.node_id = nodes.id) AS inspected_at
-FROM nodes
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
 WHERE id > ?1 AND provision_state <> ?2
   AND (CAST(?3 AS TEXT) = '' OR provision_state = ?3)
   AND (maintenance = CAST(?4 AS BOOLEAN) OR ?4 IS NULL)
@@ -562,51 +396,9 @@ ORDER BY id
 LIMIT ?9
 `
 
-type ListNodesFilteredRow struct {
-	ID                string
-	Name              string
-	Driver            string
-	BMCAddress        string
-	BMCUsername       string
-	BMCPasswordSealed string
-	BMCInsecure       bool
-	BMCSystemID       string
-	BMCCipherSuite    int64
-	ResourceClass     string
-	CPUs              int64
-	MemoryMB          int64
-	LocalGB           int64
-	CPUArch           string
-	Maintenance       bool
-	MaintenanceReason string
-	PowerState        string
-	ProvisionState    string
-	Fault             string
-	LastError         string
-	FaultSince        *sqlstore.Time
-	BMCFailures       int64
-	NextCheckAt       *sqlstore.Time
-	LastSeenAt        *sqlstore.Time
-	InstanceID        string
-	CreatedAt         sqlstore.Time
-	UpdatedAt         sqlstore.Time
-	Version           int64
-	CPUsOverride      bool
-	MemoryMBOverride  bool
-	LocalGBOverride   bool
-	CPUArchOverride   bool
-	InspectedCPUs     int64
-	InspectedMemoryMB int64
-	InspectedLocalGB  int64
-	InspectedCPUArch  string
-	CleanErase        string
-	InspectOnEnroll   *bool
-	InspectedAt       sqlstore.Time
-}
-
 // ListNodes with filters: one left at its zero value (” or NULL)
 // selects every node.
-func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState string, provisionState string, maintenance *bool, fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]*ListNodesFilteredRow, error) {
+func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState string, provisionState string, maintenance *bool, fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]*NodeRow, error) {
 	rows, err := q.db.QueryContext(ctx, listNodesFiltered,
 		after,
 		hideState,
@@ -622,9 +414,9 @@ func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState
 		return nil, err
 	}
 	defer rows.Close()
-	var items []*ListNodesFilteredRow
+	var items []*NodeRow
 	for rows.Next() {
-		var i ListNodesFilteredRow
+		var i NodeRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
