@@ -75,7 +75,8 @@ func (b *Box) Open(sealed string) (string, error) {
 	if len(raw) < ns+b.aead.Overhead() {
 		return "", errors.New("secret: open: sealed value too short")
 	}
-	plain, err := b.aead.Open(nil, raw[:ns], raw[ns:], nil)
+	// Open in place: raw is ours, and a node list opens one per node.
+	plain, err := b.aead.Open(raw[ns:ns], raw[:ns], raw[ns:], nil)
 	if err != nil {
 		// GCM's error says only "message authentication failed"; keep it
 		// that terse but say what it usually means.
