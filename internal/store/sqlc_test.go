@@ -17,7 +17,8 @@ import (
 )
 
 // TestGeneratedCodeIsFresh regenerates the dialects' query code from
-// sqlc.yaml, the migrations and queries/*.sql into a temporary directory
+// sqlc.yaml, the migrations and the queries (the shared queries/*.sql and
+// each dialect's own) into a temporary directory
 // and fails when the committed code differs from it, file for file: a
 // query or a migration was changed without `make generate`. It needs the
 // pinned sqlc, which `make tools` (a prerequisite of `make test`) builds
@@ -26,8 +27,8 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 	t.Parallel()
 	var cfg struct {
 		SQL []struct {
-			Schema  string `yaml:"schema"`
-			Queries string `yaml:"queries"`
+			Schema  string   `yaml:"schema"`
+			Queries []string `yaml:"queries"`
 			Gen     struct {
 				Go struct {
 					Out string `yaml:"out"`
@@ -48,7 +49,9 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(tmp, "sqlc.yaml"), conf, 0o600))
 	for _, s := range cfg.SQL {
 		copyDir(t, s.Schema, filepath.Join(tmp, s.Schema))
-		copyDir(t, s.Queries, filepath.Join(tmp, s.Queries))
+		for _, q := range s.Queries {
+			copyDir(t, q, filepath.Join(tmp, q))
+		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

@@ -15,7 +15,7 @@ import (
 )
 
 // binding is the store's queries (sqlstore) on this package's generated
-// code (queries/*.sql) and errors.
+// code (the shared queries and queries/*.postgres.sql) and errors.
 var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
 
 // dialect is PostgreSQL's errors, as sqlstore asks about them. The

@@ -13,7 +13,7 @@ import (
 )
 
 // binding is the store's queries (sqlstore) on this package's generated
-// code (queries/*.sql) and errors.
+// code (the shared queries and queries/*.sqlite.sql) and errors.
 var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
 
 // dialect is SQLite's errors, as sqlstore asks about them.

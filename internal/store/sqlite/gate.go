@@ -35,7 +35,8 @@ func (g writeGate) leave() { <-g }
 
 // gatedWriter is the Store's writer outside transactions: each write passes
 // the gate. Queries on it (a version lookup after a write that touched no
-// row) are reads and do not: no statement in queries/*.sql both writes and
+// row) are reads and do not: no statement SQLite runs (internal/store/queries and
+// queries/*.sqlite.sql) both writes and
 // returns rows (no RETURNING), so a write is always an Exec.
 type gatedWriter struct {
 	*sql.DB

@@ -1,7 +1,10 @@
 // Package sqlstore is store.Queries written once for both SQL dialects.
 //
-// Each dialect keeps its SQL in internal/store/<dialect>/queries/*.sql,
-// from which sqlc generates Go (internal/dbsqlc; see internal/store/sqlc.yaml).
+// A query that both databases run as written is written once, in
+// internal/store/queries/<table>.sql; one whose SQL differs is written per
+// dialect, in internal/store/<dialect>/queries/<table>.<dialect>.sql. sqlc
+// generates each dialect's Go from both directories (internal/dbsqlc; see
+// internal/store/sqlc.yaml).
 // The two generated packages are made to agree: the same query names,
 // parameters in the same order, rows with the same fields of the same
 // types (Time for every timestamp). Bind checks that at compile time, by

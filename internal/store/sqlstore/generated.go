@@ -278,7 +278,8 @@ type Plain interface {
 	InsertIdempotencyKey(ctx context.Context, tokenID, key, kind, requestHash, resourceID string, createdAt Time) error
 }
 
-// Generated is the code sqlc generates from a dialect's queries/*.sql,
+// Generated is the code sqlc generates for a dialect (the shared queries
+// and its own),
 // as the shared code calls it. Its type parameters are the dialect's own
 // row and parameter types, of the shapes above.
 type Generated[

@@ -1,4 +1,4 @@
--- node_rows is a node as every read returns it (queries/nodes.sql): the
+-- node_rows is a node as every read returns it (nodes.<dialect>.sql): the
 -- nodes row without bmc_key, which no read needs (a page of 100 nodes
 -- reads 2-9% faster on PostgreSQL without it, measured), and the time of
 -- its last inspection (its inventory's, NULL when none), which the API

@@ -12,7 +12,7 @@ import (
 )
 
 const countInstances = `-- name: CountInstances :one
-SELECT count(*) FROM instances WHERE $1::text = '' OR project = $1
+SELECT count(*) FROM instances WHERE CAST($1 AS TEXT) = '' OR project = $1
 `
 
 // A project's instances; ” counts every project's.
@@ -35,64 +35,8 @@ func (q *Queries) DeleteInstance(ctx context.Context, iD string, version int64) 
 	return result.RowsAffected(), nil
 }
 
-const getInstance = `-- name: GetInstance :many
-
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
-WHERE id = $1 OR name = $1
-ORDER BY id = $1 DESC, id
-LIMIT 2
-`
-
-// Instances. The lists pick their statement by filter, so that each one
-// can use its index: by name (instances_name), by node
-// (instances_node_id), else in id order. Their optional filters are CASE,
-// not OR, for the generic plan's sake (see ListNodesFiltered).
-// By id or name: names are unique per project only, so two rows by name
-// are ambiguous; an id match comes first.
-func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance, error) {
-	rows, err := q.db.Query(ctx, getInstance, idOrName)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*Instance
-	for rows.Next() {
-		var i Instance
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Project,
-			&i.NodeID,
-			&i.ResourceClass,
-			&i.ImageURL,
-			&i.ImageChecksum,
-			&i.UserData,
-			&i.Metadata,
-			&i.State,
-			&i.PowerState,
-			&i.LastError,
-			&i.ReadyTokenHash,
-			&i.Ready,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.ReadyTokenSealed,
-			&i.DeployTimeoutMS,
-			&i.BootedAt,
-			&i.DeployMethod,
-			&i.RootDevice,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const insertInstance = `-- name: InsertInstance :execrows
+
 INSERT INTO instances (
     name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state,
     power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
@@ -103,7 +47,7 @@ INSERT INTO instances (
     $9, $10, $11, $12,
     $13, $14, $15,
     $16, $17, $18, $19,
-    $19, $20::bigint + 1, $21
+    $19, CAST($20 AS BIGINT) + 1, $21
 )
 `
 
@@ -131,6 +75,8 @@ type InsertInstanceParams struct {
 	ID               string
 }
 
+// Instances: the writes, written once for both dialects. The reads are in
+// each dialect's instances.<dialect>.sql.
 // The instance writes take the same parameters in the same order, as the
 // node writes do.
 func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) (int64, error) {
@@ -172,173 +118,6 @@ func (q *Queries) InstanceVersion(ctx context.Context, id string) (int64, error)
 	var version int64
 	err := row.Scan(&version)
 	return version, err
-}
-
-const listInstances = `-- name: ListInstances :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
-WHERE id > $1
-  AND CASE WHEN $2::text = '' THEN true ELSE project = $2 END
-ORDER BY id
-LIMIT $3::bigint
-`
-
-func (q *Queries) ListInstances(ctx context.Context, after string, project string, pageLimit int64) ([]*Instance, error) {
-	rows, err := q.db.Query(ctx, listInstances, after, project, pageLimit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*Instance
-	for rows.Next() {
-		var i Instance
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Project,
-			&i.NodeID,
-			&i.ResourceClass,
-			&i.ImageURL,
-			&i.ImageChecksum,
-			&i.UserData,
-			&i.Metadata,
-			&i.State,
-			&i.PowerState,
-			&i.LastError,
-			&i.ReadyTokenHash,
-			&i.Ready,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.ReadyTokenSealed,
-			&i.DeployTimeoutMS,
-			&i.BootedAt,
-			&i.DeployMethod,
-			&i.RootDevice,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listInstancesByName = `-- name: ListInstancesByName :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
-WHERE name = $1
-  AND id > $2
-  AND CASE WHEN $3::text = '' THEN true ELSE project = $3 END
-  AND CASE WHEN $4::text = '' THEN true ELSE node_id = $4 END
-ORDER BY id
-LIMIT $5::bigint
-`
-
-func (q *Queries) ListInstancesByName(ctx context.Context, name string, after string, project string, nodeID string, pageLimit int64) ([]*Instance, error) {
-	rows, err := q.db.Query(ctx, listInstancesByName,
-		name,
-		after,
-		project,
-		nodeID,
-		pageLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*Instance
-	for rows.Next() {
-		var i Instance
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Project,
-			&i.NodeID,
-			&i.ResourceClass,
-			&i.ImageURL,
-			&i.ImageChecksum,
-			&i.UserData,
-			&i.Metadata,
-			&i.State,
-			&i.PowerState,
-			&i.LastError,
-			&i.ReadyTokenHash,
-			&i.Ready,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.ReadyTokenSealed,
-			&i.DeployTimeoutMS,
-			&i.BootedAt,
-			&i.DeployMethod,
-			&i.RootDevice,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listInstancesByNode = `-- name: ListInstancesByNode :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
-WHERE node_id = $1
-  AND id > $2
-  AND CASE WHEN $3::text = '' THEN true ELSE project = $3 END
-ORDER BY id
-LIMIT $4::bigint
-`
-
-func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after string, project string, pageLimit int64) ([]*Instance, error) {
-	rows, err := q.db.Query(ctx, listInstancesByNode,
-		nodeID,
-		after,
-		project,
-		pageLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*Instance
-	for rows.Next() {
-		var i Instance
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Project,
-			&i.NodeID,
-			&i.ResourceClass,
-			&i.ImageURL,
-			&i.ImageChecksum,
-			&i.UserData,
-			&i.Metadata,
-			&i.State,
-			&i.PowerState,
-			&i.LastError,
-			&i.ReadyTokenHash,
-			&i.Ready,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.ReadyTokenSealed,
-			&i.DeployTimeoutMS,
-			&i.BootedAt,
-			&i.DeployMethod,
-			&i.RootDevice,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const updateInstance = `-- name: UpdateInstance :execrows

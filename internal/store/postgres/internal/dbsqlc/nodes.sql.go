@@ -12,6 +12,7 @@ import (
 )
 
 const countNodes = `-- name: CountNodes :many
+
 SELECT provision_state, fault, maintenance, count(*) AS count
 FROM nodes
 GROUP BY provision_state, fault, maintenance
@@ -24,6 +25,9 @@ type CountNodesRow struct {
 	Count          int64
 }
 
+// Nodes: the queries written once for both dialects (sqlc.yaml reads this
+// directory for each). Their reads are in each dialect's
+// nodes.<dialect>.sql, where the SQL differs.
 func (q *Queries) CountNodes(ctx context.Context) ([]*CountNodesRow, error) {
 	rows, err := q.db.Query(ctx, countNodes)
 	if err != nil {
@@ -62,191 +66,6 @@ func (q *Queries) DeleteNode(ctx context.Context, iD string, version int64) (int
 	return result.RowsAffected(), nil
 }
 
-const getNode = `-- name: GetNode :one
-
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id = $1 OR name = $1
-ORDER BY id = $1 DESC
-LIMIT 1
-`
-
-// Nodes. Every read selects * from the view node_rows (migration 0012):
-// a node's columns but bmc_key, and the time of its last inspection.
-// By id, or by name when no id matches: one round trip for both, and an
-// id match wins over a name match.
-func (q *Queries) GetNode(ctx context.Context, idOrName string) (*NodeRow, error) {
-	row := q.db.QueryRow(ctx, getNode, idOrName)
-	var i NodeRow
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Driver,
-		&i.BMCAddress,
-		&i.BMCUsername,
-		&i.BMCPasswordSealed,
-		&i.BMCInsecure,
-		&i.BMCSystemID,
-		&i.BMCCipherSuite,
-		&i.ResourceClass,
-		&i.CPUs,
-		&i.MemoryMB,
-		&i.LocalGB,
-		&i.CPUArch,
-		&i.Maintenance,
-		&i.MaintenanceReason,
-		&i.PowerState,
-		&i.ProvisionState,
-		&i.Fault,
-		&i.LastError,
-		&i.FaultSince,
-		&i.BMCFailures,
-		&i.NextCheckAt,
-		&i.LastSeenAt,
-		&i.InstanceID,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Version,
-		&i.CPUsOverride,
-		&i.MemoryMBOverride,
-		&i.LocalGBOverride,
-		&i.CPUArchOverride,
-		&i.InspectedCPUs,
-		&i.InspectedMemoryMB,
-		&i.InspectedLocalGB,
-		&i.InspectedCPUArch,
-		&i.CleanErase,
-		&i.InspectOnEnroll,
-		&i.InspectedAt,
-	)
-	return &i, err
-}
-
-const getNodeForUpdate = `-- name: GetNodeForUpdate :one
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id = $1 OR name = $1
-ORDER BY id = $1 DESC
-LIMIT 1
-FOR UPDATE
-`
-
-// GetNode, locking the node's row until the transaction ends (see
-// store.Tx): a read-modify-write waits for a concurrent writer instead of
-// failing on its version.
-func (q *Queries) GetNodeForUpdate(ctx context.Context, idOrName string) (*NodeRow, error) {
-	row := q.db.QueryRow(ctx, getNodeForUpdate, idOrName)
-	var i NodeRow
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Driver,
-		&i.BMCAddress,
-		&i.BMCUsername,
-		&i.BMCPasswordSealed,
-		&i.BMCInsecure,
-		&i.BMCSystemID,
-		&i.BMCCipherSuite,
-		&i.ResourceClass,
-		&i.CPUs,
-		&i.MemoryMB,
-		&i.LocalGB,
-		&i.CPUArch,
-		&i.Maintenance,
-		&i.MaintenanceReason,
-		&i.PowerState,
-		&i.ProvisionState,
-		&i.Fault,
-		&i.LastError,
-		&i.FaultSince,
-		&i.BMCFailures,
-		&i.NextCheckAt,
-		&i.LastSeenAt,
-		&i.InstanceID,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Version,
-		&i.CPUsOverride,
-		&i.MemoryMBOverride,
-		&i.LocalGBOverride,
-		&i.CPUArchOverride,
-		&i.InspectedCPUs,
-		&i.InspectedMemoryMB,
-		&i.InspectedLocalGB,
-		&i.InspectedCPUArch,
-		&i.CleanErase,
-		&i.InspectOnEnroll,
-		&i.InspectedAt,
-	)
-	return &i, err
-}
-
-const getNodes = `-- name: GetNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id IN (SELECT jsonb_array_elements_text($1::text::jsonb))
-ORDER BY id
-`
-
-// The ids are one JSON array, as in SQLite (where that keeps the
-// statement the same whatever their number).
-func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, error) {
-	rows, err := q.db.Query(ctx, getNodes, idsJson)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*NodeRow
-	for rows.Next() {
-		var i NodeRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Driver,
-			&i.BMCAddress,
-			&i.BMCUsername,
-			&i.BMCPasswordSealed,
-			&i.BMCInsecure,
-			&i.BMCSystemID,
-			&i.BMCCipherSuite,
-			&i.ResourceClass,
-			&i.CPUs,
-			&i.MemoryMB,
-			&i.LocalGB,
-			&i.CPUArch,
-			&i.Maintenance,
-			&i.MaintenanceReason,
-			&i.PowerState,
-			&i.ProvisionState,
-			&i.Fault,
-			&i.LastError,
-			&i.FaultSince,
-			&i.BMCFailures,
-			&i.NextCheckAt,
-			&i.LastSeenAt,
-			&i.InstanceID,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.CPUsOverride,
-			&i.MemoryMBOverride,
-			&i.LocalGBOverride,
-			&i.CPUArchOverride,
-			&i.InspectedCPUs,
-			&i.InspectedMemoryMB,
-			&i.InspectedLocalGB,
-			&i.InspectedCPUArch,
-			&i.CleanErase,
-			&i.InspectOnEnroll,
-			&i.InspectedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const insertNode = `-- name: InsertNode :execrows
 INSERT INTO nodes (
     name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id,
@@ -266,7 +85,8 @@ INSERT INTO nodes (
     $26, $27, $28,
     $29, $30, $31,
     $32, $33, $34,
-    $35, $36, $36, $37::bigint + 1, $38
+    $35, $36, $36, CAST($37 AS BIGINT) + 1,
+    $38
 )
 `
 
@@ -359,163 +179,6 @@ func (q *Queries) InsertNode(ctx context.Context, arg InsertNodeParams) (int64, 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const listNodes = `-- name: ListNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id > $1 AND provision_state <> $2
-ORDER BY id
-LIMIT $3::bigint
-`
-
-// A page of nodes after the cursor (id ” is before every id), but those
-// in state hide_state (” hides none): every list without a filter.
-func (q *Queries) ListNodes(ctx context.Context, after string, hideState string, pageLimit int64) ([]*NodeRow, error) {
-	rows, err := q.db.Query(ctx, listNodes, after, hideState, pageLimit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*NodeRow
-	for rows.Next() {
-		var i NodeRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Driver,
-			&i.BMCAddress,
-			&i.BMCUsername,
-			&i.BMCPasswordSealed,
-			&i.BMCInsecure,
-			&i.BMCSystemID,
-			&i.BMCCipherSuite,
-			&i.ResourceClass,
-			&i.CPUs,
-			&i.MemoryMB,
-			&i.LocalGB,
-			&i.CPUArch,
-			&i.Maintenance,
-			&i.MaintenanceReason,
-			&i.PowerState,
-			&i.ProvisionState,
-			&i.Fault,
-			&i.LastError,
-			&i.FaultSince,
-			&i.BMCFailures,
-			&i.NextCheckAt,
-			&i.LastSeenAt,
-			&i.InstanceID,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.CPUsOverride,
-			&i.MemoryMBOverride,
-			&i.LocalGBOverride,
-			&i.CPUArchOverride,
-			&i.InspectedCPUs,
-			&i.InspectedMemoryMB,
-			&i.InspectedLocalGB,
-			&i.InspectedCPUArch,
-			&i.CleanErase,
-			&i.InspectOnEnroll,
-			&i.InspectedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listNodesFiltered = `-- name: ListNodesFiltered :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id > $1 AND provision_state <> $2
-  AND CASE WHEN $3::text = '' THEN true ELSE provision_state = $3 END
-  AND CASE WHEN $4::boolean IS NULL THEN true ELSE maintenance = $4 END
-  AND CASE WHEN $5::text = '' THEN true ELSE fault = $5 END
-  AND CASE WHEN $6::boolean IS NULL THEN true ELSE (fault <> '') = $6 END
-  AND CASE WHEN $7::text = '' THEN true ELSE resource_class = $7 END
-  AND CASE WHEN $8::timestamptz IS NULL THEN true
-      ELSE next_check_at IS NULL OR next_check_at <= $8 END
-ORDER BY id
-LIMIT $9::bigint
-`
-
-// ListNodes with filters: one left at its zero value (” or NULL)
-// selects every node. CASE, not OR: the generic plan (pgx prepares the
-// statement) then stays a scan of nodes_pkey in order that stops at the
-// limit, where OR makes the planner expect one row and sort them all.
-func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState string, provisionState string, maintenance *bool, fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]*NodeRow, error) {
-	rows, err := q.db.Query(ctx, listNodesFiltered,
-		after,
-		hideState,
-		provisionState,
-		maintenance,
-		fault,
-		faulted,
-		resourceClass,
-		dueBefore,
-		pageLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*NodeRow
-	for rows.Next() {
-		var i NodeRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Driver,
-			&i.BMCAddress,
-			&i.BMCUsername,
-			&i.BMCPasswordSealed,
-			&i.BMCInsecure,
-			&i.BMCSystemID,
-			&i.BMCCipherSuite,
-			&i.ResourceClass,
-			&i.CPUs,
-			&i.MemoryMB,
-			&i.LocalGB,
-			&i.CPUArch,
-			&i.Maintenance,
-			&i.MaintenanceReason,
-			&i.PowerState,
-			&i.ProvisionState,
-			&i.Fault,
-			&i.LastError,
-			&i.FaultSince,
-			&i.BMCFailures,
-			&i.NextCheckAt,
-			&i.LastSeenAt,
-			&i.InstanceID,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.CPUsOverride,
-			&i.MemoryMBOverride,
-			&i.LocalGBOverride,
-			&i.CPUArchOverride,
-			&i.InspectedCPUs,
-			&i.InspectedMemoryMB,
-			&i.InspectedLocalGB,
-			&i.InspectedCPUArch,
-			&i.CleanErase,
-			&i.InspectOnEnroll,
-			&i.InspectedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const nodeByBMCKey = `-- name: NodeByBMCKey :one
@@ -626,7 +289,7 @@ UPDATE nodes SET
     bmc_key = CASE
         WHEN bmc_key IS NULL AND driver = $2 AND bmc_address = $3
             AND bmc_system_id = $7 THEN NULL
-        ELSE $35::text
+        ELSE CAST($35 AS TEXT)
     END,
     updated_at = $36, version = version + 1
 WHERE version = $37 AND id = $38

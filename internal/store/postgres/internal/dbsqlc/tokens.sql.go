@@ -93,7 +93,7 @@ func (q *Queries) InsertToken(ctx context.Context, iD string, name string, role 
 }
 
 const listTokens = `-- name: ListTokens :many
-SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE id > $1 ORDER BY id LIMIT $2::bigint
+SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE id > $1 ORDER BY id LIMIT CAST($2 AS BIGINT)
 `
 
 func (q *Queries) ListTokens(ctx context.Context, after string, pageLimit int64) ([]*Token, error) {

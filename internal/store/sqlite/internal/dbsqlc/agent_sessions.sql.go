@@ -12,7 +12,7 @@ import (
 )
 
 const agentSessionVersion = `-- name: AgentSessionVersion :one
-SELECT version FROM agent_sessions WHERE node_id = ?
+SELECT version FROM agent_sessions WHERE node_id = ?1
 `
 
 func (q *Queries) AgentSessionVersion(ctx context.Context, nodeID string) (int64, error) {
@@ -23,7 +23,7 @@ func (q *Queries) AgentSessionVersion(ctx context.Context, nodeID string) (int64
 }
 
 const deleteAgentSession = `-- name: DeleteAgentSession :exec
-DELETE FROM agent_sessions WHERE node_id = ?
+DELETE FROM agent_sessions WHERE node_id = ?1
 `
 
 func (q *Queries) DeleteAgentSession(ctx context.Context, nodeID string) error {
@@ -75,7 +75,7 @@ func (q *Queries) FindAgentSessionsByNetbootID(ctx context.Context, pattern stri
 }
 
 const getAgentSession = `-- name: GetAgentSession :one
-SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE node_id = ?
+SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE node_id = ?1
 `
 
 func (q *Queries) GetAgentSession(ctx context.Context, nodeID string) (*AgentSession, error) {
@@ -100,7 +100,7 @@ func (q *Queries) GetAgentSession(ctx context.Context, nodeID string) (*AgentSes
 }
 
 const getAgentSessionByTokenHash = `-- name: GetAgentSessionByTokenHash :one
-SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE token_hash = ?
+SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE token_hash = ?1
 `
 
 func (q *Queries) GetAgentSessionByTokenHash(ctx context.Context, tokenHash string) (*AgentSession, error) {
@@ -162,9 +162,9 @@ func (q *Queries) PutAgentSession(ctx context.Context, nodeID string, purpose st
 
 const updateAgentSession = `-- name: UpdateAgentSession :execrows
 UPDATE agent_sessions SET
-    command = ?, status = ?, inventory = ?, boot_id = ?, last_seen_at = ?, updated_at = ?,
+    command = ?1, status = ?2, inventory = ?3, boot_id = ?4, last_seen_at = ?5, updated_at = ?6,
     version = version + 1
-WHERE node_id = ? AND version = ?
+WHERE node_id = ?7 AND version = ?8
 `
 
 func (q *Queries) UpdateAgentSession(ctx context.Context, command string, status string, inventory string, bootID string, lastSeenAt *sqlstore.Time, updatedAt sqlstore.Time, nodeID string, version int64) (int64, error) {

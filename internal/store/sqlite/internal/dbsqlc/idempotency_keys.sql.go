@@ -23,7 +23,7 @@ func (q *Queries) ExpireIdempotencyKeys(ctx context.Context, before sqlstore.Tim
 }
 
 const getIdempotencyKey = `-- name: GetIdempotencyKey :one
-SELECT token_id, "key", kind, request_hash, resource_id, created_at FROM idempotency_keys WHERE token_id = ? AND key = ? AND created_at >= ?3
+SELECT token_id, "key", kind, request_hash, resource_id, created_at FROM idempotency_keys WHERE token_id = ?1 AND key = ?2 AND created_at >= ?3
 `
 
 func (q *Queries) GetIdempotencyKey(ctx context.Context, tokenID string, key string, since sqlstore.Time) (*IdempotencyKey, error) {
@@ -42,7 +42,7 @@ func (q *Queries) GetIdempotencyKey(ctx context.Context, tokenID string, key str
 
 const insertIdempotencyKey = `-- name: InsertIdempotencyKey :exec
 INSERT INTO idempotency_keys (token_id, key, kind, request_hash, resource_id, created_at)
-VALUES (?, ?, ?, ?, ?, ?)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 `
 
 func (q *Queries) InsertIdempotencyKey(ctx context.Context, tokenID string, key string, kind string, requestHash string, resourceID string, createdAt sqlstore.Time) error {

@@ -24,7 +24,7 @@ func (q *Queries) CountInstances(ctx context.Context, project string) (int64, er
 }
 
 const deleteInstance = `-- name: DeleteInstance :execrows
-DELETE FROM instances WHERE id = ? AND version = ?
+DELETE FROM instances WHERE id = ?1 AND version = ?2
 `
 
 func (q *Queries) DeleteInstance(ctx context.Context, iD string, version int64) (int64, error) {
@@ -35,67 +35,8 @@ func (q *Queries) DeleteInstance(ctx context.Context, iD string, version int64) 
 	return result.RowsAffected()
 }
 
-const getInstance = `-- name: GetInstance :many
-
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
-WHERE id = ?1 OR name = ?1
-ORDER BY id = ?1 DESC, id
-LIMIT 2
-`
-
-// Instances. The lists pick their statement by filter, so that each one
-// can use its index: by name (instances_name), by node
-// (instances_node_id), else in id order.
-// By id or name: names are unique per project only, so two rows by name
-// are ambiguous; an id match comes first. (?1 is id_or_name: sqlc leaves
-// a sqlc.arg in ORDER BY as it is.)
-func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance, error) {
-	rows, err := q.db.QueryContext(ctx, getInstance, idOrName)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*Instance
-	for rows.Next() {
-		var i Instance
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Project,
-			&i.NodeID,
-			&i.ResourceClass,
-			&i.ImageURL,
-			&i.ImageChecksum,
-			&i.UserData,
-			&i.Metadata,
-			&i.State,
-			&i.PowerState,
-			&i.LastError,
-			&i.ReadyTokenHash,
-			&i.Ready,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.ReadyTokenSealed,
-			&i.DeployTimeoutMS,
-			&i.BootedAt,
-			&i.DeployMethod,
-			&i.RootDevice,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const insertInstance = `-- name: InsertInstance :execrows
+
 INSERT INTO instances (
     name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state,
     power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
@@ -106,7 +47,7 @@ INSERT INTO instances (
     ?9, ?10, ?11, ?12,
     ?13, ?14, ?15,
     ?16, ?17, ?18, ?19,
-    ?19, CAST(?20 AS INTEGER) + 1, ?21
+    ?19, CAST(?20 AS BIGINT) + 1, ?21
 )
 `
 
@@ -134,6 +75,8 @@ type InsertInstanceParams struct {
 	ID               string
 }
 
+// Instances: the writes, written once for both dialects. The reads are in
+// each dialect's instances.<dialect>.sql.
 // The instance writes take the same parameters in the same order, as the
 // node writes do.
 func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) (int64, error) {
@@ -167,7 +110,7 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 }
 
 const instanceVersion = `-- name: InstanceVersion :one
-SELECT version FROM instances WHERE id = ?
+SELECT version FROM instances WHERE id = ?1
 `
 
 func (q *Queries) InstanceVersion(ctx context.Context, id string) (int64, error) {
@@ -175,182 +118,6 @@ func (q *Queries) InstanceVersion(ctx context.Context, id string) (int64, error)
 	var version int64
 	err := row.Scan(&version)
 	return version, err
-}
-
-const listInstances = `-- name: ListInstances :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
-WHERE id > ?1
-  AND (CAST(?2 AS TEXT) = '' OR project = ?2)
-ORDER BY id
-LIMIT ?3
-`
-
-func (q *Queries) ListInstances(ctx context.Context, after string, project string, pageLimit int64) ([]*Instance, error) {
-	rows, err := q.db.QueryContext(ctx, listInstances, after, project, pageLimit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*Instance
-	for rows.Next() {
-		var i Instance
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Project,
-			&i.NodeID,
-			&i.ResourceClass,
-			&i.ImageURL,
-			&i.ImageChecksum,
-			&i.UserData,
-			&i.Metadata,
-			&i.State,
-			&i.PowerState,
-			&i.LastError,
-			&i.ReadyTokenHash,
-			&i.Ready,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.ReadyTokenSealed,
-			&i.DeployTimeoutMS,
-			&i.BootedAt,
-			&i.DeployMethod,
-			&i.RootDevice,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listInstancesByName = `-- name: ListInstancesByName :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
-WHERE name = ?1
-  AND id > ?2
-  AND (CAST(?3 AS TEXT) = '' OR project = ?3)
-  AND (CAST(?4 AS TEXT) = '' OR node_id = ?4)
-ORDER BY id
-LIMIT ?5
-`
-
-func (q *Queries) ListInstancesByName(ctx context.Context, name string, after string, project string, nodeID string, pageLimit int64) ([]*Instance, error) {
-	rows, err := q.db.QueryContext(ctx, listInstancesByName,
-		name,
-		after,
-		project,
-		nodeID,
-		pageLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*Instance
-	for rows.Next() {
-		var i Instance
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Project,
-			&i.NodeID,
-			&i.ResourceClass,
-			&i.ImageURL,
-			&i.ImageChecksum,
-			&i.UserData,
-			&i.Metadata,
-			&i.State,
-			&i.PowerState,
-			&i.LastError,
-			&i.ReadyTokenHash,
-			&i.Ready,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.ReadyTokenSealed,
-			&i.DeployTimeoutMS,
-			&i.BootedAt,
-			&i.DeployMethod,
-			&i.RootDevice,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listInstancesByNode = `-- name: ListInstancesByNode :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
-WHERE node_id = ?1
-  AND id > ?2
-  AND (CAST(?3 AS TEXT) = '' OR project = ?3)
-ORDER BY id
-LIMIT ?4
-`
-
-func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after string, project string, pageLimit int64) ([]*Instance, error) {
-	rows, err := q.db.QueryContext(ctx, listInstancesByNode,
-		nodeID,
-		after,
-		project,
-		pageLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*Instance
-	for rows.Next() {
-		var i Instance
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Project,
-			&i.NodeID,
-			&i.ResourceClass,
-			&i.ImageURL,
-			&i.ImageChecksum,
-			&i.UserData,
-			&i.Metadata,
-			&i.State,
-			&i.PowerState,
-			&i.LastError,
-			&i.ReadyTokenHash,
-			&i.Ready,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.ReadyTokenSealed,
-			&i.DeployTimeoutMS,
-			&i.BootedAt,
-			&i.DeployMethod,
-			&i.RootDevice,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const updateInstance = `-- name: UpdateInstance :execrows

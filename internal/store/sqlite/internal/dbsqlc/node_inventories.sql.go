@@ -12,7 +12,7 @@ import (
 )
 
 const getInventory = `-- name: GetInventory :one
-SELECT node_id, data, inspected_at FROM node_inventories WHERE node_id = ?
+SELECT node_id, data, inspected_at FROM node_inventories WHERE node_id = ?1
 `
 
 func (q *Queries) GetInventory(ctx context.Context, nodeID string) (*NodeInventory, error) {
@@ -24,7 +24,7 @@ func (q *Queries) GetInventory(ctx context.Context, nodeID string) (*NodeInvento
 
 const setInventory = `-- name: SetInventory :exec
 
-INSERT INTO node_inventories (node_id, data, inspected_at) VALUES (?, ?, ?)
+INSERT INTO node_inventories (node_id, data, inspected_at) VALUES (?1, ?2, ?3)
 ON CONFLICT (node_id) DO UPDATE SET data = excluded.data, inspected_at = excluded.inspected_at
 `
 

@@ -12,6 +12,7 @@ import (
 )
 
 const countNodes = `-- name: CountNodes :many
+
 SELECT provision_state, fault, maintenance, count(*) AS count
 FROM nodes
 GROUP BY provision_state, fault, maintenance
@@ -24,6 +25,9 @@ type CountNodesRow struct {
 	Count          int64
 }
 
+// Nodes: the queries written once for both dialects (sqlc.yaml reads this
+// directory for each). Their reads are in each dialect's
+// nodes.<dialect>.sql, where the SQL differs.
 func (q *Queries) CountNodes(ctx context.Context) ([]*CountNodesRow, error) {
 	rows, err := q.db.QueryContext(ctx, countNodes)
 	if err != nil {
@@ -53,7 +57,7 @@ func (q *Queries) CountNodes(ctx context.Context) ([]*CountNodesRow, error) {
 }
 
 const deleteNode = `-- name: DeleteNode :execrows
-DELETE FROM nodes WHERE id = ? AND version = ?
+DELETE FROM nodes WHERE id = ?1 AND version = ?2
 `
 
 // Its events, agent session and inventory go by ON DELETE CASCADE.
@@ -63,137 +67,6 @@ func (q *Queries) DeleteNode(ctx context.Context, iD string, version int64) (int
 		return 0, err
 	}
 	return result.RowsAffected()
-}
-
-const getNode = `-- name: GetNode :one
-
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id = ?1 OR name = ?1
-ORDER BY id = ?1 DESC
-LIMIT 1
-`
-
-// Nodes. Every read selects * from the view node_rows (migration 0012):
-// a node's columns but bmc_key, and the time of its last inspection.
-// By id, or by name when no id matches: one round trip for both, and an
-// id match wins over a name match. (?1 is id_or_name: sqlc leaves a
-// sqlc.arg in ORDER BY as it is.)
-func (q *Queries) GetNode(ctx context.Context, idOrName string) (*NodeRow, error) {
-	row := q.db.QueryRowContext(ctx, getNode, idOrName)
-	var i NodeRow
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.Driver,
-		&i.BMCAddress,
-		&i.BMCUsername,
-		&i.BMCPasswordSealed,
-		&i.BMCInsecure,
-		&i.BMCSystemID,
-		&i.BMCCipherSuite,
-		&i.ResourceClass,
-		&i.CPUs,
-		&i.MemoryMB,
-		&i.LocalGB,
-		&i.CPUArch,
-		&i.Maintenance,
-		&i.MaintenanceReason,
-		&i.PowerState,
-		&i.ProvisionState,
-		&i.Fault,
-		&i.LastError,
-		&i.FaultSince,
-		&i.BMCFailures,
-		&i.NextCheckAt,
-		&i.LastSeenAt,
-		&i.InstanceID,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.Version,
-		&i.CPUsOverride,
-		&i.MemoryMBOverride,
-		&i.LocalGBOverride,
-		&i.CPUArchOverride,
-		&i.InspectedCPUs,
-		&i.InspectedMemoryMB,
-		&i.InspectedLocalGB,
-		&i.InspectedCPUArch,
-		&i.CleanErase,
-		&i.InspectOnEnroll,
-		&i.InspectedAt,
-	)
-	return &i, err
-}
-
-const getNodes = `-- name: GetNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
-ORDER BY id
-`
-
-// The ids are one JSON array, so that the statement is the same whatever
-// their number (one cached statement, no limit on variables).
-func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, error) {
-	rows, err := q.db.QueryContext(ctx, getNodes, idsJson)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*NodeRow
-	for rows.Next() {
-		var i NodeRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Driver,
-			&i.BMCAddress,
-			&i.BMCUsername,
-			&i.BMCPasswordSealed,
-			&i.BMCInsecure,
-			&i.BMCSystemID,
-			&i.BMCCipherSuite,
-			&i.ResourceClass,
-			&i.CPUs,
-			&i.MemoryMB,
-			&i.LocalGB,
-			&i.CPUArch,
-			&i.Maintenance,
-			&i.MaintenanceReason,
-			&i.PowerState,
-			&i.ProvisionState,
-			&i.Fault,
-			&i.LastError,
-			&i.FaultSince,
-			&i.BMCFailures,
-			&i.NextCheckAt,
-			&i.LastSeenAt,
-			&i.InstanceID,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.CPUsOverride,
-			&i.MemoryMBOverride,
-			&i.LocalGBOverride,
-			&i.CPUArchOverride,
-			&i.InspectedCPUs,
-			&i.InspectedMemoryMB,
-			&i.InspectedLocalGB,
-			&i.InspectedCPUArch,
-			&i.CleanErase,
-			&i.InspectOnEnroll,
-			&i.InspectedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const insertNode = `-- name: InsertNode :execrows
@@ -215,7 +88,7 @@ INSERT INTO nodes (
     ?26, ?27, ?28,
     ?29, ?30, ?31,
     ?32, ?33, ?34,
-    ?35, ?36, ?36, CAST(?37 AS INTEGER) + 1,
+    ?35, ?36, ?36, CAST(?37 AS BIGINT) + 1,
     ?38
 )
 `
@@ -311,168 +184,8 @@ func (q *Queries) InsertNode(ctx context.Context, arg InsertNodeParams) (int64, 
 	return result.RowsAffected()
 }
 
-const listNodes = `-- name: ListNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id > ?1 AND provision_state <> ?2
-ORDER BY id
-LIMIT ?3
-`
-
-// A page of nodes after the cursor (id ” is before every id), but those
-// in state hide_state (” hides none): every list without a filter.
-func (q *Queries) ListNodes(ctx context.Context, after string, hideState string, pageLimit int64) ([]*NodeRow, error) {
-	rows, err := q.db.QueryContext(ctx, listNodes, after, hideState, pageLimit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*NodeRow
-	for rows.Next() {
-		var i NodeRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Driver,
-			&i.BMCAddress,
-			&i.BMCUsername,
-			&i.BMCPasswordSealed,
-			&i.BMCInsecure,
-			&i.BMCSystemID,
-			&i.BMCCipherSuite,
-			&i.ResourceClass,
-			&i.CPUs,
-			&i.MemoryMB,
-			&i.LocalGB,
-			&i.CPUArch,
-			&i.Maintenance,
-			&i.MaintenanceReason,
-			&i.PowerState,
-			&i.ProvisionState,
-			&i.Fault,
-			&i.LastError,
-			&i.FaultSince,
-			&i.BMCFailures,
-			&i.NextCheckAt,
-			&i.LastSeenAt,
-			&i.InstanceID,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.CPUsOverride,
-			&i.MemoryMBOverride,
-			&i.LocalGBOverride,
-			&i.CPUArchOverride,
-			&i.InspectedCPUs,
-			&i.InspectedMemoryMB,
-			&i.InspectedLocalGB,
-			&i.InspectedCPUArch,
-			&i.CleanErase,
-			&i.InspectOnEnroll,
-			&i.InspectedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listNodesFiltered = `-- name: ListNodesFiltered :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
-WHERE id > ?1 AND provision_state <> ?2
-  AND (CAST(?3 AS TEXT) = '' OR provision_state = ?3)
-  AND (maintenance = CAST(?4 AS BOOLEAN) OR ?4 IS NULL)
-  AND (CAST(?5 AS TEXT) = '' OR fault = ?5)
-  AND ((fault <> '') = CAST(?6 AS BOOLEAN) OR ?6 IS NULL)
-  AND (CAST(?7 AS TEXT) = '' OR resource_class = ?7)
-  AND (next_check_at <= ?8 OR next_check_at IS NULL OR ?8 IS NULL)
-ORDER BY id
-LIMIT ?9
-`
-
-// ListNodes with filters: one left at its zero value (” or NULL)
-// selects every node.
-func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState string, provisionState string, maintenance *bool, fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]*NodeRow, error) {
-	rows, err := q.db.QueryContext(ctx, listNodesFiltered,
-		after,
-		hideState,
-		provisionState,
-		maintenance,
-		fault,
-		faulted,
-		resourceClass,
-		dueBefore,
-		pageLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []*NodeRow
-	for rows.Next() {
-		var i NodeRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Driver,
-			&i.BMCAddress,
-			&i.BMCUsername,
-			&i.BMCPasswordSealed,
-			&i.BMCInsecure,
-			&i.BMCSystemID,
-			&i.BMCCipherSuite,
-			&i.ResourceClass,
-			&i.CPUs,
-			&i.MemoryMB,
-			&i.LocalGB,
-			&i.CPUArch,
-			&i.Maintenance,
-			&i.MaintenanceReason,
-			&i.PowerState,
-			&i.ProvisionState,
-			&i.Fault,
-			&i.LastError,
-			&i.FaultSince,
-			&i.BMCFailures,
-			&i.NextCheckAt,
-			&i.LastSeenAt,
-			&i.InstanceID,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.Version,
-			&i.CPUsOverride,
-			&i.MemoryMBOverride,
-			&i.LocalGBOverride,
-			&i.CPUArchOverride,
-			&i.InspectedCPUs,
-			&i.InspectedMemoryMB,
-			&i.InspectedLocalGB,
-			&i.InspectedCPUArch,
-			&i.CleanErase,
-			&i.InspectOnEnroll,
-			&i.InspectedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, &i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const nodeByBMCKey = `-- name: NodeByBMCKey :one
-SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes WHERE bmc_key = ?
+SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes WHERE bmc_key = ?1
 `
 
 type NodeByBMCKeyRow struct {
@@ -498,7 +211,7 @@ func (q *Queries) NodeByBMCKey(ctx context.Context, bmcKey *string) (*NodeByBMCK
 }
 
 const nodeVersion = `-- name: NodeVersion :one
-SELECT version FROM nodes WHERE id = ?
+SELECT version FROM nodes WHERE id = ?1
 `
 
 func (q *Queries) NodeVersion(ctx context.Context, id string) (int64, error) {
@@ -509,7 +222,7 @@ func (q *Queries) NodeVersion(ctx context.Context, id string) (int64, error) {
 }
 
 const setNodeBMCKey = `-- name: SetNodeBMCKey :exec
-UPDATE nodes SET bmc_key = ? WHERE id = ?
+UPDATE nodes SET bmc_key = ?1 WHERE id = ?2
 `
 
 func (q *Queries) SetNodeBMCKey(ctx context.Context, bMCKey *string, iD string) error {

@@ -11,7 +11,7 @@ import (
 
 const getQuota = `-- name: GetQuota :one
 
-SELECT instances FROM quotas WHERE project = ?
+SELECT instances FROM quotas WHERE project = ?1
 `
 
 // Per-project instance quotas; a project without a row has none.
@@ -23,7 +23,7 @@ func (q *Queries) GetQuota(ctx context.Context, project string) (int64, error) {
 }
 
 const setQuota = `-- name: SetQuota :exec
-INSERT INTO quotas (project, instances) VALUES (?, ?)
+INSERT INTO quotas (project, instances) VALUES (?1, ?2)
 ON CONFLICT (project) DO UPDATE SET instances = excluded.instances
 `
 

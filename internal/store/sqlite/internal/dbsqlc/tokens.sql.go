@@ -23,7 +23,7 @@ func (q *Queries) CountTokens(ctx context.Context) (int64, error) {
 }
 
 const deleteToken = `-- name: DeleteToken :execrows
-DELETE FROM tokens WHERE id = ?
+DELETE FROM tokens WHERE id = ?1
 `
 
 func (q *Queries) DeleteToken(ctx context.Context, id string) (int64, error) {
@@ -35,7 +35,7 @@ func (q *Queries) DeleteToken(ctx context.Context, id string) (int64, error) {
 }
 
 const getToken = `-- name: GetToken :one
-SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE id = ?
+SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE id = ?1
 `
 
 func (q *Queries) GetToken(ctx context.Context, id string) (*Token, error) {
@@ -54,7 +54,7 @@ func (q *Queries) GetToken(ctx context.Context, id string) (*Token, error) {
 }
 
 const getTokenByHash = `-- name: GetTokenByHash :one
-SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE hash = ?
+SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE hash = ?1
 `
 
 func (q *Queries) GetTokenByHash(ctx context.Context, hash string) (*Token, error) {
@@ -74,7 +74,7 @@ func (q *Queries) GetTokenByHash(ctx context.Context, hash string) (*Token, erro
 
 const insertToken = `-- name: InsertToken :exec
 
-INSERT INTO tokens (id, name, role, project, hash, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO tokens (id, name, role, project, hash, expires_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 `
 
 // API tokens. A token is found by the hash of its secret, never by the
@@ -93,7 +93,7 @@ func (q *Queries) InsertToken(ctx context.Context, iD string, name string, role 
 }
 
 const listTokens = `-- name: ListTokens :many
-SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE id > ?1 ORDER BY id LIMIT ?2
+SELECT id, name, role, project, hash, expires_at, created_at FROM tokens WHERE id > ?1 ORDER BY id LIMIT CAST(?2 AS BIGINT)
 `
 
 func (q *Queries) ListTokens(ctx context.Context, after string, pageLimit int64) ([]*Token, error) {

@@ -17,10 +17,10 @@ ON CONFLICT (node_id) DO UPDATE SET
     updated_at = excluded.updated_at, version = 1, netboot_ids = excluded.netboot_ids;
 
 -- name: GetAgentSession :one
-SELECT * FROM agent_sessions WHERE node_id = $1;
+SELECT * FROM agent_sessions WHERE node_id = sqlc.arg(node_id);
 
 -- name: GetAgentSessionByTokenHash :one
-SELECT * FROM agent_sessions WHERE token_hash = $1;
+SELECT * FROM agent_sessions WHERE token_hash = sqlc.arg(token_hash);
 
 -- name: FindAgentSessionsByNetbootID :many
 -- netboot_ids is space-framed (" a b "): pattern is "% id %"
@@ -29,12 +29,12 @@ SELECT * FROM agent_sessions WHERE netboot_ids LIKE sqlc.arg(pattern);
 
 -- name: UpdateAgentSession :execrows
 UPDATE agent_sessions SET
-    command = $1, status = $2, inventory = $3, boot_id = $4, last_seen_at = $5, updated_at = $6,
+    command = sqlc.arg(command), status = sqlc.arg(status), inventory = sqlc.arg(inventory), boot_id = sqlc.arg(boot_id), last_seen_at = sqlc.narg(last_seen_at), updated_at = sqlc.arg(updated_at),
     version = version + 1
-WHERE node_id = $7 AND version = $8;
+WHERE node_id = sqlc.arg(node_id) AND version = sqlc.arg(version);
 
 -- name: AgentSessionVersion :one
-SELECT version FROM agent_sessions WHERE node_id = $1;
+SELECT version FROM agent_sessions WHERE node_id = sqlc.arg(node_id);
 
 -- name: DeleteAgentSession :exec
-DELETE FROM agent_sessions WHERE node_id = $1;
+DELETE FROM agent_sessions WHERE node_id = sqlc.arg(node_id);

@@ -1,39 +1,5 @@
--- Instances. The lists pick their statement by filter, so that each one
--- can use its index: by name (instances_name), by node
--- (instances_node_id), else in id order. Their optional filters are CASE,
--- not OR, for the generic plan's sake (see ListNodesFiltered).
-
--- name: GetInstance :many
--- By id or name: names are unique per project only, so two rows by name
--- are ambiguous; an id match comes first.
-SELECT * FROM instances
-WHERE id = sqlc.arg(id_or_name) OR name = sqlc.arg(id_or_name)
-ORDER BY id = sqlc.arg(id_or_name) DESC, id
-LIMIT 2;
-
--- name: ListInstances :many
-SELECT * FROM instances
-WHERE id > sqlc.arg(after)
-  AND CASE WHEN sqlc.arg(project)::text = '' THEN true ELSE project = sqlc.arg(project) END
-ORDER BY id
-LIMIT sqlc.arg(page_limit)::bigint;
-
--- name: ListInstancesByName :many
-SELECT * FROM instances
-WHERE name = sqlc.arg(name)
-  AND id > sqlc.arg(after)
-  AND CASE WHEN sqlc.arg(project)::text = '' THEN true ELSE project = sqlc.arg(project) END
-  AND CASE WHEN sqlc.arg(node_id)::text = '' THEN true ELSE node_id = sqlc.arg(node_id) END
-ORDER BY id
-LIMIT sqlc.arg(page_limit)::bigint;
-
--- name: ListInstancesByNode :many
-SELECT * FROM instances
-WHERE node_id = sqlc.arg(node_id)
-  AND id > sqlc.arg(after)
-  AND CASE WHEN sqlc.arg(project)::text = '' THEN true ELSE project = sqlc.arg(project) END
-ORDER BY id
-LIMIT sqlc.arg(page_limit)::bigint;
+-- Instances: the writes, written once for both dialects. The reads are in
+-- each dialect's instances.<dialect>.sql.
 
 -- name: InsertInstance :execrows
 -- The instance writes take the same parameters in the same order, as the
@@ -48,7 +14,7 @@ INSERT INTO instances (
     sqlc.arg(state), sqlc.arg(power_state), sqlc.arg(last_error), sqlc.arg(ready_token_hash),
     sqlc.arg(ready), sqlc.arg(ready_token_sealed), sqlc.arg(deploy_timeout_ms),
     sqlc.narg(booted_at), sqlc.arg(deploy_method), sqlc.arg(root_device), sqlc.arg(now),
-    sqlc.arg(now), sqlc.arg(version)::bigint + 1, sqlc.arg(id)
+    sqlc.arg(now), CAST(sqlc.arg(version) AS BIGINT) + 1, sqlc.arg(id)
 );
 
 -- name: UpdateInstance :execrows
@@ -66,11 +32,11 @@ UPDATE instances SET
 WHERE version = sqlc.arg(version) AND id = sqlc.arg(id);
 
 -- name: DeleteInstance :execrows
-DELETE FROM instances WHERE id = $1 AND version = $2;
+DELETE FROM instances WHERE id = sqlc.arg(id) AND version = sqlc.arg(version);
 
 -- name: InstanceVersion :one
-SELECT version FROM instances WHERE id = $1;
+SELECT version FROM instances WHERE id = sqlc.arg(id);
 
 -- name: CountInstances :one
 -- A project's instances; '' counts every project's.
-SELECT count(*) FROM instances WHERE sqlc.arg(project)::text = '' OR project = sqlc.arg(project);
+SELECT count(*) FROM instances WHERE CAST(sqlc.arg(project) AS TEXT) = '' OR project = sqlc.arg(project);

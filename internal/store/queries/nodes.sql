@@ -1,43 +1,6 @@
--- Nodes. Every read selects * from the view node_rows (migration 0012):
--- a node's columns but bmc_key, and the time of its last inspection.
-
--- name: GetNode :one
--- By id, or by name when no id matches: one round trip for both, and an
--- id match wins over a name match. (?1 is id_or_name: sqlc leaves a
--- sqlc.arg in ORDER BY as it is.)
-SELECT * FROM node_rows
-WHERE id = sqlc.arg(id_or_name) OR name = sqlc.arg(id_or_name)
-ORDER BY id = ?1 DESC
-LIMIT 1;
-
--- name: ListNodes :many
--- A page of nodes after the cursor (id '' is before every id), but those
--- in state hide_state ('' hides none): every list without a filter.
-SELECT * FROM node_rows
-WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
-ORDER BY id
-LIMIT sqlc.arg(page_limit);
-
--- name: ListNodesFiltered :many
--- ListNodes with filters: one left at its zero value ('' or NULL)
--- selects every node.
-SELECT * FROM node_rows
-WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
-  AND (CAST(sqlc.arg(provision_state) AS TEXT) = '' OR provision_state = sqlc.arg(provision_state))
-  AND (maintenance = CAST(sqlc.narg(maintenance) AS BOOLEAN) OR sqlc.narg(maintenance) IS NULL)
-  AND (CAST(sqlc.arg(fault) AS TEXT) = '' OR fault = sqlc.arg(fault))
-  AND ((fault <> '') = CAST(sqlc.narg(faulted) AS BOOLEAN) OR sqlc.narg(faulted) IS NULL)
-  AND (CAST(sqlc.arg(resource_class) AS TEXT) = '' OR resource_class = sqlc.arg(resource_class))
-  AND (next_check_at <= sqlc.narg(due_before) OR next_check_at IS NULL OR sqlc.narg(due_before) IS NULL)
-ORDER BY id
-LIMIT sqlc.arg(page_limit);
-
--- name: GetNodes :many
--- The ids are one JSON array, so that the statement is the same whatever
--- their number (one cached statement, no limit on variables).
-SELECT * FROM node_rows
-WHERE id IN (SELECT value FROM json_each(CAST(sqlc.arg(ids_json) AS TEXT)))
-ORDER BY id;
+-- Nodes: the queries written once for both dialects (sqlc.yaml reads this
+-- directory for each). Their reads are in each dialect's
+-- nodes.<dialect>.sql, where the SQL differs.
 
 -- name: CountNodes :many
 SELECT provision_state, fault, maintenance, count(*) AS count
@@ -66,7 +29,7 @@ INSERT INTO nodes (
     sqlc.arg(memory_mb_override), sqlc.arg(local_gb_override), sqlc.arg(cpu_arch_override),
     sqlc.arg(inspected_cpus), sqlc.arg(inspected_memory_mb), sqlc.arg(inspected_local_gb),
     sqlc.arg(inspected_cpu_arch), sqlc.arg(clean_erase), sqlc.narg(inspect_on_enroll),
-    sqlc.narg(bmc_key), sqlc.arg(now), sqlc.arg(now), CAST(sqlc.arg(version) AS INTEGER) + 1,
+    sqlc.narg(bmc_key), sqlc.arg(now), sqlc.arg(now), CAST(sqlc.arg(version) AS BIGINT) + 1,
     sqlc.arg(id)
 );
 
@@ -104,18 +67,18 @@ WHERE version = sqlc.arg(version) AND id = sqlc.arg(id);
 
 -- name: DeleteNode :execrows
 -- Its events, agent session and inventory go by ON DELETE CASCADE.
-DELETE FROM nodes WHERE id = ? AND version = ?;
+DELETE FROM nodes WHERE id = sqlc.arg(id) AND version = sqlc.arg(version);
 
 -- name: NodeVersion :one
-SELECT version FROM nodes WHERE id = ?;
+SELECT version FROM nodes WHERE id = sqlc.arg(id);
 
 -- name: NodeByBMCKey :one
 -- The node holding a BMC endpoint, to name it in a conflict.
-SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes WHERE bmc_key = ?;
+SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes WHERE bmc_key = sqlc.narg(bmc_key);
 
 -- name: UnkeyedNodes :many
 -- The nodes that BackfillBMCKeys gives their key, oldest first.
 SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes WHERE bmc_key IS NULL ORDER BY created_at, id;
 
 -- name: SetNodeBMCKey :exec
-UPDATE nodes SET bmc_key = ? WHERE id = ?;
+UPDATE nodes SET bmc_key = sqlc.narg(bmc_key) WHERE id = sqlc.arg(id);

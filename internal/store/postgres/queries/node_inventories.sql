@@ -1,8 +1,0 @@
--- The hardware inventory the deploy agent last reported for a node.
-
--- name: SetInventory :exec
-INSERT INTO node_inventories (node_id, data, inspected_at) VALUES ($1, $2, $3)
-ON CONFLICT (node_id) DO UPDATE SET data = excluded.data, inspected_at = excluded.inspected_at;
-
--- name: GetInventory :one
-SELECT * FROM node_inventories WHERE node_id = $1;

@@ -1,0 +1,53 @@
+-- Nodes: PostgreSQL's reads (the writes are in ../../queries/nodes.sql).
+-- Each selects * from the view node_rows (migration 0012): a node's
+-- columns but bmc_key, and the time of its last inspection.
+
+-- name: GetNode :one
+-- By id, or by name when no id matches: one round trip for both, and an
+-- id match wins over a name match.
+SELECT * FROM node_rows
+WHERE id = sqlc.arg(id_or_name) OR name = sqlc.arg(id_or_name)
+ORDER BY id = sqlc.arg(id_or_name) DESC
+LIMIT 1;
+
+-- name: GetNodeForUpdate :one
+-- GetNode, locking the node's row until the transaction ends (see
+-- store.Tx): a read-modify-write waits for a concurrent writer instead of
+-- failing on its version.
+SELECT * FROM node_rows
+WHERE id = sqlc.arg(id_or_name) OR name = sqlc.arg(id_or_name)
+ORDER BY id = sqlc.arg(id_or_name) DESC
+LIMIT 1
+FOR UPDATE;
+
+-- name: ListNodes :many
+-- A page of nodes after the cursor (id '' is before every id), but those
+-- in state hide_state ('' hides none): every list without a filter.
+SELECT * FROM node_rows
+WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
+ORDER BY id
+LIMIT sqlc.arg(page_limit)::bigint;
+
+-- name: ListNodesFiltered :many
+-- ListNodes with filters: one left at its zero value ('' or NULL)
+-- selects every node. CASE, not OR: the generic plan (pgx prepares the
+-- statement) then stays a scan of nodes_pkey in order that stops at the
+-- limit, where OR makes the planner expect one row and sort them all.
+SELECT * FROM node_rows
+WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
+  AND CASE WHEN sqlc.arg(provision_state)::text = '' THEN true ELSE provision_state = sqlc.arg(provision_state) END
+  AND CASE WHEN sqlc.narg(maintenance)::boolean IS NULL THEN true ELSE maintenance = sqlc.narg(maintenance) END
+  AND CASE WHEN sqlc.arg(fault)::text = '' THEN true ELSE fault = sqlc.arg(fault) END
+  AND CASE WHEN sqlc.narg(faulted)::boolean IS NULL THEN true ELSE (fault <> '') = sqlc.narg(faulted) END
+  AND CASE WHEN sqlc.arg(resource_class)::text = '' THEN true ELSE resource_class = sqlc.arg(resource_class) END
+  AND CASE WHEN sqlc.narg(due_before)::timestamptz IS NULL THEN true
+      ELSE next_check_at IS NULL OR next_check_at <= sqlc.narg(due_before) END
+ORDER BY id
+LIMIT sqlc.arg(page_limit)::bigint;
+
+-- name: GetNodes :many
+-- The ids are one JSON array, as in SQLite (where that keeps the
+-- statement the same whatever their number).
+SELECT * FROM node_rows
+WHERE id IN (SELECT jsonb_array_elements_text(sqlc.arg(ids_json)::text::jsonb))
+ORDER BY id;

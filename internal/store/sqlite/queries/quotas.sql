@@ -1,8 +1,0 @@
--- Per-project instance quotas; a project without a row has none.
-
--- name: GetQuota :one
-SELECT instances FROM quotas WHERE project = ?;
-
--- name: SetQuota :exec
-INSERT INTO quotas (project, instances) VALUES (?, ?)
-ON CONFLICT (project) DO UPDATE SET instances = excluded.instances;
