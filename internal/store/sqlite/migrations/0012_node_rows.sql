@@ -3,9 +3,11 @@
 -- reads 2-9% faster on PostgreSQL without it, measured), and the time of
 -- its last inspection (its inventory's, NULL when none), which the API
 -- shows. The reads select * from it, so that their columns are written
--- once; a migration that adds a column to nodes drops this view and
+-- once. A migration that adds a column to nodes drops this view and
 -- creates it again with the column (sqlstore's nodeRow does not compile
--- until the generated row has it).
+-- until the generated row has it); one that drops or renames a column, or
+-- rebuilds the table (SQLite's way of changing a column), drops the view
+-- first, as the database would otherwise refuse or fail on it.
 CREATE VIEW node_rows AS
 SELECT nodes.id, nodes.name, nodes.driver, nodes.bmc_address, nodes.bmc_username, nodes.bmc_password_sealed,
     nodes.bmc_insecure, nodes.bmc_system_id, nodes.bmc_cipher_suite, nodes.resource_class, nodes.cpus,
