@@ -18,8 +18,8 @@ import (
 
 // TestGeneratedCodeIsFresh regenerates the dialects' query code from
 // sqlc.yaml, the migrations and the queries (the shared queries/*.sql and
-// each dialect's own) into a temporary directory
-// and fails when the committed code differs from it, file for file: a
+// each dialect's own) into a temporary directory and fails when the
+// committed code differs from it, file for file: a
 // query or a migration was changed without `make generate`. It needs the
 // pinned sqlc, which `make tools` (a prerequisite of `make test`) builds
 // into .tools/bin; without it the test is skipped, except in CI.

@@ -278,10 +278,9 @@ type Plain interface {
 	InsertIdempotencyKey(ctx context.Context, tokenID, key, kind, requestHash, resourceID string, createdAt Time) error
 }
 
-// Generated is the code sqlc generates for a dialect (the shared queries
-// and its own),
-// as the shared code calls it. Its type parameters are the dialect's own
-// row and parameter types, of the shapes above.
+// Generated is the code sqlc generates for a dialect (from the shared
+// queries and its own), as the shared code calls it. Its type parameters
+// are the dialect's own row and parameter types, of the shapes above.
 type Generated[
 	N nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
