@@ -71,6 +71,7 @@ const tokenUsage = `usage: controller token <command> [flags]      (admin tokens
                                       prints the secret (shown this once) on stdout;
                                       --name says who or what uses it: events name it
   revoke TOKEN                        by id or name
+  delete TOKEN                        the same as revoke
 
 ` + cliCommonFlags
 
@@ -130,27 +131,80 @@ func (f *cliFlags) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// cliHelp handles a group called without a command or for help: it
-// reports whether there is nothing more to do.
-func cliHelp(group, usage string, args []string) (bool, error) {
+// cliGroup is a group of the operator CLI (node, instance, token): its
+// usage and its commands, which share the group's flags.
+type cliGroup struct {
+	name, usage string
+	// commands declares the group's flags on f and returns its commands,
+	// which read them once f is parsed.
+	commands func(f *cliFlags) cliCommands
+}
+
+type cliCommands struct {
+	byName map[string]cliCommand
+	// timeout is how long command name may take; nil: two minutes.
+	timeout func(name string) time.Duration
+}
+
+// cliCommand is one command: how many positional arguments it takes and
+// what it does with them.
+type cliCommand struct {
+	args int
+	run  func(ctx context.Context, c *apiclient.Client, pos []string) error
+}
+
+// run runs the command args name: help, the command's flags and
+// arguments checked, then the command, under its timeout.
+func (g cliGroup) run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage)
-		return true, fmt.Errorf("no %s command", group)
+		fmt.Fprint(os.Stderr, g.usage)
+		return fmt.Errorf("no %s command", g.name)
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return true, nil
+		fmt.Fprint(stdout, g.usage)
+		return nil
 	}
-	return false, nil
+	name := g.name + " " + args[0]
+	f := newCLIFlags(name)
+	cmds := g.commands(f)
+	cmd, ok := cmds.byName[args[0]]
+	if !ok {
+		fmt.Fprint(os.Stderr, g.usage)
+		return fmt.Errorf("unknown %s command %q", g.name, args[0])
+	}
+	pos, err := f.parseCLI(args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) != cmd.args {
+		return fmt.Errorf("%s: expected %d argument(s), got %d\n%s", name, cmd.args, len(pos), g.usage)
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	limit := 2 * time.Minute
+	if cmds.timeout != nil {
+		limit = cmds.timeout(args[0])
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return cmd.run(ctx, c, pos)
 }
 
-// needArgs checks the number of positional arguments of a command.
-func needArgs(cmd, usage string, pos []string, n int) error {
-	if len(pos) != n {
-		return fmt.Errorf("%s: expected %d argument(s), got %d\n%s", cmd, n, len(pos), usage)
+// printList prints items as JSON with -o json, else as a table: the
+// header's columns, then row's for each item.
+func printList[T any](f *cliFlags, items []T, header []string, row func(T) []string) error {
+	if *f.output == "json" {
+		return f.printJSON(items)
 	}
-	return nil
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, it := range items {
+		fmt.Fprintln(tw, strings.Join(row(it), "\t"))
+	}
+	return tw.Flush()
 }
 
 func dash[S ~string](s S) string {
@@ -160,11 +214,17 @@ func dash[S ~string](s S) string {
 	return string(s)
 }
 
-func runNode(ctx context.Context, args []string) error {
-	if done, err := cliHelp("node", nodeUsage, args); done {
-		return err
-	}
-	f := newCLIFlags("node " + args[0])
+var (
+	nodeCLI     = cliGroup{name: "node", usage: nodeUsage, commands: nodeCommands}
+	instanceCLI = cliGroup{name: "instance", usage: instanceUsage, commands: instanceCommands}
+	tokenCLI    = cliGroup{name: "token", usage: tokenUsage, commands: tokenCommands}
+)
+
+func runNode(ctx context.Context, args []string) error     { return nodeCLI.run(ctx, args) }
+func runInstance(ctx context.Context, args []string) error { return instanceCLI.run(ctx, args) }
+func runToken(ctx context.Context, args []string) error    { return tokenCLI.run(ctx, args) }
+
+func nodeCommands(f *cliFlags) cliCommands {
 	fault := f.String("fault", "", "filter: "+strings.Join(api.FaultFilters(), ", "))
 	maint := f.String("maintenance", "", "filter: true or false")
 	state := f.String("state", "", "filter: provision state ("+strings.Join(api.ProvisionStates(), ", ")+")")
@@ -175,31 +235,7 @@ func runNode(ctx context.Context, args []string) error {
 	force := f.Bool("force", false, "delete: remove the record at once, without touching the BMC")
 	wait := f.Bool("wait", false, "power, inspect: wait until the job is done, showing its progress")
 	timeout := f.Duration("timeout", 2*time.Minute, "give up after this long (with --wait: default 10m, inspect 20m)")
-	pos, err := f.parseCLI(args[1:])
-	if err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	limit := *timeout
-	if *wait && !flagSet(f.FlagSet, "timeout") {
-		limit = 10 * time.Minute // a BMC may take minutes; the fault backoff too
-		if args[0] == "inspect" {
-			// A boot of the agent, under the controller's --agent-timeout
-			// (15m by default) before it gives up.
-			limit = 20 * time.Minute
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	need := func(n int) error { return needArgs("node "+args[0], nodeUsage, pos, n) }
-	switch args[0] {
-	case "list":
-		if err := need(0); err != nil {
-			return err
-		}
+	list := func(ctx context.Context, c *apiclient.Client, _ []string) error {
 		if *fault != "" {
 			if err := oneOf("--fault", *fault, api.FaultFilters()); err != nil {
 				return err
@@ -224,32 +260,15 @@ func runNode(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *f.output == "json" {
-			return f.printJSON(nodes)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSTATE\tPOWER\tMAINTENANCE\tFAULT\tCLASS\tID")
-		for _, n := range nodes {
+		return printList(f, nodes, []string{"NAME", "STATE", "POWER", "MAINTENANCE", "FAULT", "CLASS", "ID"}, func(n api.Node) []string {
 			m := "-"
 			if n.Maintenance {
 				m = n.MaintenanceReason
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ProvisionState, n.PowerState, m, dash(n.Fault), n.ResourceClass, n.ID)
-		}
-		return tw.Flush()
-	case "show":
-		if err := need(1); err != nil {
-			return err
-		}
-		n, err := c.GetNode(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		return f.printJSON(n)
-	case "maintenance":
-		if err := need(1); err != nil {
-			return err
-		}
+			return []string{n.Name, string(n.ProvisionState), string(n.PowerState), m, dash(n.Fault), n.ResourceClass, n.ID}
+		})
+	}
+	maintenance := func(ctx context.Context, c *apiclient.Client, pos []string) error {
 		on := !*off
 		patch := api.NodePatch{Maintenance: &on}
 		if on {
@@ -264,10 +283,8 @@ func runNode(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(stdout, "node %s: maintenance=%v %s\n", n.Name, n.Maintenance, n.MaintenanceReason)
 		return nil
-	case "power":
-		if err := need(2); err != nil {
-			return err
-		}
+	}
+	power := func(ctx context.Context, c *apiclient.Client, pos []string) error {
 		if err := oneOf("power action", pos[1], api.PowerActions()); err != nil {
 			return err
 		}
@@ -284,36 +301,21 @@ func runNode(ctx context.Context, args []string) error {
 			return err
 		}
 		return waitJob(ctx, c, stdout, n.ID, acc.JobID, "power "+pos[1]+" "+n.Name)
-	case "events":
-		if err := need(1); err != nil {
-			return err
-		}
+	}
+	events := func(ctx context.Context, c *apiclient.Client, pos []string) error {
 		evs, err := c.ListNodeEvents(ctx, pos[0])
 		if err != nil {
 			return err
 		}
-		if *f.output == "json" {
-			return f.printJSON(evs)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TIME\tACTOR\tTYPE\tCHANGE\tMESSAGE")
-		for _, e := range evs {
+		return printList(f, evs, []string{"TIME", "ACTOR", "TYPE", "CHANGE", "MESSAGE"}, func(e api.Event) []string {
 			change := ""
 			if e.Field != "" && (e.Old != "" || e.New != "") {
 				change = fmt.Sprintf("%s: %s → %s", e.Field, e.Old, e.New)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.Format(time.RFC3339), e.Actor, e.Type, change, e.Message)
-		}
-		return tw.Flush()
-	case "inspect":
-		if err := need(1); err != nil {
-			return err
-		}
-		return inspectNode(ctx, f, c, pos[0], *wait)
-	case "inventory":
-		if err := need(1); err != nil {
-			return err
-		}
+			return []string{e.Time.Format(time.RFC3339), e.Actor, e.Type, change, e.Message}
+		})
+	}
+	inventory := func(ctx context.Context, c *apiclient.Client, pos []string) error {
 		n, err := c.GetNode(ctx, pos[0])
 		if err != nil {
 			return err
@@ -329,24 +331,52 @@ func runNode(ctx context.Context, args []string) error {
 			return f.printJSON(inv)
 		}
 		return printInventory(stdout, n.Name, inv)
-	case "delete":
-		if err := need(1); err != nil {
-			return err
-		}
-		acc, err := c.DeleteNode(ctx, pos[0], *force)
-		if err != nil {
-			return err
-		}
-		return printAccepted(f, acc)
-	default:
-		fmt.Fprint(os.Stderr, nodeUsage)
-		return fmt.Errorf("unknown node command %q", args[0])
+	}
+	return cliCommands{
+		byName: map[string]cliCommand{
+			"list": {0, list},
+			"show": {1, func(ctx context.Context, c *apiclient.Client, pos []string) error {
+				return f.show(c.GetNode(ctx, pos[0]))
+			}},
+			"maintenance": {1, maintenance},
+			"power":       {2, power},
+			"events":      {1, events},
+			"inspect": {1, func(ctx context.Context, c *apiclient.Client, pos []string) error {
+				return inspectNode(ctx, f, c, pos[0], *wait)
+			}},
+			"inventory": {1, inventory},
+			"delete": {1, func(ctx context.Context, c *apiclient.Client, pos []string) error {
+				return f.accepted(c.DeleteNode(ctx, pos[0], *force))
+			}},
+		},
+		timeout: func(name string) time.Duration {
+			if !*wait || flagSet(f.FlagSet, "timeout") {
+				return *timeout
+			}
+			if name == "inspect" {
+				// A boot of the agent, under the controller's
+				// --agent-timeout (15m by default) before it gives up.
+				return 20 * time.Minute
+			}
+			return 10 * time.Minute // a BMC may take minutes; the fault backoff too
+		},
 	}
 }
 
-// printAccepted prints a 202: the job that finishes the work and what the
+// show prints the result of a read as JSON, as the API has it.
+func (f *cliFlags) show(v any, err error) error {
+	if err != nil {
+		return err
+	}
+	return f.printJSON(v)
+}
+
+// accepted prints a 202: the job that finishes the work and what the
 // controller said about it.
-func printAccepted(f *cliFlags, acc *api.Accepted) error {
+func (f *cliFlags) accepted(acc *api.Accepted, err error) error {
+	if err != nil {
+		return err
+	}
 	if *f.output == "json" {
 		return f.printJSON(acc)
 	}
@@ -358,111 +388,32 @@ func printAccepted(f *cliFlags, acc *api.Accepted) error {
 	return nil
 }
 
-func runInstance(ctx context.Context, args []string) error {
-	if done, err := cliHelp("instance", instanceUsage, args); done {
-		return err
-	}
-	f := newCLIFlags("instance " + args[0])
-	pos, err := f.parseCLI(args[1:])
-	if err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	need := func(n int) error { return needArgs("instance "+args[0], instanceUsage, pos, n) }
-	switch args[0] {
-	case "list":
-		if err := need(0); err != nil {
-			return err
-		}
-		insts, err := c.ListInstances(ctx)
-		if err != nil {
-			return err
-		}
-		if *f.output == "json" {
-			return f.printJSON(insts)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tPROJECT\tSTATE\tPOWER\tNODE\tLAST ERROR\tID")
-		for _, in := range insts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, in.Project, in.State, dash(in.ObservedPowerState),
-				dash(in.NodeID), dash(in.LastError), in.ID)
-		}
-		return tw.Flush()
-	case "show":
-		if err := need(1); err != nil {
-			return err
-		}
-		in, err := c.GetInstance(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		return f.printJSON(in)
-	case "delete":
-		if err := need(1); err != nil {
-			return err
-		}
-		acc, err := c.DeleteInstance(ctx, pos[0])
-		if err != nil {
-			return err
-		}
-		return printAccepted(f, acc)
-	default:
-		fmt.Fprint(os.Stderr, instanceUsage)
-		return fmt.Errorf("unknown instance command %q", args[0])
-	}
+func instanceCommands(f *cliFlags) cliCommands {
+	return cliCommands{byName: map[string]cliCommand{
+		"list": {0, func(ctx context.Context, c *apiclient.Client, _ []string) error {
+			insts, err := c.ListInstances(ctx)
+			if err != nil {
+				return err
+			}
+			return printList(f, insts, []string{"NAME", "PROJECT", "STATE", "POWER", "NODE", "LAST ERROR", "ID"}, func(in api.Instance) []string {
+				return []string{in.Name, in.Project, string(in.State), dash(in.ObservedPowerState), dash(in.NodeID), dash(in.LastError), in.ID}
+			})
+		}},
+		"show": {1, func(ctx context.Context, c *apiclient.Client, pos []string) error {
+			return f.show(c.GetInstance(ctx, pos[0]))
+		}},
+		"delete": {1, func(ctx context.Context, c *apiclient.Client, pos []string) error {
+			return f.accepted(c.DeleteInstance(ctx, pos[0]))
+		}},
+	}}
 }
 
-func runToken(ctx context.Context, args []string) error {
-	if done, err := cliHelp("token", tokenUsage, args); done {
-		return err
-	}
-	f := newCLIFlags("token " + args[0])
+func tokenCommands(f *cliFlags) cliCommands {
 	name := f.String("name", "", "create: who or what uses the token (required; events name it)")
 	role := f.String("role", "", "create: admin or member (required)")
 	project := f.String("project", "", "create: the member's project")
 	expires := f.Duration("expires", 0, "create: lifetime, e.g. 720h (default: does not expire)")
-	pos, err := f.parseCLI(args[1:])
-	if err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	need := func(n int) error { return needArgs("token "+args[0], tokenUsage, pos, n) }
-	switch args[0] {
-	case "list":
-		if err := need(0); err != nil {
-			return err
-		}
-		toks, err := c.ListTokens(ctx)
-		if err != nil {
-			return err
-		}
-		if *f.output == "json" {
-			return f.printJSON(toks)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tROLE\tPROJECT\tEXPIRES\tCREATED\tID")
-		for _, t := range toks {
-			exp := "-"
-			if t.ExpiresAt != nil {
-				exp = t.ExpiresAt.Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", dash(t.Name), t.Role, dash(t.Project), exp, t.CreatedAt.Format(time.RFC3339), t.ID)
-		}
-		return tw.Flush()
-	case "create":
-		if err := need(0); err != nil {
-			return err
-		}
+	create := func(ctx context.Context, c *apiclient.Client, _ []string) error {
 		// Checked here too so the mistake costs no round trip; the
 		// controller is the authority and checks again.
 		if *name == "" {
@@ -494,10 +445,8 @@ func runToken(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "created token %s (%s, role %s); its secret is shown this once:\n", tc.ID, tc.Name, tc.Role)
 		fmt.Fprintln(stdout, tc.Secret)
 		return nil
-	case "revoke", "delete":
-		if err := need(1); err != nil {
-			return err
-		}
+	}
+	revoke := func(ctx context.Context, c *apiclient.Client, pos []string) error {
 		id, err := tokenID(ctx, c, pos[0])
 		if err != nil {
 			return err
@@ -507,10 +456,25 @@ func runToken(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(stdout, "token %s revoked\n", id)
 		return nil
-	default:
-		fmt.Fprint(os.Stderr, tokenUsage)
-		return fmt.Errorf("unknown token command %q", args[0])
 	}
+	return cliCommands{byName: map[string]cliCommand{
+		"list": {0, func(ctx context.Context, c *apiclient.Client, _ []string) error {
+			toks, err := c.ListTokens(ctx)
+			if err != nil {
+				return err
+			}
+			return printList(f, toks, []string{"NAME", "ROLE", "PROJECT", "EXPIRES", "CREATED", "ID"}, func(t api.Token) []string {
+				exp := "-"
+				if t.ExpiresAt != nil {
+					exp = t.ExpiresAt.Format(time.RFC3339)
+				}
+				return []string{dash(t.Name), string(t.Role), dash(t.Project), exp, t.CreatedAt.Format(time.RFC3339), t.ID}
+			})
+		}},
+		"create": {0, create},
+		"revoke": {1, revoke},
+		"delete": {1, revoke},
+	}}
 }
 
 // tokenID resolves a token's id or name (names are unique) to its id:

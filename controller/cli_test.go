@@ -340,3 +340,36 @@ func TestCLIInspectAndInventory(t *testing.T) {
 		t.Errorf("node inventory -o json: %+v, %v", got, err)
 	}
 }
+
+// TestCLIUsageMistakes: a mistake in the command line is answered before
+// anything is sent, even without a token or a controller: an unknown
+// command names itself, a wrong number of arguments says how many, and
+// every group's help lists every command the group runs.
+func TestCLIUsageMistakes(t *testing.T) {
+	t.Setenv("BAREMETAL_ENDPOINT", "http://127.0.0.1:1") // nothing listens
+	t.Setenv("BAREMETAL_TOKEN", "")
+	for _, c := range []struct {
+		run  func(context.Context, []string) error
+		args []string
+		want string
+	}{
+		{runNode, nil, "no node command"},
+		{runNode, []string{"reboot", "n1"}, `unknown node command "reboot"`},
+		{runNode, []string{"power", "n1"}, "node power: expected 2 argument(s), got 1"},
+		{runInstance, []string{"show"}, "instance show: expected 1 argument(s), got 0"},
+		{runToken, []string{"list", "extra"}, "token list: expected 0 argument(s), got 1"},
+		{runToken, []string{"list"}, "no token"},
+	} {
+		if _, err := cliRun(t, c.run, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v; want %q", c.args, err, c.want)
+		}
+	}
+	for _, g := range []cliGroup{nodeCLI, instanceCLI, tokenCLI} {
+		help := mustCLI(t, g.run, "help")
+		for name := range g.commands(newCLIFlags(g.name)).byName {
+			if !strings.Contains(help, "\n  "+name) {
+				t.Errorf("%s help does not list %q:\n%s", g.name, name, help)
+			}
+		}
+	}
+}
