@@ -10,19 +10,7 @@ import (
 
 // ListTokens returns the API tokens (never their secrets), across all pages.
 func (c *Client) ListTokens(ctx context.Context) ([]api.Token, error) {
-	all := []api.Token{}
-	q := url.Values{}
-	for {
-		var page api.TokenList
-		if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/tokens", query: q, out: &page}); err != nil {
-			return nil, err
-		}
-		all = append(all, page.Items...)
-		if page.NextCursor == "" || page.NextCursor == q.Get("cursor") {
-			return all, nil
-		}
-		q.Set("cursor", page.NextCursor)
-	}
+	return collect(pages[api.Token](ctx, c, "/v1/tokens", nil))
 }
 
 // CreateToken creates an API token. The secret is in the answer only.

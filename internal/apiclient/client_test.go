@@ -498,6 +498,38 @@ func TestListNodesFollowsCursorsWithFilter(t *testing.T) {
 	if len(queries) != 1 {
 		t.Fatalf("early stop fetched %d pages", len(queries))
 	}
+
+	// An iterator ranged over again starts again at the first page.
+	seq := c.Nodes(context.Background(), NodeFilter{Fault: "any", Maintenance: &no, ResourceClass: "gpu", ProvisionState: "available"})
+	for round := range 2 {
+		queries = nil
+		n := 0
+		for _, err := range seq {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n != 4 || len(queries) != 3 || strings.Contains(queries[0], "cursor") {
+			t.Fatalf("round %d: %d nodes from %d pages, first query %q", round, n, len(queries), queries[0])
+		}
+	}
+}
+
+// A server that answers every page with the same cursor does not make a
+// list loop forever: the list ends at the first repeat.
+func TestListStopsOnARepeatedCursor(t *testing.T) {
+	pages := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pages++
+		writeJSON(w, 200, api.TokenList{Items: []api.Token{{ID: fmt.Sprint("t", pages)}}, NextCursor: "same"})
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, nil)
+	toks, err := c.ListTokens(context.Background())
+	if err != nil || len(toks) != 2 || pages != 2 {
+		t.Fatalf("%d tokens from %d pages (%v); want 2 from 2", len(toks), pages, err)
+	}
 }
 
 func TestListNodesEmptyIsNotNil(t *testing.T) {

@@ -22,28 +22,11 @@ func (c *Client) GetInstance(ctx context.Context, idOrName string) (*api.Instanc
 // Instances iterates over the instances the token may see. pageSize 0
 // leaves the page size to the server.
 func (c *Client) Instances(ctx context.Context, pageSize int) iter.Seq2[api.Instance, error] {
-	return func(yield func(api.Instance, error) bool) {
-		q := url.Values{}
-		if pageSize > 0 {
-			q.Set("limit", strconv.Itoa(pageSize))
-		}
-		for {
-			var page api.InstanceList
-			if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/instances", query: q, out: &page}); err != nil {
-				yield(api.Instance{}, err)
-				return
-			}
-			for _, in := range page.Items {
-				if !yield(in, nil) {
-					return
-				}
-			}
-			if page.NextCursor == "" || page.NextCursor == q.Get("cursor") {
-				return
-			}
-			q.Set("cursor", page.NextCursor)
-		}
+	q := url.Values{}
+	if pageSize > 0 {
+		q.Set("limit", strconv.Itoa(pageSize))
 	}
+	return pages[api.Instance](ctx, c, "/v1/instances", q)
 }
 
 // ListInstances returns every instance the token may see.

@@ -65,25 +65,7 @@ func (c *Client) GetNodeETag(ctx context.Context, idOrName string) (*api.Node, s
 // Nodes iterates over every node matching f, fetching pages as needed. It
 // yields a non-nil error at most once, as its last pair.
 func (c *Client) Nodes(ctx context.Context, f NodeFilter) iter.Seq2[api.Node, error] {
-	return func(yield func(api.Node, error) bool) {
-		q := f.values()
-		for {
-			var page api.NodeList
-			if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/nodes", query: q, out: &page}); err != nil {
-				yield(api.Node{}, err)
-				return
-			}
-			for _, n := range page.Items {
-				if !yield(n, nil) {
-					return
-				}
-			}
-			if page.NextCursor == "" || page.NextCursor == q.Get("cursor") {
-				return
-			}
-			q.Set("cursor", page.NextCursor)
-		}
-	}
+	return pages[api.Node](ctx, c, "/v1/nodes", f.values())
 }
 
 // ListNodes returns every node matching f, across all pages.
@@ -130,19 +112,7 @@ func (c *Client) DeleteNode(ctx context.Context, idOrName string, force bool) (*
 
 // ListNodeEvents returns a node's events, oldest first, across all pages.
 func (c *Client) ListNodeEvents(ctx context.Context, idOrName string) ([]api.Event, error) {
-	var all []api.Event
-	q := url.Values{}
-	for {
-		var page api.EventList
-		if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/nodes/" + escape(idOrName) + "/events", query: q, out: &page}); err != nil {
-			return nil, err
-		}
-		all = append(all, page.Items...)
-		if page.NextCursor == "" || page.NextCursor == q.Get("cursor") {
-			return all, nil
-		}
-		q.Set("cursor", page.NextCursor)
-	}
+	return collect(pages[api.Event](ctx, c, "/v1/nodes/"+escape(idOrName)+"/events", nil))
 }
 
 // NodePower asks for a power action (one of api.PowerActions).
@@ -154,17 +124,6 @@ func (c *Client) NodePower(ctx context.Context, idOrName string, target api.Powe
 		return nil, err
 	}
 	return &a, nil
-}
-
-func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
-	all := []T{}
-	for v, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, v)
-	}
-	return all, nil
 }
 
 // InspectNode asks for an inspection: the node (available, without an
