@@ -322,41 +322,38 @@ func execNative(ctx context.Context, tx store.Tx, q string, args ...any) error {
 }
 
 func queryRescued(ctx context.Context, tx store.Tx, q string, args ...any) ([]rescued, error) {
-	var out []rescued
-	scan := func(sc func(...any) error) error {
-		var j rescued
-		if err := sc(&j.id, &j.kind, &j.attempt, &j.nodeID, &j.replica); err != nil {
-			return err
-		}
-		out = append(out, j)
-		return nil
+	// The rows of either driver; only their Close differs (pgx's returns
+	// nothing), and each closes its own.
+	var rows interface {
+		Next() bool
+		Scan(...any) error
+		Err() error
 	}
 	switch n := tx.Native().(type) {
 	case *sql.Tx:
-		rows, err := n.QueryContext(ctx, q, args...)
+		rs, err := n.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows.Scan); err != nil {
-				return nil, err
-			}
-		}
-		return out, rows.Err()
+		defer rs.Close()
+		rows = rs
 	case pgx.Tx:
-		rows, err := n.Query(ctx, q, args...)
+		rs, err := n.Query(ctx, q, args...)
 		if err != nil {
 			return nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows.Scan); err != nil {
-				return nil, err
-			}
-		}
-		return out, rows.Err()
+		defer rs.Close()
+		rows = rs
 	default:
 		return nil, fmt.Errorf("store transaction %T: no SQL handle", n)
 	}
+	var out []rescued
+	for rows.Next() {
+		var j rescued
+		if err := rows.Scan(&j.id, &j.kind, &j.attempt, &j.nodeID, &j.replica); err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
 }
