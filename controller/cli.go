@@ -140,6 +140,7 @@ type cliGroup struct {
 	commands func(f *cliFlags) cliCommands
 }
 
+// cliCommands is a group's commands, by name, and how long each may take.
 type cliCommands struct {
 	byName map[string]cliCommand
 	// timeout is how long command name may take; nil: two minutes.
@@ -153,8 +154,9 @@ type cliCommand struct {
 	run  func(ctx context.Context, c *apiclient.Client, pos []string) error
 }
 
-// run runs the command args name: help, the command's flags and
-// arguments checked, then the command, under its timeout.
+// run runs the group's command args[0] with the rest of args: help, or
+// the command once its flags and number of arguments are checked (before
+// a token is needed or anything is sent), under its timeout.
 func (g cliGroup) run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, g.usage)
