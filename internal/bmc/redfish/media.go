@@ -389,10 +389,12 @@ func sendInsert(ctx context.Context, api *gofish.APIClient, v *mediaSlot, imageU
 	err = postAction(ctx, api, v.InsertTarget, full)
 	if st := statusOf(err); st == http.StatusBadRequest && !imageAnswer(err, imageURL) {
 		// Some BMCs refuse the optional parameters (Supermicro).
-		if err2 := postAction(ctx, api, v.InsertTarget, minimal); err2 == nil || statusOf(err2) != http.StatusBadRequest {
+		err2 := postAction(ctx, api, v.InsertTarget, minimal)
+		if err2 == nil || statusOf(err2) != http.StatusBadRequest || imageAnswer(err2, imageURL) {
 			return err2
 		}
-		return fmt.Errorf("%s refused InsertMedia with and without Inserted and WriteProtected: %w", slotName(v), err)
+		he, _ := asHTTPError(err2, nil)
+		return fmt.Errorf("%s refused InsertMedia with Inserted and WriteProtected (%v), and without them: %w", slotName(v), err, he)
 	}
 	if err != nil && v.EjectTarget == "" && statusOf(err) == http.StatusMethodNotAllowed {
 		return bmc.Errorf(bmc.KindUnsupported, op, "slot %s offers InsertMedia and refuses it (405)", v.label())

@@ -205,9 +205,10 @@ func singleThenNumbered(first, prefix string) func(int) string {
 	}
 }
 
-// dialectQuirks returns the quirks of a dialect (the standard and sushy
-// have none here: sushy's differences are coded in sushy.go).
-func dialectQuirks(d Dialect) Quirks {
+// DialectQuirks returns the quirks of a dialect (the standard and sushy
+// have none here: sushy's differences are coded in sushy.go). Tests read
+// it for what a dialect's systems report (CPU shape, boot mode, slots).
+func DialectQuirks(d Dialect) Quirks {
 	switch d {
 	case DialectIDRAC9:
 		return Quirks{

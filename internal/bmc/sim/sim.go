@@ -212,7 +212,7 @@ func Start(opts Options) (*Fleet, error) {
 			opts.MediaSlots = sushyMediaSlots
 		}
 	}
-	quirks := dialectQuirks(dialect)
+	quirks := DialectQuirks(dialect)
 	if opts.Tweak != nil {
 		opts.Tweak(&quirks)
 	}
@@ -534,6 +534,17 @@ func (f *Fleet) BootOverride(system string) (target, enabled string, err error) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bootTarget, s.bootEnabled, nil
+}
+
+// BootMode returns BootSourceOverrideMode ("UEFI" or "Legacy").
+func (f *Fleet) BootMode(system string) (string, error) {
+	s, err := f.lookup(system)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bootMode, nil
 }
 
 // Media returns the virtual CD's image and whether it is inserted (the
