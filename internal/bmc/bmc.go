@@ -124,6 +124,12 @@ type SystemUUIDGetter interface {
 	SystemUUID(ctx context.Context) (string, error)
 }
 
+// BootModeGetter reads the firmware's boot mode ("uefi" or "bios"; ""
+// when the BMC does not say).
+type BootModeGetter interface {
+	BootMode(ctx context.Context) (string, error)
+}
+
 // Client is one node's BMC. Drivers implement PowerGetter, PowerSetter and
 // BootDeviceSetter; VirtualMedia and InventoryGetter are optional and
 // detected with a type assertion (or return ErrUnsupported-kind errors).

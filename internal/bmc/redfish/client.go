@@ -28,6 +28,8 @@ var (
 	_ bmc.VirtualMedia     = (*Client)(nil)
 	_ bmc.ConfigDriveMedia = (*Client)(nil)
 	_ bmc.InventoryGetter  = (*Client)(nil)
+	_ bmc.SystemUUIDGetter = (*Client)(nil)
+	_ bmc.BootModeGetter   = (*Client)(nil)
 )
 
 // run calls fn with a logged-in client and the system path, re-logging in
@@ -266,6 +268,21 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// BootMode reads the system's boot mode (BootSourceOverrideMode): one
+// request.
+func (cl *Client) BootMode(ctx context.Context) (string, error) {
+	var mode string
+	err := cl.run(ctx, "read boot mode", func(api *gofish.APIClient, sys string) error {
+		s, err := getSystem(api, sys)
+		if err != nil {
+			return err
+		}
+		mode = bootModeName(s.BootMode)
+		return nil
+	})
+	return mode, err
 }
 
 // SystemUUID reads the system's UUID: one request, where Inventory walks
