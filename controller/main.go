@@ -178,6 +178,13 @@ func (f *flags) parse(args []string) error {
 	return err
 }
 
+// set reports whether the command line gave flag name.
+func (f *flags) set(name string) bool {
+	found := false
+	f.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	return found
+}
+
 func (f *flags) logger() (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*f.logLevel)); err != nil {
@@ -213,6 +220,8 @@ func serve(ctx context.Context, args []string) error {
 	f.IntVar(&cfg.PowerSyncWorkers, "power-sync-workers", cfg.PowerSyncWorkers, "concurrent BMC reads during power sync")
 	f.DurationVar(&cfg.BMCTimeout, "bmc-timeout", cfg.BMCTimeout, "timeout of one BMC call")
 	f.DurationVar(&cfg.PowerChangeTimeout, "power-change-timeout", cfg.PowerChangeTimeout, "how long to wait for a power change to be observed before recording power_mismatch")
+	f.IntVar(&cfg.RedfishMaxConnections, "redfish-max-connections", cfg.RedfishMaxConnections, "concurrent requests (and connections) to one Redfish BMC: BMCs take few (iDRAC); raise it for a service in front of many systems (with --sim-systems it defaults to 64: the simulated fleet is one endpoint)")
+	f.DurationVar(&cfg.MediaSettle, "media-settle", cfg.MediaSettle, "how long a BMC may take to show a virtual media insert or eject it accepted, read back until it does, before the request is sent once more (then fails naming the slot)")
 	f.IntVar(&cfg.FaultThreshold, "fault-threshold", cfg.FaultThreshold, "consecutive BMC failures before a node is marked faulted")
 	f.DurationVar(&cfg.MaxBackoff, "max-backoff", cfg.MaxBackoff, "cap of the retry backoff of faulted nodes and failing jobs")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent jobs (deploy, cleanup, ...) per controller")
@@ -245,6 +254,11 @@ func serve(ctx context.Context, args []string) error {
 		log.Warn("--power-sync-interval is 0: the periodic power sync is off; faults are only noticed by jobs")
 	}
 	if *simSystems > 0 {
+		if !f.set("redfish-max-connections") {
+			// Every simulated system is behind the one endpoint, which
+			// the default cap per BMC would make a bottleneck.
+			cfg.RedfishMaxConnections = 64
+		}
 		fleet, err := sim.Start(sim.Options{Listen: *simListen, Systems: *simSystems})
 		if err != nil {
 			return fmt.Errorf("start simulated BMC fleet: %w", err)
@@ -276,10 +290,12 @@ func checkServeConfig(cfg app.Config) error {
 	positive("bmc-timeout", cfg.BMCTimeout)
 	positive("power-change-timeout", cfg.PowerChangeTimeout)
 	positive("max-backoff", cfg.MaxBackoff)
+	positive("media-settle", cfg.MediaSettle)
 	if cfg.PowerSyncInterval < 0 {
 		errs = append(errs, fmt.Errorf("--power-sync-interval must not be negative, got %s", cfg.PowerSyncInterval))
 	}
-	for name, v := range map[string]int{"power-sync-workers": cfg.PowerSyncWorkers, "fault-threshold": cfg.FaultThreshold, "workers": cfg.Workers} {
+	for name, v := range map[string]int{"power-sync-workers": cfg.PowerSyncWorkers, "fault-threshold": cfg.FaultThreshold, "workers": cfg.Workers,
+		"redfish-max-connections": cfg.RedfishMaxConnections} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("--%s must be at least 1, got %d", name, v))
 		}
@@ -316,7 +332,7 @@ func runSim(ctx context.Context, args []string) error {
 	mediaSlots := f.String("media-slots", "",
 		"virtual media slots of each system, comma-separated; the name's prefix is the kind: cd, dvd, usb, floppy, removable (\"CD\" = a single-slot BMC); default "+strings.Join(sim.DefaultMediaSlots, ",")+", with --dialect sushy Cd,Floppy")
 	osBootDelay := f.Duration("os-boot-delay", 0, "how long after power-on the simulated OS calls the config drive's ready URL (negative: never)")
-	dialect := f.String("dialect", "standard", "Redfish implementation to imitate: standard, or sushy (sushy-tools: boot override always Continuous, clearing needs a target, media under the system, images fetched at insert)")
+	dialect := f.String("dialect", "standard", "Redfish implementation to imitate: standard; sushy (sushy-tools: boot override always Continuous, clearing needs a target, media under the system, images fetched at insert); or a vendor's quirks: "+vendorDialects()+" (see the README's vendor table)")
 	fetchMedia := f.Bool("fetch-media", false, "fetch boot CD images at insert time, as real BMCs do (an unfetchable image fails the insert); sushy always does")
 	qemuVM := f.Bool("qemu-vm", false, "back each system with a real qemu VM (TCG, user-mode network: the guest reaches this host's 127.0.0.1 at 10.0.2.2): power starts and stops qemu, virtual media are its CD-ROM drives, the boot override is its boot order; --systems defaults to 1")
 	vmDir := f.String("vm-dir", "", "with --qemu-vm: directory for each system's disk.img, serial.log and qemu.log (default: a new temporary directory; an existing disk.img is kept)")
@@ -380,4 +396,13 @@ func runSim(ctx context.Context, args []string) error {
 	fmt.Println(strconv.Itoa(len(ids)) + " systems; Ctrl-C to stop")
 	<-ctx.Done()
 	return nil
+}
+
+// vendorDialects lists the simulator's vendor dialects for the help.
+func vendorDialects() string {
+	names := make([]string, len(sim.VendorDialects))
+	for i, d := range sim.VendorDialects {
+		names[i] = string(d)
+	}
+	return strings.Join(names, ", ")
 }

@@ -1,5 +1,10 @@
 package api
 
+import (
+	"net/url"
+	"strings"
+)
+
 // The deploy agent's protocol (pull model): the agent, booted on a node by
 // the controller, POSTs an AgentHeartbeat to AgentHeartbeatPath with its
 // per-boot token as the bearer token; the AgentReply may carry the one
@@ -180,6 +185,28 @@ func AgentBootFiles() []string { return []string{AgentISOFile, AgentKernelFile, 
 // changes every boot).
 func AgentBootPath(nodeID, key string) string {
 	return "/v1/agent/boot/" + nodeID + "/" + key + "/" + AgentISOFile
+}
+
+// IsControllerMedia reports whether image, a virtual media image as a BMC
+// shows it, is one the controller inserts: an agent ISO or a config drive,
+// whichever host and port it was reached at (a BMC may show only the file
+// name). The Redfish driver ejects such images and leaves the others (an
+// operator's) alone.
+func IsControllerMedia(image string) bool {
+	u, err := url.Parse(strings.TrimSpace(image))
+	if err != nil {
+		return false
+	}
+	p := u.Path
+	switch {
+	case strings.HasPrefix(p, "/v1/agent/boot/"):
+		return true
+	case strings.HasPrefix(p, "/v1/instances/") && strings.Contains(p, "/config-drive/"):
+		return true
+	case !strings.Contains(p, "/"):
+		return p == AgentISOFile || p == configDriveFile
+	}
+	return false
 }
 
 // AgentNetbootPath is the iPXE script URL for the provisioning network's

@@ -266,8 +266,11 @@ func ReadyPath(instanceID string) string { return "/v1/instances/" + instanceID 
 // key is the capability that authorizes the fetch. It ends in ".iso"
 // because some BMCs judge an image by its name.
 func ConfigDrivePath(instanceID, key string) string {
-	return "/v1/instances/" + instanceID + "/config-drive/" + key + "/config-2.iso"
+	return "/v1/instances/" + instanceID + "/config-drive/" + key + "/" + configDriveFile
 }
+
+// configDriveFile is the config drive's file name in its URL.
+const configDriveFile = "config-2.iso"
 
 // InstanceUpdate is the body of PATCH /v1/instances/{id}.
 type InstanceUpdate struct {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agentboot"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi"
@@ -66,6 +67,14 @@ type Config struct {
 	MaxBackoff         time.Duration
 	RetryBase          time.Duration
 	Workers            int
+	// RedfishMaxConnections caps the concurrent requests (and connections)
+	// to one Redfish BMC (default 2: BMCs take few; a service in front of
+	// many systems, like the simulated fleet, may take more).
+	RedfishMaxConnections int
+	// MediaSettle is how long a BMC may take to show a virtual media
+	// insert or eject it accepted before the request is sent again (and
+	// then fails): default 15s.
+	MediaSettle time.Duration
 	// ImageCheck makes deploys look at an image URL from the controller
 	// (HEAD and a range GET) before a BMC gets it, so an image that is not
 	// there fails its instance with the reason. Off only where the
@@ -125,6 +134,7 @@ func Defaults() Config {
 		PowerSyncInterval: 60 * time.Second, PowerSyncWorkers: 64, BMCTimeout: 10 * time.Second,
 		PowerChangeTimeout: 60 * time.Second, PowerPollInterval: 2 * time.Second,
 		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 100,
+		RedfishMaxConnections: redfish.DefaultMaxConcurrentRequests, MediaSettle: 15 * time.Second,
 		ImageCheck: true, CleanErase: "metadata",
 	}
 }
@@ -311,7 +321,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	a.redfish = redfish.NewOpener(redfish.Options{Timeout: cfg.BMCTimeout, Logger: log})
+	a.redfish = redfish.NewOpener(redfish.Options{Timeout: cfg.BMCTimeout, Logger: log,
+		MaxConcurrentRequests: cfg.RedfishMaxConnections, MediaSettle: cfg.MediaSettle, OwnsMedia: api.IsControllerMedia})
 	a.ipmi = ipmi.NewOpener(ipmi.Options{Timeout: cfg.BMCTimeout, Logger: log})
 	drivers := bmc.Drivers{"redfish": a.redfish, "ipmi": a.ipmi}
 
@@ -340,6 +351,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return fail(errors.New("--agent-netboot needs --agent-kernel: it boots the deploy agent from the network"))
 	}
 	var images *agentboot.Builder
+	agentBIOSOnly := false
 	if cfg.AgentKernel != "" {
 		if publicURL == "" {
 			return fail(errors.New("--agent-kernel needs a --public-url: the deploy agent calls the controller there"))
@@ -355,6 +367,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		uefiName := string(uefi)
 		if uefi == image.UEFIOff {
 			uefiName = "off"
+			agentBIOSOnly = true
 		}
 		if uefi == image.UEFISecureBoot {
 			if w := image.SecureBootKernelWarning(cfg.AgentKernel); w != "" {
@@ -386,7 +399,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		PowerSyncInterval: cfg.PowerSyncInterval, PowerSyncWorkers: cfg.PowerSyncWorkers,
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
 		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
-		AgentBoot: images != nil, AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL, CleanErase: cleanErase(cfg.CleanErase),
+		MediaSettle: cfg.MediaSettle,
+		AgentBoot:   images != nil, AgentBIOSOnly: images != nil && agentBIOSOnly,
+		AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL, CleanErase: cleanErase(cfg.CleanErase),
 		CleanEraseByClass: byClass,
 		AgentNetboot:      images != nil && cfg.AgentNetboot,
 		InspectOnEnroll:   cfg.InspectOnEnroll,
@@ -412,8 +427,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if images != nil {
 		hopts.AgentImages, hopts.AgentURL, hopts.AgentCACerts = images, cfg.AgentURL, agentCA
 	}
-	api := httpapi.New(hopts)
-	a.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+	handler := httpapi.New(hopts)
+	a.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if tlsConfig != nil {

@@ -56,11 +56,21 @@ const (
 	BootNone BootDevice = "none"
 )
 
-// Inventory is what a BMC reports about its system.
+// Inventory is what a BMC reports about its system. A figure the BMC
+// does not give (or gives as 0, as an OpenBMC does for a host that is
+// off) is 0: unknown, never a fact.
 type Inventory struct {
+	// CPUs is the number of hardware threads (logical CPUs), what
+	// schedulers and operators count; CPUSockets and CPUCores are the
+	// populated sockets and their cores, where the BMC says.
 	CPUs       int
+	CPUSockets int
+	CPUCores   int
 	MemoryMB   int
 	CPUArch    string
+	// BootMode is the firmware's boot mode as the BMC reports it
+	// ("uefi" or "bios"; "" unknown).
+	BootMode   string
 	SystemUUID string
 	Serial     string
 	// PowerState is the power state, where the driver read it in the
@@ -112,6 +122,12 @@ type InventoryGetter interface {
 // baremetal.NetbootUUIDs). Drivers whose Inventory has it need not.
 type SystemUUIDGetter interface {
 	SystemUUID(ctx context.Context) (string, error)
+}
+
+// BootModeGetter reads the firmware's boot mode ("uefi" or "bios"; ""
+// when the BMC does not say).
+type BootModeGetter interface {
+	BootMode(ctx context.Context) (string, error)
 }
 
 // Client is one node's BMC. Drivers implement PowerGetter, PowerSetter and

@@ -28,10 +28,11 @@ import (
 // again, so the next attempt boots with a new session and token. It
 // returns how the agent was booted, for the node's event.
 func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose baremetal.AgentPurpose, cmd *api.AgentCommand) (string, error) {
-	vm, err := w.ejectMediaSupported(ctx, n)
+	ms, err := w.ejectMediaSupported(ctx, n)
 	if err != nil {
 		return "", err
 	}
+	vm := ms.ok
 	token, hash := baremetal.NewAgentToken()
 	sess := &baremetal.AgentSession{NodeID: n.ID, Purpose: purpose, Token: token, TokenHash: hash}
 	if cmd != nil {
@@ -53,6 +54,11 @@ func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose ba
 		}
 		how = "from the network"
 	}
+	if vm && w.cfg.AgentBIOSOnly {
+		if err := w.checkAgentBootMode(ctx, n); err != nil {
+			return "", err
+		}
+	}
 	if err := w.store.PutAgentSession(ctx, sess); err != nil {
 		return "", err
 	}
@@ -66,6 +72,30 @@ func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose ba
 		return "", err
 	}
 	return how, nil
+}
+
+// checkAgentBootMode refuses to boot a BIOS-only agent ISO on a node
+// whose BMC reports UEFI boot mode: the boot would fail at the node's
+// console, and the agent timeout would say only that nothing reported.
+func (w *nodeWork) checkAgentBootMode(ctx context.Context, n *baremetal.Node) error {
+	mode := ""
+	err := w.bmcCall(ctx, n, "read boot mode", func(ctx context.Context, c bmc.Client) error {
+		g, ok := c.(bmc.BootModeGetter)
+		if !ok {
+			return nil
+		}
+		var err error
+		mode, err = g.BootMode(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if mode == "uefi" {
+		return &permanentError{fmt.Sprintf("node %s boots UEFI (its BMC reports boot mode UEFI) and this controller's deploy agent ISO boots BIOS only: "+
+			"install grub-efi-amd64-bin (or shim-signed and grub-efi-amd64-signed for Secure Boot) and restart the controller (--agent-uefi)", n.Name)}
+	}
+	return nil
 }
 
 // netbootIDs are the identities by which node n will be recognised when

@@ -35,7 +35,17 @@ func nodeSecrets(n *baremetal.Node) *redact.Secrets {
 // package goes through here, so every one is bounded, classified and
 // counted.
 func (r *nodeWork) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn func(ctx context.Context, c bmc.Client) error) error {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.BMCTimeout)
+	return r.bmcCallWithin(ctx, n, op, r.cfg.BMCTimeout, fn)
+}
+
+// mediaCall is bmcCall for a virtual media call: several requests, read
+// back until the BMC shows the change (Config.mediaTimeout).
+func (r *nodeWork) mediaCall(ctx context.Context, n *baremetal.Node, op string, fn func(ctx context.Context, c bmc.Client) error) error {
+	return r.bmcCallWithin(ctx, n, op, r.cfg.mediaTimeout(), fn)
+}
+
+func (r *nodeWork) bmcCallWithin(ctx context.Context, n *baremetal.Node, op string, timeout time.Duration, fn func(ctx context.Context, c bmc.Client) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	started := time.Now()
 	c, err := r.cfg.BMC.Open(ctx, endpoint(n))
@@ -50,7 +60,7 @@ func (r *nodeWork) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn
 		// A deadline hit inside the driver may come back unclassified or
 		// as a bare context error; either way it is an unreachable BMC.
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = &bmc.Error{Kind: bmc.KindUnreachable, Op: op, Err: fmt.Errorf("no answer within %s", r.cfg.BMCTimeout)}
+			err = &bmc.Error{Kind: bmc.KindUnreachable, Op: op, Err: fmt.Errorf("no answer within %s", timeout)}
 		}
 	}
 	r.metrics.observeBMC(string(n.Driver), op, started, err)

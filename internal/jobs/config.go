@@ -97,9 +97,20 @@ type Config struct {
 	// Metrics, when set, receives the runner's Prometheus collectors.
 	Metrics prometheus.Registerer
 
+	// MediaSettle is how long a BMC may take to show a virtual media
+	// insert or eject it accepted (the Redfish driver reads it back that
+	// long, and sends it once more): media calls get their own deadline
+	// from it (mediaTimeout), since one such call is several requests.
+	MediaSettle time.Duration
+
 	// AgentBoot says that the API serves the deploy agent's ISO
 	// (api.AgentBootPath) at PublicURL; inspection needs it.
 	AgentBoot bool
+	// AgentBIOSOnly says that the served agent ISO boots on BIOS firmware
+	// only (no UEFI boot loader was installed where it was built): a node
+	// whose BMC reports UEFI boot mode is then not booted into the agent,
+	// and the error says why.
+	AgentBIOSOnly bool
 	// AgentURL is the API's base URL as booted nodes (the agent) reach
 	// it; empty: PublicURL.
 	AgentURL string
@@ -160,6 +171,7 @@ func (c Config) withDefaults() Config {
 	def(&c.BMCTimeout, 10*time.Second)
 	def(&c.PowerChangeTimeout, 60*time.Second)
 	def(&c.PowerPollInterval, 2*time.Second)
+	def(&c.MediaSettle, 15*time.Second)
 	def(&c.RetryBase, 2*time.Second)
 	def(&c.MaxBackoff, 5*time.Minute)
 	def(&c.MaintenancePoll, 30*time.Second)
@@ -205,7 +217,14 @@ func (c Config) validate() error {
 // jobTimeout bounds the longest job: a deploy makes about six BMC calls
 // plus the power-change wait. River cancels the job's context after it.
 func (c Config) jobTimeout() time.Duration {
-	return c.PowerChangeTimeout + 8*c.BMCTimeout + 30*time.Second
+	return c.PowerChangeTimeout + 8*c.BMCTimeout + 2*c.mediaTimeout() + 30*time.Second
+}
+
+// mediaTimeout bounds one virtual media call (insert or eject with its
+// read-back): the request and its one repetition, each read back for up
+// to MediaSettle, an eject before an insert.
+func (c Config) mediaTimeout() time.Duration {
+	return 2*c.MediaSettle + 4*c.BMCTimeout
 }
 
 // agentStall is how long an agent that has reported may fall silent

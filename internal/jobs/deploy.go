@@ -212,10 +212,16 @@ func (w *deployWorker) awaitReady(ctx context.Context, n *baremetal.Node, inst *
 // instance with user data or a deploy_timeout also gets its config drive
 // attached (see attachConfigDrive); drive describes it for the event.
 func (w *deployWorker) prepareBoot(ctx context.Context, n *baremetal.Node, inst *baremetal.Instance) (dev bmc.BootDevice, drive string, err error) {
-	vm, err := w.ejectMediaSupported(ctx, n)
+	ms, err := w.ejectMediaSupported(ctx, n)
 	if err != nil {
 		return "", "", err
 	}
+	if !ms.ok && ms.why != "" {
+		// A Redfish BMC without usable virtual media: booting from the
+		// network instead would report a deploy of an image nobody booted.
+		return "", "", noLiveMedia(n, inst, ms.why)
+	}
+	vm := ms.ok
 	dev = bmc.BootPXE
 	if vm && inst.Image.URL != "" {
 		if w.cfg.ImageCheck != nil {
@@ -226,13 +232,15 @@ func (w *deployWorker) prepareBoot(ctx context.Context, n *baremetal.Node, inst 
 				return "", "", err
 			}
 		}
-		err := w.bmcCall(ctx, n, "insert media", func(ctx context.Context, c bmc.Client) error {
+		err := w.mediaCall(ctx, n, "insert media", func(ctx context.Context, c bmc.Client) error {
 			return c.(bmc.VirtualMedia).InsertMedia(ctx, inst.Image.URL)
 		})
 		switch {
 		case err == nil:
 			dev = bmc.BootCD
-		case bmc.KindOf(err) != bmc.KindUnsupported:
+		case bmc.KindOf(err) == bmc.KindUnsupported && isBMCErr(err):
+			return "", "", noLiveMedia(n, inst, err.Error())
+		default:
 			return "", "", err
 		}
 	}
@@ -246,6 +254,13 @@ func (w *deployWorker) prepareBoot(ctx context.Context, n *baremetal.Node, inst 
 		return c.SetBootDevice(ctx, dev, false)
 	})
 	return dev, drive, err
+}
+
+// noLiveMedia is the permanent error of a live deploy whose BMC cannot
+// boot the image from virtual media (why: what it answered).
+func noLiveMedia(n *baremetal.Node, inst *baremetal.Instance, why string) error {
+	return &permanentError{fmt.Sprintf("a live deploy boots the image from virtual media, which node %s's %s BMC cannot do (%s); "+
+		"deploy_method \"image\" writes it to disk from the deploy agent instead (booted from the network with --agent-netboot)", n.Name, n.Driver, why)}
 }
 
 // Only instances that have something to deliver get a config drive
@@ -274,7 +289,7 @@ func (w *deployWorker) attachConfigDrive(ctx context.Context, n *baremetal.Node,
 		return &permanentError{fmt.Sprintf("the instance's %s needs a config drive, but the %s BMC of node %s has no virtual media", why, n.Driver, n.Name)}
 	}
 	url := w.cfg.PublicURL + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
-	err := w.bmcCall(ctx, n, "insert config drive", func(ctx context.Context, c bmc.Client) error {
+	err := w.mediaCall(ctx, n, "insert config drive", func(ctx context.Context, c bmc.Client) error {
 		cd, ok := c.(bmc.ConfigDriveMedia)
 		if !ok {
 			return bmc.Errorf(bmc.KindUnsupported, "insert config drive", "the driver cannot attach a second virtual media image")

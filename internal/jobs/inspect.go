@@ -98,7 +98,7 @@ func (w *inspectWorker) bootAgent(ctx context.Context, job *river.Job[InspectArg
 // bootFromCD inserts url as virtual media, sets a one-time CD boot and
 // powers the node on (or resets it), waiting until on is observed.
 func (w *nodeWork) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
-	if err := w.bmcCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
+	if err := w.mediaCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
 		return c.(bmc.VirtualMedia).InsertMedia(ctx, url)
 	}); err != nil {
 		return err

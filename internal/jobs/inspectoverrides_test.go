@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,30 @@ func TestInspectionKeepsOverrides(t *testing.T) {
 		}
 		if got.Overrides != (baremetal.PropertyOverrides{CPUs: true, LocalGB: true}) {
 			t.Fatalf("overrides after inspection: %+v", got.Overrides)
+		}
+	})
+}
+
+// A controller whose agent ISO boots BIOS only does not boot it on a node
+// whose BMC reports UEFI: the inspection ends at once saying why, and the
+// machine is never powered on (issue #25: boot mode).
+func TestAgentISOBootModeMismatch(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, sys := newSimHarness(t, open(t), 1, func(c *Config) {
+			c.AgentBoot, c.AgentBIOSOnly, c.PublicURL = true, true, "http://controller.invalid"
+		})
+		n := h.addNode("n-uefi", sys[0], baremetal.StateInspecting, false)
+		h.start()
+		h.enqueue(InspectArgs{NodeID: n.ID})
+		got := h.waitNode(n.ID, wait, "available", func(n *baremetal.Node) bool { return n.ProvisionState == baremetal.StateAvailable })
+		if !strings.Contains(got.LastError, "boots UEFI") || !strings.Contains(got.LastError, "BIOS only") {
+			t.Fatalf("last_error %q does not say why the agent was not booted", got.LastError)
+		}
+		if st, _ := h.fleet.OS(sys[0]); st.PowerOns != 0 {
+			t.Fatalf("the machine was powered on %d times", st.PowerOns)
+		}
+		if sess, err := h.st.GetAgentSession(h.ctx, n.ID); err == nil {
+			t.Fatalf("an agent session was stored: %+v", sess)
 		}
 	})
 }

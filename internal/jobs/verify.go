@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -62,7 +63,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 		fillProperties(n, inv)
 		c.Reason = fmt.Sprintf("BMC verified: power %s", ps)
 		if inv != nil {
-			c.Reason += fmt.Sprintf(", %d CPUs, %d MiB, %s", inv.CPUs, inv.MemoryMB, inv.CPUArch)
+			c.Reason += ", " + describeInventory(inv)
 		}
 		inspect, why := w.cfg.inspectOnEnroll(n)
 		if why != "" {
@@ -156,6 +157,32 @@ func (w *verifyWorker) readInventory(ctx context.Context, n *baremetal.Node) (*b
 // inspected where no inspection found them before (the deploy agent's,
 // measured on the machine itself, stays), and shows them where the
 // operator set no override: what the operator set always wins.
+// describeInventory says what the BMC reported, as the API names it;
+// what it did not report is said to be unknown, not 0.
+func describeInventory(inv *bmc.Inventory) string {
+	var parts []string
+	if inv.CPUs > 0 {
+		p := fmt.Sprintf("cpus=%d", inv.CPUs)
+		if inv.CPUSockets > 0 && inv.CPUCores > 0 {
+			p += fmt.Sprintf(" (%d sockets, %d cores)", inv.CPUSockets, inv.CPUCores)
+		}
+		parts = append(parts, p)
+	}
+	if inv.MemoryMB > 0 {
+		parts = append(parts, fmt.Sprintf("memory_mb=%d", inv.MemoryMB))
+	}
+	if inv.CPUArch != "" {
+		parts = append(parts, "cpu_arch="+inv.CPUArch)
+	}
+	if inv.BootMode != "" {
+		parts = append(parts, "boot mode "+inv.BootMode)
+	}
+	if len(parts) == 0 {
+		return "no inventory reported (the BMC gives none while the machine is off, or at all)"
+	}
+	return strings.Join(parts, ", ")
+}
+
 func fillProperties(n *baremetal.Node, inv *bmc.Inventory) {
 	if inv == nil {
 		return

@@ -11,8 +11,9 @@ import (
 
 // The verify of an enrolled Redfish node reads the system resource once:
 // its power state comes with the inventory (the system, its processor
-// collection and first processor: three requests; it was four when the
-// power had a read of its own).
+// collection and each processor, whose threads make the CPU count: four
+// requests for the sim's two sockets; one more when the power had a read
+// of its own).
 func TestVerifyReadsPowerWithInventory(t *testing.T) {
 	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		h, sys := newSimHarness(t, open(t), 1)
@@ -29,8 +30,11 @@ func TestVerifyReadsPowerWithInventory(t *testing.T) {
 		if n.PowerState != baremetal.PowerOn || n.Properties.CPUs == 0 || n.Properties.CPUArch == "" {
 			t.Errorf("verified node: power=%s properties=%+v, want power on and the inventory", n.PowerState, n.Properties)
 		}
-		if got := h.requests(sys[0]) - before; got != 3 {
-			t.Errorf("the verify made %d requests of the system, want 3 (system, processors, first processor)", got)
+		if got := h.requests(sys[0]) - before; got != 4 {
+			t.Errorf("the verify made %d requests of the system, want 4 (system, processors, two processors)", got)
+		}
+		if n.Properties.CPUs != 32 {
+			t.Errorf("cpus %d, want the sim's 32 hardware threads", n.Properties.CPUs)
 		}
 	})
 }

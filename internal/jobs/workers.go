@@ -141,23 +141,33 @@ func (r *nodeWork) ejectMedia(ctx context.Context, n *baremetal.Node) error {
 	return err
 }
 
+// mediaSupport is whether a node's BMC has virtual media: its driver has
+// none (IPMI: such nodes boot from the network), or its driver has and
+// the BMC does not (why says what it answered: a Redfish BMC without the
+// licence, an empty VirtualMedia collection), or it has.
+type mediaSupport struct {
+	ok  bool
+	why string // when the driver has virtual media and the BMC does not
+}
+
 // ejectMediaSupported ejects virtual media and reports whether the BMC has
 // virtual media at all (the driver type and the BMC both must support it).
-func (r *nodeWork) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (bool, error) {
-	supported := false
-	err := r.bmcCall(ctx, n, "eject media", func(ctx context.Context, c bmc.Client) error {
+func (r *nodeWork) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (mediaSupport, error) {
+	var ms mediaSupport
+	err := r.mediaCall(ctx, n, "eject media", func(ctx context.Context, c bmc.Client) error {
 		vm, ok := c.(bmc.VirtualMedia)
 		if !ok {
 			return nil
 		}
 		err := vm.EjectMedia(ctx)
 		if err != nil && bmc.KindOf(err) == bmc.KindUnsupported {
+			ms.why = err.Error()
 			return nil
 		}
-		supported = true
+		ms.ok = true
 		return err
 	})
-	return supported, err
+	return ms, err
 }
 
 // deleteNode removes a node record that is still in state deleting.

@@ -86,6 +86,10 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.BootstrapToken = "bmt_testenv-admin-" + fmt.Sprint(time.Now().UnixNano())
 	cfg.PowerSyncInterval = orDur(opts.PowerSyncInterval, time.Second)
 	cfg.BMCTimeout = orDur(opts.BMCTimeout, time.Second)
+	// The fleet is one endpoint for every system; and its media show an
+	// insert at once, but for the dialects that delay it (kept short).
+	cfg.RedfishMaxConnections = 64
+	cfg.MediaSettle = 2 * time.Second
 	cfg.PowerChangeTimeout = 10 * time.Second
 	cfg.PowerPollInterval = 50 * time.Millisecond
 	cfg.RetryBase = 100 * time.Millisecond

@@ -1,6 +1,7 @@
 package redfish
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,13 +17,16 @@ import (
 // bootForm is one way of writing a boot override, in the order its fields
 // are shown in messages.
 type bootForm struct {
-	enabled, target string
+	enabled, target, mode string
 }
 
 func (f bootForm) payload() map[string]any {
 	boot := map[string]string{"BootSourceOverrideEnabled": f.enabled}
 	if f.target != "" {
 		boot["BootSourceOverrideTarget"] = f.target
+	}
+	if f.mode != "" {
+		boot["BootSourceOverrideMode"] = f.mode
 	}
 	return map[string]any{"Boot": boot}
 }
@@ -31,6 +35,9 @@ func (f bootForm) String() string {
 	s := "Boot.BootSourceOverrideEnabled=" + f.enabled
 	if f.target != "" {
 		s += " with Boot.BootSourceOverrideTarget=" + f.target
+	}
+	if f.mode != "" {
+		s += " and Boot.BootSourceOverrideMode=" + f.mode
 	}
 	return s
 }
@@ -69,39 +76,49 @@ func clearForms(s *system) []bootForm {
 	}
 	if advertised {
 		if containsFold(s.BootTargets, "None") {
-			add(bootForm{"Disabled", "None"})
+			add(bootForm{enabled: "Disabled", target: "None"})
 		} else if allows("Hdd") {
-			add(bootForm{"Disabled", "Hdd"})
+			add(bootForm{enabled: "Disabled", target: "Hdd"})
 		}
 	}
-	add(bootForm{"Disabled", ""})
+	add(bootForm{enabled: "Disabled", target: ""})
 	if !advertised {
-		add(bootForm{"Disabled", "None"})
+		add(bootForm{enabled: "Disabled", target: "None"})
 	}
 	if allows("Hdd") {
-		add(bootForm{"Disabled", "Hdd"})
+		add(bootForm{enabled: "Disabled", target: "Hdd"})
 		if len(s.BootEnables) == 0 || containsFold(s.BootEnables, "Continuous") {
-			add(bootForm{"Continuous", "Hdd"})
+			add(bootForm{enabled: "Continuous", target: "Hdd"})
 		}
 	}
 	return forms
 }
 
-// clearOverride tries each form of clearOverride in turn while the BMC
-// answers 400 (the form, not the BMC, is wrong); any other outcome ends
-// the attempts. When every form is refused, the error names what was sent
-// and carries the BMC's first answer, which usually says which field it
-// wanted.
-func clearOverride(api *gofish.APIClient, s *system, secrets *redact.Secrets) error {
+// clearOverride tries each form of clearForms in turn while the BMC
+// answers 400 (the form, not the BMC, is wrong) or accepts a form and
+// still shows the override when read back (a BMC that ignores Enabled
+// alone); any other failure ends the attempts. When every form is refused,
+// the error names what was sent and carries the BMC's first answer, which
+// usually says which field it wanted.
+func clearOverride(ctx context.Context, api *gofish.APIClient, s *system, secrets *redact.Secrets) error {
 	if overrideCleared(s) {
 		return nil
 	}
 	var tried []string
 	var first error
 	for _, f := range clearForms(s) {
-		err := patchBoot(api, s, f.payload())
+		err := patchBoot(ctx, api, s, f.payload())
 		if err == nil {
-			return nil
+			now, rerr := getSystem(api, s.Path)
+			if rerr != nil {
+				return fmt.Errorf("reading the boot override back: %w", rerr)
+			}
+			if overrideCleared(now) {
+				return nil
+			}
+			tried = append(tried, f.String()+" (accepted, and the override stayed "+showOverride(now)+")")
+			s = now
+			continue
 		}
 		if statusOf(err) != http.StatusBadRequest {
 			return err
@@ -112,6 +129,10 @@ func clearOverride(api *gofish.APIClient, s *system, secrets *redact.Secrets) er
 		}
 	}
 	if first == nil {
+		if len(tried) > 0 {
+			return &bmc.Error{Kind: bmc.KindRefused, Op: "set boot device",
+				Err: fmt.Errorf("clearing the boot override of %s: %w: sent %s", s.Path, errNotApplied, strings.Join(tried, ", then "))}
+		}
 		return errors.New("clearing the boot override: no form of the request to try")
 	}
 	// Every form the BMC could want was refused as asked: sending them
@@ -121,14 +142,27 @@ func clearOverride(api *gofish.APIClient, s *system, secrets *redact.Secrets) er
 		Err: fmt.Errorf("clearing the boot override of %s: the BMC refused %s: %w", s.Path, strings.Join(tried, ", then "), he)}
 }
 
-// patchBoot PATCHes a Boot payload to the system, falling back to its
-// @Redfish.Settings resource when the system itself refuses (some BMCs
-// take settings only there).
-func patchBoot(api *gofish.APIClient, s *system, payload any) error {
-	err := patch(api, s.Path, payload, s.ETag)
+// patchBoot PATCHes a Boot payload to the system (with its ETag), falling
+// back to its @Redfish.Settings resource when the system itself refuses
+// (some BMCs take settings only there).
+func patchBoot(ctx context.Context, api *gofish.APIClient, s *system, payload any) error {
+	reread := func() (string, error) {
+		now, err := getSystem(api, s.Path)
+		if err != nil {
+			return "", err
+		}
+		return now.ETag, nil
+	}
+	err := patchResource(ctx, api, s.Path, payload, s.ETag, reread)
 	if err != nil && s.SettingsTarget != "" && s.SettingsTarget != s.Path {
 		if st := statusOf(err); st == http.StatusBadRequest || st == http.StatusMethodNotAllowed {
-			err = patch(api, s.SettingsTarget, payload, "")
+			err = patchResource(ctx, api, s.SettingsTarget, payload, "", func() (string, error) {
+				_, hdr, err := getDoc(api, s.SettingsTarget)
+				if err != nil {
+					return "", err
+				}
+				return hdr.Get("ETag"), nil
+			})
 		}
 	}
 	return err

@@ -3,12 +3,12 @@ package redfish
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
 
 	"github.com/stmcginnis/gofish"
-	"github.com/stmcginnis/gofish/schemas"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 )
@@ -28,6 +28,8 @@ var (
 	_ bmc.VirtualMedia     = (*Client)(nil)
 	_ bmc.ConfigDriveMedia = (*Client)(nil)
 	_ bmc.InventoryGetter  = (*Client)(nil)
+	_ bmc.SystemUUIDGetter = (*Client)(nil)
+	_ bmc.BootModeGetter   = (*Client)(nil)
 )
 
 // run calls fn with a logged-in client and the system path, re-logging in
@@ -107,10 +109,7 @@ func (cl *Client) SetPower(ctx context.Context, action bmc.PowerAction) error {
 			((action == bmc.ActionOff || action == bmc.ActionSoftOff) && cur == bmc.PowerOff) {
 			return nil
 		}
-		allowed := s.ResetTypes
-		if len(allowed) == 0 && s.ResetActionInfo != "" {
-			allowed = actionInfoValues(api, s.ResetActionInfo, "ResetType")
-		}
+		allowed := allowableValues(api, s.ResetAction, "ResetType", allResetTypes)
 		rt, ok := chooseReset(action, cur, allowed)
 		if !ok {
 			return bmc.Errorf(bmc.KindUnsupported, op, "system %s allows reset types %s; none does %q",
@@ -119,9 +118,7 @@ func (cl *Client) SetPower(ctx context.Context, action bmc.PowerAction) error {
 		if rt != preferredReset(action, cur) {
 			cl.c.o.log.Info("power action mapped to a fallback reset type", "bmc", cl.c.endpoint, "system", s.Path, "action", action, "reset_type", rt)
 		}
-		resp, err := api.Post(s.ResetTarget, map[string]string{"ResetType": rt})
-		schemas.DeferredCleanupHTTPResponse(resp)
-		return err
+		return postAction(ctx, api, s.ResetTarget, map[string]string{"ResetType": rt})
 	})
 }
 
@@ -184,22 +181,6 @@ func chooseReset(action bmc.PowerAction, cur bmc.PowerState, allowed []string) (
 	return "", false
 }
 
-// actionInfoValues reads a parameter's AllowableValues from an ActionInfo
-// resource; failures leave it empty (then standard values are assumed).
-func actionInfoValues(api *gofish.APIClient, path, param string) []string {
-	d, _, err := getDoc(api, path)
-	if err != nil {
-		return nil
-	}
-	for _, p := range d.arr("Parameters") {
-		pd, _ := p.(map[string]any)
-		if strings.EqualFold(doc(pd).str("Name"), param) {
-			return doc(pd).strs("AllowableValues")
-		}
-	}
-	return nil
-}
-
 var bootTargets = map[bmc.BootDevice]string{
 	bmc.BootPXE:  "Pxe",
 	bmc.BootCD:   "Cd",
@@ -208,7 +189,12 @@ var bootTargets = map[bmc.BootDevice]string{
 
 // SetBootDevice sets the boot override by PATCH: once, or continuous when
 // persistent; BootNone clears it (see clearOverride: how differs between
-// BMCs).
+// BMCs). The override carries the system's boot mode where the system has
+// the property (some BMCs fall back to their default mode when a PATCH
+// leaves it out, and the machine then cannot boot what it booted before),
+// and it is read back: a BMC that accepted the override and does not show
+// it (one-time boot on some iDRAC firmware) gets it once more, then the
+// call fails saying what the BMC shows.
 func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persistent bool) error {
 	const op = "set boot device"
 	target, known := bootTargets[dev]
@@ -221,7 +207,7 @@ func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persist
 			return err
 		}
 		if dev == bmc.BootNone {
-			return clearOverride(api, s, cl.c.redactor())
+			return clearOverride(ctx, api, s, cl.c.redactor())
 		}
 		enabled := "Once"
 		if persistent {
@@ -233,31 +219,95 @@ func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persist
 		if len(s.BootEnables) > 0 && !containsFold(s.BootEnables, enabled) {
 			return bmc.Errorf(bmc.KindUnsupported, op, "system %s does not support a %s boot override", s.Path, enabled)
 		}
-		if strings.EqualFold(s.BootTarget, target) && strings.EqualFold(s.BootEnabled, enabled) {
+		want := bootForm{enabled: enabled, target: target, mode: s.BootMode}
+		if overrideShows(s, want) {
 			return nil
 		}
-		return patchBoot(api, s, map[string]any{"Boot": map[string]string{
-			"BootSourceOverrideTarget":  target,
-			"BootSourceOverrideEnabled": enabled,
-		}})
+		for try := 1; ; try++ {
+			if err := patchBoot(ctx, api, s, want.payload()); err != nil {
+				return err
+			}
+			if s, err = getSystem(api, sys); err != nil {
+				return fmt.Errorf("reading the boot override back: %w", err)
+			}
+			if overrideShows(s, want) {
+				if try > 1 {
+					cl.c.o.log.Info("boot override took on the second PATCH", "bmc", cl.c.endpoint, "system", s.Path)
+				}
+				return nil
+			}
+			if try == 2 {
+				return &bmc.Error{Kind: bmc.KindRefused, Op: op, Err: fmt.Errorf("%w: system %s was sent %s twice and shows %s",
+					errNotApplied, s.Path, want, showOverride(s))}
+			}
+		}
 	})
 }
 
-// patch PATCHes without If-Match and retries with it when the BMC demands
-// one (428), which avoids spurious 412s from ETags that change with power.
-func patch(api *gofish.APIClient, path string, payload any, etag string) error {
-	resp, err := api.Patch(path, payload)
-	schemas.DeferredCleanupHTTPResponse(resp)
-	if err != nil && statusOf(err) == http.StatusPreconditionRequired && etag != "" {
-		resp, err = api.PatchWithHeaders(path, payload, map[string]string{"If-Match": etag})
-		schemas.DeferredCleanupHTTPResponse(resp)
+// overrideShows reports whether s shows the override f. A one-time
+// override that reads back continuous counts (sushy-tools, libvirt: no
+// one-time boot; the controller clears overrides when its work is done),
+// and so does a mode the system does not report.
+func overrideShows(s *system, f bootForm) bool {
+	if !strings.EqualFold(s.BootTarget, f.target) {
+		return false
 	}
-	return err
+	if !strings.EqualFold(s.BootEnabled, f.enabled) &&
+		(!strings.EqualFold(f.enabled, "Once") || !strings.EqualFold(s.BootEnabled, "Continuous")) {
+		return false
+	}
+	return f.mode == "" || s.BootMode == "" || strings.EqualFold(s.BootMode, f.mode)
 }
 
-// Inventory reads CPUs (logical, as Ironic counts them), memory, UUID,
-// serial and power state from the system, and the CPU architecture from
-// its first processor when the BMC lists processors.
+func showOverride(s *system) string {
+	return bootForm{enabled: orNone(s.BootEnabled), target: orNone(s.BootTarget), mode: s.BootMode}.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// BootMode reads the system's boot mode (BootSourceOverrideMode): one
+// request.
+func (cl *Client) BootMode(ctx context.Context) (string, error) {
+	var mode string
+	err := cl.run(ctx, "read boot mode", func(api *gofish.APIClient, sys string) error {
+		s, err := getSystem(api, sys)
+		if err != nil {
+			return err
+		}
+		mode = bootModeName(s.BootMode)
+		return nil
+	})
+	return mode, err
+}
+
+// SystemUUID reads the system's UUID: one request, where Inventory walks
+// the processors too.
+func (cl *Client) SystemUUID(ctx context.Context) (string, error) {
+	var id string
+	err := cl.run(ctx, "read system UUID", func(api *gofish.APIClient, sys string) error {
+		s, err := getSystem(api, sys)
+		if err != nil {
+			return err
+		}
+		id = s.UUID
+		return nil
+	})
+	return id, err
+}
+
+// Inventory reads the system's hardware threads, sockets and cores,
+// memory, UUID, serial, boot mode and power state. The CPU count is what
+// operators and schedulers mean by cpus, the hardware threads: the sum of
+// each processor's TotalThreads (else TotalCores), else the summary's
+// LogicalProcessorCount. ProcessorSummary.Count is not used for it: it
+// counts sockets on most BMCs (iLO 5, AMI, Intel), and cores on others
+// (Supermicro X10, Cisco). Zeros are unknowns (an OpenBMC whose host is
+// off reports 0 CPUs and 0 GiB), never facts.
 func (cl *Client) Inventory(ctx context.Context) (bmc.Inventory, error) {
 	var inv bmc.Inventory
 	err := cl.run(ctx, "inventory", func(api *gofish.APIClient, sys string) error {
@@ -266,55 +316,90 @@ func (cl *Client) Inventory(ctx context.Context) (bmc.Inventory, error) {
 			return err
 		}
 		inv = bmc.Inventory{
-			CPUs:       firstPositive(s.LogicalCPUs, s.Cores, s.Count),
 			MemoryMB:   int(math.Round(s.MemoryGiB * 1024)),
 			SystemUUID: s.UUID,
 			Serial:     s.Serial,
 			PowerState: power(s.PowerState),
+			BootMode:   bootModeName(s.BootMode),
 		}
+		var cpus cpuCount
 		if s.Processors != "" {
-			arch, cpus, err := processors(api, s.Processors, inv.CPUs == 0)
-			if err != nil && ctx.Err() != nil {
+			if cpus, err = processors(api, s.Processors); err != nil && ctx.Err() != nil {
 				return err
 			}
-			inv.CPUArch = arch
-			if inv.CPUs == 0 {
-				inv.CPUs = cpus
-			}
 		}
+		inv.CPUArch = cpus.arch
+		inv.CPUSockets = cpus.sockets
+		inv.CPUCores = cpus.cores
+		inv.CPUs = firstPositive(cpus.threads, cpus.cores, s.LogicalCPUs)
 		return nil
 	})
 	return inv, err
 }
 
-// processors returns the architecture of the first CPU and, when count is
-// set, the logical CPUs summed over (at most 64) processors.
-func processors(api *gofish.APIClient, path string, count bool) (arch string, cpus int, err error) {
+// bootModeName maps BootSourceOverrideMode to the names the agent reports.
+func bootModeName(mode string) string {
+	switch strings.ToLower(mode) {
+	case "uefi":
+		return "uefi"
+	case "legacy":
+		return "bios"
+	}
+	return ""
+}
+
+// cpuCount is what the Processors collection says: the populated CPU
+// sockets, their cores and threads (0: not given), and the architecture.
+type cpuCount struct {
+	sockets, cores, threads int
+	arch                    string
+}
+
+// processors reads the Processors collection (at most 64 members): the
+// CPUs that are there (not GPUs or accelerators, nor the empty sockets
+// some BMCs list: Cisco lists one with nothing but its Id), their cores
+// and threads. Threads are counted only when every CPU gives them, cores
+// likewise, so a count is never a mix of the two.
+func processors(api *gofish.APIClient, path string) (cpuCount, error) {
+	var out cpuCount
 	d, _, err := getDoc(api, path)
 	if err != nil {
-		return "", 0, err
+		return out, err
 	}
 	members := d.members()
-	if !count && len(members) > 1 {
-		members = members[:1]
-	}
 	if len(members) > 64 {
 		members = members[:64]
 	}
+	allThreads, allCores := true, true
 	for _, m := range members {
 		p, _, err := getDoc(api, m)
 		if err != nil {
-			return arch, cpus, err
+			return cpuCount{arch: out.arch}, err
 		}
 		if t := p.str("ProcessorType"); t != "" && !strings.EqualFold(t, "CPU") {
 			continue
 		}
-		if arch == "" {
-			arch = cpuArch(p.str("InstructionSet"), p.str("ProcessorArchitecture"))
+		threads, cores := p.int("TotalThreads"), p.int("TotalCores")
+		if strings.EqualFold(p.obj("Status").str("State"), "Absent") ||
+			(threads == 0 && cores == 0 && p.str("Model") == "" && p.str("InstructionSet") == "" && p.str("ProcessorArchitecture") == "") {
+			continue
 		}
-		cpus += firstPositive(p.int("TotalThreads"), p.int("TotalCores"), 1)
+		out.sockets++
+		if out.arch == "" {
+			out.arch = cpuArch(p.str("InstructionSet"), p.str("ProcessorArchitecture"))
+		}
+		out.threads += threads
+		out.cores += cores
+		allThreads = allThreads && threads > 0
+		allCores = allCores && cores > 0
 	}
-	return arch, cpus, nil
+	if !allThreads {
+		out.threads = 0
+	}
+	if !allCores {
+		out.cores = 0
+	}
+	return out, nil
 }
 
 // cpuArch maps Redfish's InstructionSet / ProcessorArchitecture to the

@@ -1,42 +1,73 @@
 // Package redfish is the Redfish BMC driver, built on gofish.
 //
 // An Opener caches one gofish APIClient per BMC and credentials (address,
-// username, password hash, TLS mode): one keep-alive connection pool, one
-// session, and the system path when the endpoint names none. Open does no
-// I/O; the first call logs in. So in steady state a power read is exactly
-// one HTTP request, the GET of the ComputerSystem.
+// username, password hash, TLS mode): one keep-alive connection pool of at
+// most Options.MaxConcurrentRequests connections (default 2: BMC web
+// servers take few), one session, and the system path when the endpoint
+// names none. Open does no I/O; the first call logs in. So in steady state
+// a power read is exactly one HTTP request, the GET of the ComputerSystem.
 //
 // Authentication: the service root is read once per BMC; when it links a
-// SessionService the driver logs in with a session (X-Auth-Token) and
-// otherwise, or when creating a session answers 404/405/501, it falls back
-// to basic auth. A cached session refused with 401 is replaced once (at
-// most once a second per BMC) and the call retried; the old session is
-// deleted in the background, since BMCs have few session slots.
+// SessionService the driver logs in with a session (X-Auth-Token) at the
+// session collection the root names (iDRAC's is /redfish/v1/Sessions) and
+// otherwise falls back to basic auth: when creating a session answers
+// 404/405/501, when the BMC's session slots are full (SessionLimitExceeded,
+// iDRAC's RAC0218), or when it creates a session without a token. A cached
+// session refused with 401 is replaced once (at most once a second per
+// BMC) and the call retried; the old session is deleted in the background,
+// since BMCs have few session slots; Close logs out.
 //
 // Every request has an http.Client timeout (Options.Timeout) and carries
 // the caller's context, whose deadline wins when shorter: gofish sets
 // neither. TLS certificates are verified unless the endpoint is Insecure.
 //
+// Nothing a BMC accepts is trusted before it shows (the vendor dialects
+// this copes with are in the simulator's quirks, internal/bmc/sim):
+//
+//   - PATCHes carry If-Match with the ETag the resource was read with; a
+//     412 (stale: iLO's ETags change with power) or 428 (required: Lenovo
+//     XCC) gets a fresh read and one more try.
+//   - Actions answered 202 with a task monitor are followed to the task's
+//     end (write.go), so a reset has landed when SetPower returns.
+//   - The allowed ResetTypes come inline, from the action's ActionInfo
+//     (OpenBMC, AMI) or both, with values written together split apart
+//     (a Supermicro X12's "GracefulShutdownGracefulRestart").
+//   - A boot override carries the system's BootSourceOverrideMode where it
+//     has one (a BMC that falls back to its default mode would boot the
+//     machine in the wrong one), and is read back: sent again once, then
+//     an error saying what the BMC shows. A one-time override that reads
+//     back as continuous counts (sushy-tools, libvirt).
+//   - Virtual media (media.go) are found under the System or its Manager,
+//     inserted by action (with the TransferProtocolType and TransferMethod
+//     it lists, without Inserted/WriteProtected where those are refused) or
+//     by PATCH (slots without actions), and read back until the slot shows
+//     the image (a BMC may rewrite the URL or show only its file name, or
+//     show it seconds later: Options.MediaSettle): sent once more, then
+//     KindRefused naming the slot and what it shows. Ejects likewise. A
+//     VirtualMedia collection without slots is no virtual media.
+//   - CPUs are hardware threads, summed over the Processors collection
+//     (absent sockets and accelerators skipped): ProcessorSummary.Count is
+//     sockets on most BMCs and cores on some. Zeros are unknowns.
+//
 // Errors are *bmc.Error: dial, timeout, TLS, reset, EOF and context
 // deadlines are KindUnreachable; 401/403 KindAuth; 404/405/501 and Redfish
-// "not supported" messages KindUnsupported; other statuses (5xx, 4xx) and
-// unreadable answers KindBMCError, with the Redfish message. Messages are
-// built from the status and a few short Redfish messages (a body that is
-// no Redfish error gives a 200-byte excerpt), and are scrubbed, before
-// they are cut, of the password, the Basic credentials and the session
-// token in every encoding (package redact).
+// "not supported" messages KindUnsupported; a change accepted and not
+// shown (twice) KindRefused; other statuses (5xx, 4xx) and unreadable
+// answers KindBMCError, with the Redfish message. Messages are built from
+// the status and a few short Redfish messages (a body that is no Redfish
+// error gives a 200-byte excerpt), and are scrubbed, before they are cut,
+// of the password, the Basic credentials and the session token in every
+// encoding (package redact). Image URLs in messages are shortened to host
+// and file name (they carry keys).
 //
-// ComputerSystems are decoded leniently (case-insensitive keys, numbers
-// sent as strings, nulls, missing fields) because real BMCs send such
-// documents and gofish's typed decoding rejects a whole resource for one
-// mistyped field. Managers and VirtualMedia use gofish's types, which also
-// carry its InsertMedia/EjectMedia-or-PATCH fallbacks.
+// ComputerSystems and virtual media slots are decoded leniently
+// (case-insensitive keys, numbers sent as strings, nulls, missing fields)
+// because real BMCs send such documents and gofish's typed decoding
+// rejects a whole resource for one mistyped field.
 //
-// Virtual media: boot images go to the first CD/DVD slot. A config drive
-// goes to a USB stick slot, else a floppy slot, else another CD slot, and
-// to the boot CD only while it is empty (a PXE deploy); slots that
-// advertise no MediaTypes are judged by Id and Name ("usb", "removable",
-// "floppy", "cd"), slots without Inserted by Image. So call InsertMedia
-// before InsertConfigDrive: on a one-slot BMC the boot image would evict a
-// config drive that got there first. EjectMedia empties every slot.
+// Virtual media slots: boot images go to the first CD/DVD slot. A config
+// drive goes to a USB stick slot, else a floppy slot, else another CD
+// slot: never the boot CD, never a slot holding an image the controller
+// did not insert (Options.OwnsMedia: an operator's driver disk in an XCC's
+// floppy). EjectMedia empties the boot CD and the controller's own images.
 package redfish

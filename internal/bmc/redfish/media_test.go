@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stmcginnis/gofish/schemas"
-
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
@@ -108,7 +106,7 @@ func TestConfigDriveGoesToUSB(t *testing.T) {
 		t.Fatal(err)
 	}
 	if slotImage(t, f, "USB1") != b || slotImage(t, f, "CD") != boot {
-		t.Fatal("replacing the config drive went wrong")
+		t.Fatalf("replacing the config drive went wrong: USB1 %q CD %q", slotImage(t, f, "USB1"), slotImage(t, f, "CD"))
 	}
 	if d := front.n.Load() - w; d != 2 {
 		t.Fatalf("replacing the config drive sent %d media requests, want 2 (eject, insert)", d)
@@ -136,30 +134,24 @@ func TestConfigDriveSingleCD(t *testing.T) {
 	c := open(t, o, endpoint(f.URL(), ""))
 	ctx := context.Background()
 
-	// PXE deploy: the boot CD is empty, so the drive may use it.
+	// The only slot is the boot CD: a config drive never goes there,
+	// whether the boot image is in it yet or not (an AMI shows an insert
+	// seconds late, so "empty" proves nothing).
 	const drive = "https://controller.example/v1/configdrive/abc.iso"
-	if err := c.InsertConfigDrive(ctx, drive); err != nil {
-		t.Fatal(err)
+	err := c.InsertConfigDrive(ctx, drive)
+	wantKind(t, err, bmc.KindUnsupported)
+	if !strings.Contains(err.Error(), "the BMC has one virtual media slot (CD), kept for the boot image") {
+		t.Fatalf("message does not say what the BMC has: %v", err)
 	}
-	if slotImage(t, f, "CD") != drive {
-		t.Fatal("the config drive did not go to the empty CD")
-	}
-	if err := c.InsertConfigDrive(ctx, drive); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.EjectMedia(ctx); err != nil {
-		t.Fatal(err)
+	if slotImage(t, f, "CD") != "" {
+		t.Fatal("the config drive went to the boot CD")
 	}
 
-	// Image deploy: the only slot holds the boot image.
 	if err := c.InsertMedia(ctx, "http://images.example/deploy.iso"); err != nil {
 		t.Fatal(err)
 	}
-	err := c.InsertConfigDrive(ctx, drive)
+	err = c.InsertConfigDrive(ctx, drive)
 	wantKind(t, err, bmc.KindUnsupported)
-	if !strings.Contains(err.Error(), "the BMC has one virtual media slot (CD), used by the boot image") {
-		t.Fatalf("message does not say what the BMC has: %v", err)
-	}
 	if slotImage(t, f, "CD") != "http://images.example/deploy.iso" {
 		t.Fatal("the boot image was touched")
 	}
@@ -227,48 +219,53 @@ func TestConfigDriveErrors(t *testing.T) {
 
 func TestConfigDriveSlotChoice(t *testing.T) {
 	yes, no := true, false
-	slot := func(id string, img string, in *bool, types ...schemas.VirtualMediaType) *schemas.VirtualMedia {
-		v := &schemas.VirtualMedia{MediaTypes: types, Image: img, Inserted: in}
-		v.ID = id
-		return v
+	slot := func(id string, img string, in *bool, types ...string) *mediaSlot {
+		return &mediaSlot{ID: id, Path: "/redfish/v1/Managers/1/VirtualMedia/" + id, MediaTypes: types, Image: img, Inserted: in}
 	}
 	const want = "http://c/d.iso"
 	for _, tc := range []struct {
 		name string
-		vms  []*schemas.VirtualMedia
+		vms  []*mediaSlot
 		pick string // "" = unsupported
 		done bool
 	}{
-		{"USB before floppy and CD2", []*schemas.VirtualMedia{
+		{"USB before floppy and CD2", []*mediaSlot{
 			slot("CD", "boot", &yes, "CD", "DVD"), slot("CD2", "", &no, "CD"), slot("Floppy", "", &no, "Floppy"), slot("USB", "", &no, "USBStick"),
 		}, "USB", false},
-		{"floppy before CD2", []*schemas.VirtualMedia{
+		{"floppy before CD2", []*mediaSlot{
 			slot("CD", "boot", &yes, "CD", "DVD"), slot("CD2", "", &no, "CD"), slot("Floppy", "", &no, "Floppy"),
 		}, "Floppy", false},
-		{"iLO-style floppy/USB slot", []*schemas.VirtualMedia{
+		{"iLO-style floppy/USB slot", []*mediaSlot{
 			slot("1", "", &no, "Floppy", "USBStick"), slot("2", "", &no, "CD", "DVD"),
 		}, "1", false},
-		{"empty USB before occupied USB", []*schemas.VirtualMedia{
-			slot("CD", "", &no, "CD"), slot("USB1", "old", &yes, "USBStick"), slot("USB2", "", &no, "USBStick"),
+		{"empty USB before one of ours to eject", []*mediaSlot{
+			slot("CD", "", &no, "CD"), slot("USB1", "http://c/ours/old.iso", &yes, "USBStick"), slot("USB2", "", &no, "USBStick"),
 		}, "USB2", false},
-		{"occupied USB before empty boot CD", []*schemas.VirtualMedia{
-			slot("CD", "", &no, "CD"), slot("USB1", "old", &yes, "USBStick"),
+		{"our own old drive is replaced", []*mediaSlot{
+			slot("CD", "boot", &yes, "CD"), slot("USB1", "http://c/ours/old.iso", &yes, "USBStick"),
 		}, "USB1", false},
-		{"second CD before empty boot CD", []*schemas.VirtualMedia{
+		{"an operator's image is never evicted", []*mediaSlot{
+			slot("CD", "", &no, "CD"), slot("USB1", "old", &yes, "USBStick"),
+		}, "", false},
+		{"an XCC's occupied floppy is left for the free USB", []*mediaSlot{
+			slot("CD1", "", &no, "CD", "DVD"), slot("Floppy1", "http://files/driver.img", &yes, "Floppy"), slot("USB1", "", &no, "USBStick"),
+		}, "USB1", false},
+		{"second CD, never the empty boot CD", []*mediaSlot{
 			slot("CD1", "", &no, "CD"), slot("CD2", "", &no, "DVD"),
 		}, "CD2", false},
-		{"names only", []*schemas.VirtualMedia{
+		{"names only", []*mediaSlot{
 			slot("VirtualCD", "boot", nil), slot("RemovableDisk", "", nil),
 		}, "RemovableDisk", false},
-		{"already in the boot CD", []*schemas.VirtualMedia{
-			slot("CD", want, nil, "CD"), slot("USB", "", &no, "USBStick"),
-		}, "CD", true},
-		{"only a hard drive slot besides the boot CD", []*schemas.VirtualMedia{
+		{"already in a slot", []*mediaSlot{
+			slot("CD", "boot", &yes, "CD"), slot("USB", want, &yes, "USBStick"),
+		}, "USB", true},
+		{"only a hard drive slot besides the boot CD", []*mediaSlot{
 			slot("CD", "boot", &yes, "CD"), slot("HDD", "", &no, "HardDrive"),
 		}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, done, err := configDriveSlot(tc.vms, want)
+			owns := func(v *mediaSlot) bool { return strings.Contains(v.Image, "/ours/") }
+			v, done, err := configDriveSlot(tc.vms, want, owns)
 			if tc.pick == "" {
 				if err == nil || bmc.KindOf(err) != bmc.KindUnsupported {
 					t.Fatalf("want unsupported, got %v %v", v, err)

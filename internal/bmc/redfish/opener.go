@@ -29,11 +29,28 @@ type Options struct {
 	// Timeout bounds every single HTTP request (default 10s). Context
 	// deadlines are honoured on top of it.
 	Timeout time.Duration
-	// MaxConcurrentRequests caps in-flight requests per BMC (default 64).
+	// MaxConcurrentRequests caps in-flight requests, and so connections,
+	// per BMC (default 2): BMC web servers take few connections and
+	// sessions (iDRAC), and one BMC usually serves one machine. A service
+	// in front of many systems (a chassis manager, the simulated fleet)
+	// may be given more.
 	MaxConcurrentRequests int
+	// MediaSettle is how long a virtual media slot may take to show an
+	// insert or eject the BMC accepted (default 15s; an AMI shows it
+	// about 3 s after the answer), each time before the request is sent
+	// again or fails.
+	MediaSettle time.Duration
+	// OwnsMedia tells images this controller inserts (its agent ISOs and
+	// config drives) from an operator's: EjectMedia ejects the boot CD and
+	// slots holding such images, and leaves other slots alone. Nil: every
+	// image counts as the controller's.
+	OwnsMedia func(image string) bool
 	// Logger receives login, fallback and re-login events (default: discard).
 	Logger *slog.Logger
 }
+
+// DefaultMaxConcurrentRequests is Options.MaxConcurrentRequests' default.
+const DefaultMaxConcurrentRequests = 2
 
 // Opener hands out Clients and keeps one gofish APIClient (connection pool
 // and session) per BMC, keyed by address, username, password hash and TLS
@@ -71,7 +88,10 @@ func NewOpener(opts Options) *Opener {
 		opts.Timeout = 10 * time.Second
 	}
 	if opts.MaxConcurrentRequests <= 0 {
-		opts.MaxConcurrentRequests = 64
+		opts.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if opts.MediaSettle <= 0 {
+		opts.MediaSettle = 15 * time.Second
 	}
 	log := opts.Logger
 	if log == nil {
@@ -461,16 +481,32 @@ func (c *conn) login(ctx context.Context) (*gofish.APIClient, error) {
 		NoModifyTransport:     true,
 	}
 	api, err := gofish.ConnectContext(ctx, cfg)
-	if err != nil && !basic {
+	fallback := ""
+	switch {
+	case basic:
+	case err != nil && sessionLimit(err, c.redactor()):
+		// iDRAC and others have few session slots, which other tools (or
+		// replicas of this controller) may hold: basic auth needs none.
+		fallback = "the BMC's sessions are all in use"
+	case err != nil:
 		switch statusOf(err) {
 		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
-			c.o.log.Info("BMC refused to create a session, using basic auth", "bmc", c.endpoint, "status", statusOf(err))
-			c.mu.Lock()
-			c.basic = true
-			c.mu.Unlock()
-			cfg.BasicAuth = true
-			api, err = gofish.ConnectContext(ctx, cfg)
+			fallback = fmt.Sprintf("the BMC refused to create a session (HTTP %d)", statusOf(err))
 		}
+	default:
+		if sess, serr := api.GetSession(); serr != nil || sess.Token == "" {
+			// A session without a token would send every request
+			// unauthenticated.
+			fallback = "the BMC created a session without an X-Auth-Token"
+		}
+	}
+	if fallback != "" {
+		c.o.log.Info("using basic auth: "+fallback, "bmc", c.endpoint)
+		c.mu.Lock()
+		c.basic = true
+		c.mu.Unlock()
+		cfg.BasicAuth = true
+		api, err = gofish.ConnectContext(ctx, cfg)
 	}
 	if err != nil {
 		return nil, err
@@ -559,4 +595,21 @@ func (c *conn) forgetSystem(path string) {
 		c.defaultSystem = ""
 	}
 	c.mu.Unlock()
+}
+
+// sessionLimit reports whether a refused login says the BMC's session
+// slots are full (Redfish Base SessionLimitExceeded, iDRAC's RAC0218,
+// others' own words).
+func sessionLimit(err error, secrets *redact.Secrets) bool {
+	he, ok := asHTTPError(err, secrets)
+	var h *HTTPError
+	if !ok || !errors.As(he, &h) {
+		return false
+	}
+	if strings.HasSuffix(h.MessageID, "SessionLimitExceeded") || strings.Contains(h.MessageID, "RAC0218") {
+		return true
+	}
+	msg := strings.ToLower(h.Message)
+	return strings.Contains(msg, "session") &&
+		(strings.Contains(msg, "maximum") || strings.Contains(msg, "limit") || strings.Contains(msg, "exceed") || strings.Contains(msg, "too many"))
 }

@@ -29,24 +29,27 @@ func (e *shapeError) Error() string { return e.what }
 // fails as a whole on one mistyped field ("Count": "2", "PowerState": 1),
 // and real BMCs send such things.
 type system struct {
-	Path            string
-	PowerState      string
-	ETag            string
-	ResetTarget     string
-	ResetTypes      []string
-	ResetActionInfo string
-	BootTarget      string
-	BootEnabled     string
-	BootTargets     []string // advertised, may be empty
-	BootEnables     []string // advertised, may be empty
-	SettingsTarget  string
-	ManagedBy       []string
-	VirtualMedia    string
-	Processors      string
-	Count, Cores    int
-	LogicalCPUs     int
-	MemoryGiB       float64
-	UUID, Serial    string
+	Path        string
+	PowerState  string
+	ETag        string
+	ResetTarget string
+	ResetAction doc // the #ComputerSystem.Reset action, for its allowable values
+	BootTarget  string
+	BootEnabled string
+	BootTargets []string // advertised, may be empty
+	BootEnables []string // advertised, may be empty
+	// BootMode is BootSourceOverrideMode ("UEFI", "Legacy"; "" when the
+	// system does not have the property), BootModes its advertised values.
+	BootMode       string
+	BootModes      []string
+	SettingsTarget string
+	ManagedBy      []string
+	VirtualMedia   string
+	Processors     string
+	Count, Cores   int
+	LogicalCPUs    int
+	MemoryGiB      float64
+	UUID, Serial   string
 }
 
 // getDoc GETs a Redfish document (one HTTP request) and decodes it as a
@@ -91,16 +94,16 @@ func getSystem(api *gofish.APIClient, path string) (*system, error) {
 	s.UUID = d.str("UUID")
 	s.Serial = d.str("SerialNumber")
 
-	reset := d.obj("Actions").obj("#ComputerSystem.Reset")
-	s.ResetTarget = relPath(reset.str("target"))
-	s.ResetTypes = reset.strs("ResetType@Redfish.AllowableValues")
-	s.ResetActionInfo = relPath(reset.str("@Redfish.ActionInfo"))
+	s.ResetAction = d.obj("Actions").obj("#ComputerSystem.Reset")
+	s.ResetTarget = relPath(s.ResetAction.str("target"))
 
 	boot := d.obj("Boot")
 	s.BootTarget = boot.str("BootSourceOverrideTarget")
 	s.BootEnabled = boot.str("BootSourceOverrideEnabled")
 	s.BootTargets = boot.strs("BootSourceOverrideTarget@Redfish.AllowableValues")
 	s.BootEnables = boot.strs("BootSourceOverrideEnabled@Redfish.AllowableValues")
+	s.BootMode = boot.str("BootSourceOverrideMode")
+	s.BootModes = boot.strs("BootSourceOverrideMode@Redfish.AllowableValues")
 	s.SettingsTarget = d.obj("@Redfish.Settings").link("SettingsObject")
 
 	for _, l := range d.obj("Links").arr("ManagedBy") {

@@ -57,7 +57,19 @@
 // Redfish emulator) where it differs from the standard: the boot override
 // always reads back Continuous, clearing it needs a target, VirtualMedia
 // lives under the system, InsertMedia fetches every image and answers 500
-// when it cannot (see DialectSushy).
+// when it cannot (see DialectSushy). The vendor dialects (VendorDialects:
+// idrac9, ilo5, xcc, x10, x12, cimc, ami, openbmc, intel) are fixtures
+// written from the vendors' public documentation and captures of their
+// Redfish trees: each is a set of Quirks (ids such as System.Embedded.1 or
+// Self, ids with a trailing slash, sessions at /redfish/v1/Sessions and a
+// session limit, ETags that PATCH must send, reset types only through
+// ActionInfo or run together, Legacy boot mode, media under the System,
+// PATCH-only slots, transfer parameters, an insert that shows late or
+// never, an empty media collection, an operator's media in a slot, a
+// ProcessorSummary that counts sockets or cores, an inventory of zeros
+// while off). Options.Tweak changes single quirks, e.g. TaskMonitor
+// (actions answered 202 with a task monitor) or InsertIgnored. Every
+// resource has an ETag (header and @odata.etag) that changes with it.
 //
 // VM-backed systems (Options.VM, `controller sim --qemu-vm`): each system
 // is a real qemu virtual machine (TCG, no KVM; user-mode networking, so

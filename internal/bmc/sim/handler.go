@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 )
@@ -73,12 +72,19 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	segs := strings.Split(strings.TrimPrefix(p, rootPath+"/"), "/")
 	switch segs[0] {
-	case "SessionService":
-		if f.opts.NoSessionService {
+	case "SessionService", "Sessions":
+		atRoot := segs[0] == "Sessions"
+		if f.opts.NoSessionService || atRoot != f.q.SessionsAtRoot && (atRoot || len(segs) > 1) {
 			writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", p))
 			return
 		}
-		f.serveSessions(w, r, segs[1:])
+		if atRoot {
+			f.serveSessions(w, r, segs)
+		} else {
+			f.serveSessions(w, r, segs[1:])
+		}
+	case "TaskService":
+		f.serveTasks(w, r, segs[1:])
 	case "Systems", "Managers":
 		if len(segs) == 1 {
 			if !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
@@ -94,6 +100,9 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s := f.systems[segs[1]]
+		if segs[0] == "Managers" {
+			s = f.managers[segs[1]]
+		}
 		if s == nil {
 			if f.checkAuth(w, r) {
 				writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", p))
@@ -233,15 +242,15 @@ func (f *Fleet) serveSessions(w http.ResponseWriter, r *http.Request, segs []str
 		if !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{
+		f.writeDoc(w, http.StatusOK, map[string]any{
 			"@odata.id":      sessionSvcPath,
 			"@odata.type":    "#SessionService.v1_1_8.SessionService",
 			"Id":             "SessionService",
 			"Name":           "Session Service",
 			"ServiceEnabled": true,
 			"SessionTimeout": 1800,
-			"Sessions":       odataID(sessionsPath),
-		})
+			"Sessions":       odataID(f.sessionsPath()),
+		}, "")
 	case len(segs) == 1 && segs[0] == "Sessions":
 		switch r.Method {
 		case http.MethodPost:
@@ -253,10 +262,10 @@ func (f *Fleet) serveSessions(w http.ResponseWriter, r *http.Request, segs []str
 			f.sessMu.RLock()
 			members := make([]any, 0, len(f.sessionByID))
 			for id := range f.sessionByID {
-				members = append(members, odataID(sessionsPath+"/"+id))
+				members = append(members, odataID(f.sessionsPath()+"/"+id))
 			}
 			f.sessMu.RUnlock()
-			writeJSON(w, http.StatusOK, collection(sessionsPath, "#SessionCollection.SessionCollection", "Session Collection", members))
+			f.writeDoc(w, http.StatusOK, collection(f.sessionsPath(), "#SessionCollection.SessionCollection", "Session Collection", members), "")
 		default:
 			methodNotAllowed(w, http.MethodGet, http.MethodPost)
 		}
@@ -277,7 +286,7 @@ func (f *Fleet) serveSessions(w http.ResponseWriter, r *http.Request, segs []str
 		}
 		switch r.Method {
 		case http.MethodGet:
-			writeJSON(w, http.StatusOK, sessionJSON(s))
+			f.writeDoc(w, http.StatusOK, f.sessionJSON(s), "")
 		case http.MethodDelete:
 			w.WriteHeader(http.StatusNoContent)
 		default:
@@ -304,6 +313,13 @@ func (f *Fleet) login(w http.ResponseWriter, r *http.Request) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	f.sessMu.Lock()
+	if m := f.q.MaxSessions; m > 0 && len(f.sessions) >= m {
+		f.sessMu.Unlock()
+		// iDRAC's answer when its session slots are full.
+		writeError(w, http.StatusBadRequest, "SessionLimitExceeded",
+			"RAC0218: The maximum number of user sessions is reached.")
+		return
+	}
 	f.nextSession++
 	s := &session{id: fmt.Sprint(f.nextSession), token: hex.EncodeToString(b[:]), user: body.UserName, created: time.Now()}
 	f.sessions[s.token] = s
@@ -311,13 +327,13 @@ func (f *Fleet) login(w http.ResponseWriter, r *http.Request) {
 	f.sessMu.Unlock()
 	f.logins.Add(1)
 	w.Header().Set("X-Auth-Token", s.token)
-	w.Header().Set("Location", sessionsPath+"/"+s.id)
-	writeJSON(w, http.StatusCreated, sessionJSON(s))
+	w.Header().Set("Location", f.q.withSlash(f.sessionsPath()+"/"+s.id))
+	f.writeDoc(w, http.StatusCreated, f.sessionJSON(s), "")
 }
 
-func sessionJSON(s *session) map[string]any {
+func (f *Fleet) sessionJSON(s *session) map[string]any {
 	return map[string]any{
-		"@odata.id":   sessionsPath + "/" + s.id,
+		"@odata.id":   f.sessionsPath() + "/" + s.id,
 		"@odata.type": "#Session.v1_3_0.Session",
 		"Id":          s.id,
 		"Name":        "User Session",
@@ -344,8 +360,12 @@ func (f *Fleet) buildStatic() {
 	}
 	if !f.opts.NoSessionService {
 		root["SessionService"] = odataID(sessionSvcPath)
-		root["Links"] = map[string]any{"Sessions": odataID(sessionsPath)}
+		root["Links"] = map[string]any{"Sessions": odataID(f.sessionsPath())}
 	}
+	if f.q.TaskMonitor {
+		root["Tasks"] = odataID(taskServicePath)
+	}
+	f.q.fixIDs(root)
 	f.rootJSON = mustJSON(root)
 
 	sys := make([]any, len(f.order))
@@ -354,405 +374,31 @@ func (f *Fleet) buildStatic() {
 		sys[i] = odataID(s.path)
 		mgr[i] = odataID(s.mgrPath)
 	}
-	f.sysColl = mustJSON(collection(systemsPath, "#ComputerSystemCollection.ComputerSystemCollection", "Computer System Collection", sys))
-	f.mgrColl = mustJSON(collection(managersPath, "#ManagerCollection.ManagerCollection", "Manager Collection", mgr))
+	sc := collection(systemsPath, "#ComputerSystemCollection.ComputerSystemCollection", "Computer System Collection", sys)
+	mc := collection(managersPath, "#ManagerCollection.ManagerCollection", "Manager Collection", mgr)
+	f.q.fixIDs(sc)
+	f.q.fixIDs(mc)
+	f.sysColl = mustJSON(sc)
+	f.mgrColl = mustJSON(mc)
 }
 
-// ---- ComputerSystem ----
-
-func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, rest []string) {
-	switch {
-	case len(rest) == 0:
-		switch r.Method {
-		case http.MethodGet:
-			writeJSON(w, http.StatusOK, s.systemJSON(r.Context()))
-		case http.MethodPatch:
-			if s.sushy {
-				f.patchSystemSushy(w, r, s)
-			} else {
-				f.patchSystem(w, r, s)
-			}
-		default:
-			methodNotAllowed(w, http.MethodGet, http.MethodPatch)
-		}
-	case s.sushy && !s.noMedia && len(rest) >= 1 && rest[0] == "VirtualMedia":
-		// sushy-tools keeps virtual media under the system.
-		f.serveMedia(w, r, s, s.path+"/VirtualMedia", rest[1:])
-	case len(rest) == 2 && rest[0] == "Actions" && rest[1] == "ComputerSystem.Reset":
-		if !allow(w, r, http.MethodPost) {
-			return
-		}
-		f.reset(w, r, s)
-	case len(rest) == 1 && rest[0] == "Processors":
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		members := []any{odataID(s.path + "/Processors/CPU1"), odataID(s.path + "/Processors/CPU2")}
-		if s.vm != nil {
-			members = members[:1]
-		}
-		writeJSON(w, http.StatusOK, collection(s.path+"/Processors", "#ProcessorCollection.ProcessorCollection", "Processors Collection", members))
-	case s.vm != nil && len(rest) == 2 && rest[0] == "Processors" && rest[1] == "CPU1":
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		cpus := s.vm.opts.CPUs
-		writeJSON(w, http.StatusOK, map[string]any{
-			"@odata.id":             s.path + "/Processors/CPU1",
-			"@odata.type":           "#Processor.v1_18_0.Processor",
-			"Id":                    "CPU1",
-			"Name":                  "Processor",
-			"Socket":                "CPU1",
-			"ProcessorType":         "CPU",
-			"ProcessorArchitecture": "x86",
-			"InstructionSet":        "x86-64",
-			"Manufacturer":          "QEMU",
-			"Model":                 "QEMU TCG",
-			"TotalCores":            cpus,
-			"TotalThreads":          cpus,
-			"Status":                map[string]any{"State": "Enabled", "Health": "OK"},
-		})
-	case s.vm == nil && len(rest) == 2 && rest[0] == "Processors" && (rest[1] == "CPU1" || rest[1] == "CPU2"):
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"@odata.id":             s.path + "/Processors/" + rest[1],
-			"@odata.type":           "#Processor.v1_18_0.Processor",
-			"Id":                    rest[1],
-			"Name":                  "Processor",
-			"Socket":                rest[1],
-			"ProcessorType":         "CPU",
-			"ProcessorArchitecture": "x86",
-			"InstructionSet":        "x86-64",
-			"Manufacturer":          "Simulated",
-			"Model":                 "Sim Xeon 8C",
-			"TotalCores":            8,
-			"TotalThreads":          16,
-			"Status":                map[string]any{"State": "Enabled", "Health": "OK"},
-		})
-	default:
-		writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
+// sessionsPath is where the session collection lives.
+func (f *Fleet) sessionsPath() string {
+	if f.q.SessionsAtRoot {
+		return rootPath + "/Sessions"
 	}
+	return sessionsPath
 }
 
-func (s *system) systemJSON(ctx context.Context) map[string]any {
-	s.mu.Lock()
-	power, bootTarget, bootEnabled, bootMode := powerString(s.power), s.bootTarget, s.bootEnabled, s.bootMode
-	s.mu.Unlock()
-	targets, resets := s.bootTargets(), resetTypes
-	if s.sushy {
-		resets = sushyResetTypes
+// writeDoc answers a Redfish resource: its links as the dialect writes
+// them, and its ETag (also as @odata.etag) when etag is not "".
+func (f *Fleet) writeDoc(w http.ResponseWriter, status int, doc map[string]any, etag string) {
+	if etag != "" {
+		doc["@odata.etag"] = etag
+		w.Header().Set("ETag", etag)
 	}
-	procs := map[string]any{"Count": 2, "CoreCount": 16, "LogicalProcessorCount": 32, "Model": "Sim Xeon 8C"}
-	var memGiB float64 = 64
-	if s.vm != nil {
-		// What qemu really runs, so an inspection can be checked against it.
-		power = s.vm.powerState(ctx)
-		cpus := s.vm.opts.CPUs
-		procs = map[string]any{"Count": 1, "CoreCount": cpus, "LogicalProcessorCount": cpus, "Model": "QEMU TCG"}
-		memGiB = float64(s.vm.opts.MemoryMB) / 1024
-	}
-	d := map[string]any{
-		"@odata.id":        s.path,
-		"@odata.type":      "#ComputerSystem.v1_20_0.ComputerSystem",
-		"Id":               s.id,
-		"Name":             "Simulated System " + s.id,
-		"SystemType":       "Physical",
-		"Manufacturer":     "baremetal-sim",
-		"Model":            "SimServer 1000",
-		"SerialNumber":     s.serial,
-		"UUID":             s.uuid,
-		"PowerState":       power,
-		"Status":           map[string]any{"State": "Enabled", "Health": "OK"},
-		"ProcessorSummary": procs,
-		"MemorySummary":    map[string]any{"TotalSystemMemoryGiB": memGiB},
-		"Boot": map[string]any{
-			"BootSourceOverrideTarget":                         bootTarget,
-			"BootSourceOverrideEnabled":                        bootEnabled,
-			"BootSourceOverrideMode":                           bootMode,
-			"BootSourceOverrideTarget@Redfish.AllowableValues": targets,
-		},
-		"Processors": odataID(s.path + "/Processors"),
-		"Links": map[string]any{
-			"ManagedBy": []any{odataID(s.mgrPath)},
-		},
-		"Actions": map[string]any{
-			"#ComputerSystem.Reset": map[string]any{
-				"target":                            s.path + "/Actions/ComputerSystem.Reset",
-				"ResetType@Redfish.AllowableValues": resets,
-			},
-		},
-	}
-	if s.sushy && !s.noMedia {
-		d["VirtualMedia"] = odataID(s.path + "/VirtualMedia")
-	}
-	return d
-}
-
-// bootTargets are the override targets the system advertises and takes.
-func (s *system) bootTargets() []string {
-	switch {
-	case s.sushy:
-		return sushyBootTargets
-	case s.vm != nil:
-		return vmBootTargets
-	}
-	return bootTargets
-}
-
-// checkBootMode refuses UEFI on a VM-backed system without UEFI firmware
-// (the PATCH would otherwise be accepted and the next power-on fail).
-func (s *system) checkBootMode(w http.ResponseWriter, mode string) bool {
-	if s.vm != nil && mode == "UEFI" && !s.vm.opts.uefiAvailable() {
-		writeError(w, http.StatusBadRequest, "PropertyValueNotInList",
-			"The value UEFI for the property Boot/BootSourceOverrideMode is not in the list of acceptable values: this system has no UEFI firmware (the simulator needs OVMF).")
-		return false
-	}
-	return true
-}
-
-func (f *Fleet) patchSystem(w http.ResponseWriter, r *http.Request, s *system) {
-	var body map[string]json.RawMessage
-	if !decodeBody(w, r, &body) {
-		return
-	}
-	for k := range body {
-		if k != "Boot" && k != "@odata.etag" {
-			writeError(w, http.StatusBadRequest, "PropertyNotWritable", fmt.Sprintf("The property %s is a read only property and cannot be assigned a value.", k))
-			return
-		}
-	}
-	raw, ok := body["Boot"]
-	if !ok {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	var boot map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &boot); err != nil {
-		writeError(w, http.StatusBadRequest, "PropertyValueTypeError", "The value for the property Boot is of a different type than the property can accept.")
-		return
-	}
-	var target, enabled, mode string
-	for k, v := range boot {
-		var dst *string
-		var allowed []string
-		switch k {
-		case "BootSourceOverrideTarget":
-			dst, allowed = &target, s.bootTargets()
-		case "BootSourceOverrideEnabled":
-			dst, allowed = &enabled, bootEnables
-		case "BootSourceOverrideMode":
-			dst, allowed = &mode, bootModes
-		default:
-			writeError(w, http.StatusBadRequest, "PropertyNotWritable", fmt.Sprintf("The property Boot/%s is a read only property and cannot be assigned a value.", k))
-			return
-		}
-		if err := json.Unmarshal(v, dst); err != nil || !slices.Contains(allowed, *dst) {
-			writeError(w, http.StatusBadRequest, "PropertyValueNotInList",
-				fmt.Sprintf("The value %s for the property Boot/%s is not in the list of acceptable values.", bytes.TrimSpace(v), k))
-			return
-		}
-	}
-	if !s.checkBootMode(w, mode) {
-		return
-	}
-	s.mu.Lock()
-	if target != "" {
-		s.bootTarget = target
-	}
-	if enabled != "" {
-		s.bootEnabled = enabled
-		if enabled == "Disabled" && target == "" {
-			s.bootTarget = "None"
-		}
-	} else if target != "" && target != "None" && s.bootEnabled == "Disabled" {
-		s.bootEnabled = "Once"
-	}
-	if mode != "" {
-		s.bootMode = mode
-	}
-	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (f *Fleet) reset(w http.ResponseWriter, r *http.Request, s *system) {
-	var body struct{ ResetType *string }
-	if !decodeBody(w, r, &body) {
-		return
-	}
-	if body.ResetType == nil {
-		writeError(w, http.StatusBadRequest, "ActionParameterMissing", "The action ComputerSystem.Reset requires the parameter ResetType to be present in the request body.")
-		return
-	}
-	rt := *body.ResetType
-	allowed := resetTypes
-	if s.sushy {
-		allowed = sushyResetTypes
-	}
-	if !slices.Contains(allowed, rt) {
-		writeError(w, http.StatusBadRequest, "ActionParameterNotSupported",
-			fmt.Sprintf("The parameter ResetType with the value %q is not supported by the action ComputerSystem.Reset.", rt))
-		return
-	}
-	if s.vm != nil {
-		s.mu.Lock()
-		ignore := s.ignorePower
-		s.mu.Unlock()
-		if ignore {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		f.resetVM(w, r, s, rt)
-		return
-	}
-	if rt == "Nmi" {
-		w.WriteHeader(http.StatusNoContent) // a diagnostic interrupt: power stays
-		return
-	}
-	on := rt != "ForceOff" && rt != "GracefulShutdown"
-	restart := rt == "ForceRestart" || rt == "PowerCycle" || rt == "GracefulRestart"
-	s.mu.Lock()
-	if !s.ignorePower {
-		s.cancelPendingLocked()
-		if f.opts.PowerDelay <= 0 {
-			f.applyPowerLocked(s, on, restart)
-		} else {
-			seq := s.powerSeq
-			s.pending = time.AfterFunc(f.opts.PowerDelay, func() {
-				s.mu.Lock()
-				if s.powerSeq == seq {
-					f.applyPowerLocked(s, on, restart)
-					s.pending = nil
-				}
-				s.mu.Unlock()
-			})
-		}
-	}
-	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// cancelPendingLocked drops a delayed power change; s.mu must be held.
-func (s *system) cancelPendingLocked() {
-	s.powerSeq++
-	if s.pending != nil {
-		s.pending.Stop()
-		s.pending = nil
-	}
-}
-
-// ---- Manager and VirtualMedia ----
-
-func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, rest []string) {
-	vmPath := s.mgrPath + "/VirtualMedia"
-	if !s.sushy && !s.noMedia && len(rest) >= 1 && rest[0] == "VirtualMedia" {
-		f.serveMedia(w, r, s, vmPath, rest[1:])
-		return
-	}
-	switch {
-	case len(rest) == 0:
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		mgr := map[string]any{
-			"@odata.id":       s.mgrPath,
-			"@odata.type":     "#Manager.v1_19_0.Manager",
-			"Id":              s.id,
-			"Name":            "Simulated BMC " + s.id,
-			"ManagerType":     "BMC",
-			"FirmwareVersion": "1.0.0-sim",
-			"UUID":            nameUUID("manager/" + s.id),
-			"PowerState":      "On",
-			"Status":          map[string]any{"State": "Enabled", "Health": "OK"},
-			"Links": map[string]any{
-				"ManagerForServers": []any{odataID(s.path)},
-			},
-		}
-		if !s.sushy && !s.noMedia {
-			mgr["VirtualMedia"] = odataID(vmPath)
-		}
-		writeJSON(w, http.StatusOK, mgr)
-	default:
-		writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
-	}
-}
-
-// serveMedia serves a VirtualMedia collection at vmPath (under the Manager,
-// or under the system for sushy-tools) and its slots; rest is the path
-// below the collection.
-func (f *Fleet) serveMedia(w http.ResponseWriter, r *http.Request, s *system, vmPath string, rest []string) {
-	if len(rest) >= 1 {
-		m := s.slot(rest[0])
-		if m == nil {
-			writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
-			return
-		}
-		f.serveSlot(w, r, s, m, vmPath+"/"+m.id, rest[1:])
-		return
-	}
-	if !allow(w, r, http.MethodGet) {
-		return
-	}
-	members := make([]any, len(s.slots))
-	for i, m := range s.slots {
-		members[i] = odataID(vmPath + "/" + m.id)
-	}
-	writeJSON(w, http.StatusOK, collection(vmPath, "#VirtualMediaCollection.VirtualMediaCollection", "Virtual Media Services", members))
-}
-
-// serveSlot serves one VirtualMedia resource: GET, PATCH (Image/Inserted,
-// as some BMCs take instead of the actions) and the Insert/Eject actions.
-func (f *Fleet) serveSlot(w http.ResponseWriter, r *http.Request, s *system, m *mediaSlot, path string, rest []string) {
-	var body struct {
-		Image          *string
-		Inserted       *bool
-		WriteProtected *bool
-	}
-	switch {
-	case len(rest) == 0:
-		switch r.Method {
-		case http.MethodGet:
-			writeJSON(w, http.StatusOK, s.mediaJSON(m, path))
-		case http.MethodPatch:
-			if !decodeBody(w, r, &body) {
-				return
-			}
-			eject := (body.Inserted != nil && !*body.Inserted) || (body.Image != nil && *body.Image == "")
-			if eject {
-				f.eject(w, r, s, m)
-				return
-			}
-			if body.Image == nil {
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-			f.insert(w, r, s, m, *body.Image, body.WriteProtected)
-		default:
-			methodNotAllowed(w, http.MethodGet, http.MethodPatch)
-		}
-	case len(rest) == 2 && rest[0] == "Actions":
-		if !allow(w, r, http.MethodPost) {
-			return
-		}
-		switch rest[1] {
-		case "VirtualMedia.InsertMedia":
-			if !decodeBody(w, r, &body) {
-				return
-			}
-			if body.Image == nil {
-				writeError(w, http.StatusBadRequest, "ActionParameterMissing", "The action VirtualMedia.InsertMedia requires the parameter Image to be present in the request body.")
-				return
-			}
-			f.insert(w, r, s, m, *body.Image, body.WriteProtected)
-		case "VirtualMedia.EjectMedia":
-			f.eject(w, r, s, m)
-		default:
-			writeError(w, http.StatusNotFound, "ActionNotSupported", fmt.Sprintf("The action %s is not supported by the resource.", rest[1]))
-		}
-	default:
-		writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
-	}
+	f.q.fixIDs(doc)
+	writeJSON(w, status, doc)
 }
 
 // ---- HTTP helpers ----

@@ -52,7 +52,9 @@ type mediaSlot struct {
 	image    string
 	inserted bool
 	wp       bool
-	drive    *configdrive.Drive // the fetched image, if it is a config drive
+	// version counts the slot's changes: its ETag.
+	version uint64
+	drive   *configdrive.Drive // the fetched image, if it is a config drive
 	// file holds the fetched image of a VM-backed system's slot: the
 	// VM's CD-ROM drive reads it.
 	file string
@@ -60,7 +62,7 @@ type mediaSlot struct {
 
 // parseSlots turns Options.MediaSlots into slots. A name's prefix sets its
 // kind: cd or dvd, usb, floppy (or fd), removable.
-func parseSlots(names []string, fetchCD bool) ([]*mediaSlot, error) {
+func parseSlots(names []string, fetchCD bool, kinds map[string]slotKind) ([]*mediaSlot, error) {
 	if len(names) == 0 {
 		names = DefaultMediaSlots
 	}
@@ -75,8 +77,9 @@ func parseSlots(names []string, fetchCD bool) ([]*mediaSlot, error) {
 				return nil, fmt.Errorf("sim: duplicate media slot %q", n)
 			}
 		}
-		var k slotKind
+		k, vendor := kinds[strings.ToLower(n)]
 		switch l := strings.ToLower(n); {
+		case vendor:
 		case strings.HasPrefix(l, "cd"), strings.HasPrefix(l, "dvd"):
 			k = kindCD
 		case strings.HasPrefix(l, "usb"):
@@ -182,13 +185,15 @@ func (f *Fleet) SlotMedia(system, slot string) (image string, inserted bool, err
 	return m.image, m.inserted, nil
 }
 
-func (s *system) mediaJSON(m *mediaSlot, path string) map[string]any {
+func (s *system) mediaJSON(m *mediaSlot, path string) (map[string]any, string) {
 	s.mu.Lock()
-	img, in, wp := m.image, m.inserted, m.wp
+	img, in, wp, etag := m.image, m.inserted, m.wp, m.etagLocked()
 	s.mu.Unlock()
 	connected, name := "NotConnected", ""
 	if in {
 		connected = "URI"
+	}
+	if in || (img != "" && s.q.KeepImageAfterEject) {
 		if u, err := url.Parse(img); err == nil {
 			name = u.Path[strings.LastIndex(u.Path, "/")+1:]
 		}
@@ -206,22 +211,42 @@ func (s *system) mediaJSON(m *mediaSlot, path string) map[string]any {
 		"ImageName":      name,
 		"WriteProtected": wp,
 		"ConnectedVia":   connected,
-		"Actions": map[string]any{
-			"#VirtualMedia.InsertMedia": map[string]any{"target": path + "/Actions/VirtualMedia.InsertMedia"},
+	}
+	if !s.q.PatchOnlyMedia {
+		insert := map[string]any{"target": path + "/Actions/VirtualMedia.InsertMedia"}
+		if s.q.TransferParams {
+			insert["TransferProtocolType@Redfish.AllowableValues"] = transferProtocols
+			insert["TransferMethod@Redfish.AllowableValues"] = []string{"Stream"}
+		}
+		d["Actions"] = map[string]any{
+			"#VirtualMedia.InsertMedia": insert,
 			"#VirtualMedia.EjectMedia":  map[string]any{"target": path + "/Actions/VirtualMedia.EjectMedia"},
-		},
+		}
 	}
 	if m.kind != kindRemovable {
 		d["MediaTypes"] = m.mediaTypes()
 		d["Inserted"] = in
 	}
-	return d
+	return d, etag
 }
 
-// insert puts image into slot m: 409 when the slot is in use, and for
+func (m *mediaSlot) etagLocked() string { return fmt.Sprintf(`W/"vm-%d"`, m.version) }
+
+// slotETag is slot m's current ETag.
+func (s *system) slotETag(m *mediaSlot) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return m.etagLocked()
+}
+
+// insert puts an image into slot m: 409 when the slot is in use, and for
 // slots that fetch, 400 when the image cannot be fetched. The fetch runs
-// without the system's lock, so the slot is checked again afterwards.
-func (f *Fleet) insert(w http.ResponseWriter, r *http.Request, s *system, m *mediaSlot, image string, wp *bool) {
+// without the system's lock, so the slot is checked again when the image
+// lands. How it lands follows the dialect: at once (204), never
+// (InsertIgnored: 204 all the same), InsertDelay after the 204, or when
+// the task of a 202 completes (TaskMonitor).
+func (f *Fleet) insert(w http.ResponseWriter, r *http.Request, s *system, m *mediaSlot, body insertBody) {
+	image := *body.Image
 	u, err := url.Parse(image)
 	if err != nil || u.Host == "" || !slices.Contains(mediaSchemes, strings.ToLower(u.Scheme)) {
 		writeError(w, http.StatusBadRequest, "PropertyValueFormatError",
@@ -275,24 +300,32 @@ func (f *Fleet) insert(w http.ResponseWriter, r *http.Request, s *system, m *med
 			drive = d
 		}
 	}
-	s.mu.Lock()
-	if inUse() {
-		s.mu.Unlock()
-		if file != "" {
-			_ = os.Remove(file)
+	wp := true
+	if body.WriteProtected != nil {
+		wp = *body.WriteProtected
+	}
+	// land puts the image in; false if the slot was taken meanwhile.
+	land := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if m.inserted {
+			return false
 		}
-		return
+		m.image, m.inserted, m.wp, m.drive, m.file = image, true, wp, drive, file
+		m.version++
+		return true
 	}
-	m.image, m.inserted, m.wp, m.drive, m.file = image, true, true, drive, file
-	if wp != nil {
-		m.wp = *wp
-	}
-	s.mu.Unlock()
 	if s.vm != nil {
+		if !land() {
+			inUse()
+			_ = os.Remove(file)
+			return
+		}
 		if err := s.vm.do(r.Context(), vmOp{kind: opMedia, slot: s.slotIndex(m), file: file}); err != nil {
 			s.mu.Lock()
 			if m.file == file {
 				m.image, m.inserted, m.drive, m.file = "", false, nil, ""
+				m.version++
 			}
 			s.mu.Unlock()
 			_ = os.Remove(file)
@@ -300,8 +333,38 @@ func (f *Fleet) insert(w http.ResponseWriter, r *http.Request, s *system, m *med
 				fmt.Sprintf("The image could not be attached to virtual media %s: %v.", m.id, err))
 			return
 		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	switch {
+	case s.q.InsertIgnored:
+		// Answered as done, and nothing happens.
+	case f.q.TaskMonitor:
+		f.startTask(w, "VirtualMedia.InsertMedia", func() { f.later(s.q.InsertDelay, func() { land() }) })
+		return
+	case s.q.InsertDelay > 0:
+		f.later(s.q.InsertDelay, func() { land() })
+	default:
+		if !land() {
+			inUse()
+			return
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// later runs fn after d (at once when d is 0) unless the fleet closes
+// first.
+func (f *Fleet) later(d time.Duration, fn func()) {
+	if d <= 0 {
+		fn()
+		return
+	}
+	f.goBackground(func() {
+		if sleepCtx(f.life, d) {
+			fn()
+		}
+	})
 }
 
 // fetchFailed answers an insert whose image could not be fetched: 400
@@ -334,11 +397,25 @@ func fetchFailed(w http.ResponseWriter, s *system, m *mediaSlot, u *url.URL, sta
 }
 
 // eject empties slot m; a VM-backed system's drive is emptied at once.
+// KeepImageAfterEject leaves the image's name in the slot, not inserted.
 func (f *Fleet) eject(w http.ResponseWriter, r *http.Request, s *system, m *mediaSlot) {
-	s.mu.Lock()
-	file := m.file
-	m.image, m.inserted, m.drive, m.file = "", false, nil, ""
-	s.mu.Unlock()
+	out := func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		file := m.file
+		img := ""
+		if s.q.KeepImageAfterEject {
+			img = m.image
+		}
+		m.image, m.inserted, m.drive, m.file = img, false, nil, ""
+		m.version++
+		return file
+	}
+	if s.vm == nil && f.q.TaskMonitor {
+		f.startTask(w, "VirtualMedia.EjectMedia", func() { out() })
+		return
+	}
+	file := out()
 	if s.vm != nil {
 		err := s.vm.do(r.Context(), vmOp{kind: opMedia, slot: s.slotIndex(m)})
 		if file != "" {

@@ -83,6 +83,7 @@ func (f *Fleet) SetOS(system string, enabled bool) error {
 func (f *Fleet) applyPowerLocked(s *system, on, restart bool) {
 	was := s.power
 	s.power = on
+	s.changedLocked()
 	switch {
 	case !on:
 		s.stopOSLocked()

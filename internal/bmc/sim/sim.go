@@ -11,6 +11,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,9 +74,14 @@ type Options struct {
 	// from the network.
 	NoVirtualMedia bool
 	// Dialect picks the Redfish implementation the fleet imitates: the
-	// default is standard Redfish; DialectSushy is sushy-tools (see there).
-	// Without MediaSlots, a sushy system has the slots Cd and Floppy.
+	// default is standard Redfish; DialectSushy is sushy-tools (see there);
+	// the vendor dialects (VendorDialects: DialectIDRAC9, DialectILO5, ...)
+	// are real BMCs' quirks (see Quirks). Without MediaSlots, a sushy
+	// system has the slots Cd and Floppy, a vendor's system its slots.
 	Dialect Dialect
+	// Tweak, when set, changes the dialect's quirks before the fleet
+	// starts: a test turns one quirk on or off.
+	Tweak func(*Quirks)
 	// OSBootDelay is how long after a power-on lands the simulated OS
 	// calls the config drive's ready URL (0: at once). Negative disables
 	// the simulated OS, as NoOS does.
@@ -92,6 +98,8 @@ type Options struct {
 // Fleet is a running simulated Redfish service.
 type Fleet struct {
 	opts     Options
+	q        *Quirks // the dialect's, shared by every system
+	tasks    taskTable
 	ln       net.Listener
 	extra    sync.WaitGroup // Serve loops of ServeAlso
 	srv      *http.Server
@@ -99,6 +107,7 @@ type Fleet struct {
 	certPool *x509.CertPool
 
 	systems  map[string]*system // by id
+	managers map[string]*system // by the id of its Manager
 	order    []*system
 	sysColl  []byte // precomputed Systems collection
 	mgrColl  []byte // precomputed Managers collection
@@ -143,6 +152,8 @@ type session struct {
 type system struct {
 	id, path, mgrPath string
 	sushy             bool // Options.Dialect is DialectSushy
+	q                 *Quirks
+	cpu               CPUShape
 	noMedia           bool // Options.NoVirtualMedia
 	index             int
 	uuid, serial      string
@@ -158,7 +169,9 @@ type system struct {
 	bootTarget  string
 	bootEnabled string
 	bootMode    string
-	slots       []*mediaSlot // fixed at Start; their state is guarded by mu
+	// version counts the changes of the system's state: its ETag.
+	version uint64
+	slots   []*mediaSlot // fixed at Start; their state is guarded by mu
 	// vm is the qemu machine behind the system (Options.VM), else nil.
 	// It is set at Start and never changes.
 	vm *vmachine
@@ -187,17 +200,6 @@ func Start(opts Options) (*Fleet, error) {
 	if opts.SlowDelay <= 0 {
 		opts.SlowDelay = 3 * time.Second
 	}
-	ids := opts.IDs
-	if len(ids) == 0 {
-		n := opts.Systems
-		if n <= 0 {
-			n = 1
-		}
-		ids = make([]string, n)
-		for i := range ids {
-			ids[i] = fmt.Sprint(i + 1)
-		}
-	}
 	dialect, err := ParseDialect(string(opts.Dialect))
 	if err != nil {
 		return nil, err
@@ -210,8 +212,43 @@ func Start(opts Options) (*Fleet, error) {
 			opts.MediaSlots = sushyMediaSlots
 		}
 	}
-	if _, err := parseSlots(opts.MediaSlots, opts.FetchCDMedia); err != nil {
+	quirks := DialectQuirks(dialect)
+	if opts.Tweak != nil {
+		opts.Tweak(&quirks)
+	}
+	if len(opts.MediaSlots) == 0 {
+		opts.MediaSlots = quirks.MediaSlots
+	}
+	quirks.CPU = quirks.CPU.withDefaults()
+	if quirks.MemoryGiB <= 0 {
+		quirks.MemoryGiB = 64
+	}
+	vendorIDs := len(opts.IDs) == 0 && quirks.SystemID != nil
+	if vendorIDs {
+		n := max(opts.Systems, 1)
+		opts.IDs = make([]string, n)
+		for i := range opts.IDs {
+			opts.IDs[i] = quirks.SystemID(i)
+		}
+	}
+	ids := opts.IDs
+	if len(ids) == 0 {
+		n := opts.Systems
+		if n <= 0 {
+			n = 1
+		}
+		ids = make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprint(i + 1)
+		}
+	}
+	if _, err := parseSlots(opts.MediaSlots, opts.FetchCDMedia, quirks.slotKinds); err != nil {
 		return nil, err
+	}
+	for slot := range quirks.OperatorMedia {
+		if !slices.ContainsFunc(opts.MediaSlots, func(n string) bool { return strings.EqualFold(n, slot) }) {
+			return nil, fmt.Errorf("sim: operator media in slot %q, which the systems do not have", slot)
+		}
 	}
 	var vmOpts VMOptions
 	if opts.VM != nil {
@@ -223,12 +260,14 @@ func Start(opts Options) (*Fleet, error) {
 	f := &Fleet{
 		opts:        opts,
 		systems:     make(map[string]*system, len(ids)),
+		managers:    make(map[string]*system, len(ids)),
 		order:       make([]*system, 0, len(ids)),
 		sessions:    make(map[string]*session),
 		sessionByID: make(map[string]*session),
 		done:        make(chan struct{}),
 		serveDone:   make(chan struct{}),
 		uuid:        nameUUID("fleet"),
+		q:           &quirks,
 		client:      newClient(),
 		mediaClient: &http.Client{Transport: newTransport()},
 	}
@@ -241,11 +280,20 @@ func Start(opts Options) (*Fleet, error) {
 		if _, dup := f.systems[id]; dup {
 			return nil, fmt.Errorf("sim: duplicate system id %q", id)
 		}
+		mgrID := id
+		if vendorIDs && quirks.ManagerID != nil {
+			mgrID = quirks.ManagerID(i)
+		}
+		if _, dup := f.managers[mgrID]; dup {
+			return nil, fmt.Errorf("sim: duplicate manager id %q", mgrID)
+		}
 		s := &system{
 			id:          id,
 			index:       i,
 			path:        systemsPath + "/" + id,
-			mgrPath:     managersPath + "/" + id,
+			mgrPath:     managersPath + "/" + mgrID,
+			q:           &quirks,
+			cpu:         quirks.CPU,
 			uuid:        nameUUID("system/" + id),
 			serial:      fmt.Sprintf("SIM%07d", i+1),
 			bootTarget:  "None",
@@ -259,7 +307,17 @@ func Start(opts Options) (*Fleet, error) {
 			// libvirt boots its disk, every time.
 			s.bootTarget, s.bootEnabled = "Hdd", "Continuous"
 		}
-		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia)
+		if quirks.BootMode != "" {
+			s.bootMode = quirks.BootMode
+		}
+		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia, quirks.slotKinds)
+		for _, m := range s.slots {
+			for slot, img := range quirks.OperatorMedia {
+				if strings.EqualFold(m.id, slot) {
+					m.image, m.inserted = img, true
+				}
+			}
+		}
 		if opts.VM != nil {
 			if s.vm, err = f.newVM(s, vmOpts); err != nil {
 				f.stopLife()
@@ -274,6 +332,7 @@ func Start(opts Options) (*Fleet, error) {
 			}
 		}
 		f.systems[id] = s
+		f.managers[mgrID] = s
 		f.order = append(f.order, s)
 	}
 	f.buildStatic()
@@ -475,6 +534,17 @@ func (f *Fleet) BootOverride(system string) (target, enabled string, err error) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bootTarget, s.bootEnabled, nil
+}
+
+// BootMode returns BootSourceOverrideMode ("UEFI" or "Legacy").
+func (f *Fleet) BootMode(system string) (string, error) {
+	s, err := f.lookup(system)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bootMode, nil
 }
 
 // Media returns the virtual CD's image and whether it is inserted (the

@@ -34,15 +34,19 @@ const (
 	DialectSushy Dialect = "sushy"
 )
 
-// ParseDialect accepts "", "standard" and "sushy".
+// ParseDialect accepts "", "standard", "sushy" and the vendor dialects.
 func ParseDialect(s string) (Dialect, error) {
-	switch d := Dialect(strings.ToLower(strings.TrimSpace(s))); d {
-	case DialectStandard, DialectSushy:
+	switch d := Dialect(strings.ToLower(strings.TrimSpace(s))); {
+	case d == DialectStandard, d == DialectSushy, slices.Contains(VendorDialects, d):
 		return d, nil
-	case "standard":
+	case d == "standard":
 		return DialectStandard, nil
 	default:
-		return "", fmt.Errorf("sim: unknown dialect %q (want standard or sushy)", s)
+		names := make([]string, len(VendorDialects))
+		for i, v := range VendorDialects {
+			names[i] = string(v)
+		}
+		return "", fmt.Errorf("sim: unknown dialect %q (want standard, sushy or a vendor's: %s)", s, strings.Join(names, ", "))
 	}
 }
 
@@ -110,6 +114,7 @@ func (f *Fleet) patchSystemSushy(w http.ResponseWriter, r *http.Request, s *syst
 	if m := b.BootSourceOverrideMode; m != nil {
 		s.bootMode = *m
 	}
+	s.changedLocked()
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Tasks (Quirks.TaskMonitor): an action is answered 202 Accepted with a
+// Location naming its task monitor, as DSP0266 §12.2 describes. The
+// monitor answers 202 with the Task while it runs; once the task is done
+// it answers the action's own outcome (204) once, then 404 (the service
+// may delete a monitor whose outcome was read). The Task resource stays.
+const (
+	taskServicePath = rootPath + "/TaskService"
+	tasksPath       = taskServicePath + "/Tasks"
+	taskMonitorPath = taskServicePath + "/TaskMonitors"
+	// defaultTaskDelay is how long a task runs when Quirks.TaskDelay is 0.
+	defaultTaskDelay = 200 * time.Millisecond
+)
+
+type simTask struct {
+	id, name string
+	started  time.Time
+	done     bool
+	read     bool // the monitor answered the outcome
+}
+
+type taskTable struct {
+	mu    sync.Mutex
+	next  int
+	tasks map[string]*simTask
+}
+
+// startTask answers an action 202 with a task monitor and runs fn when the
+// task completes, TaskDelay later.
+func (f *Fleet) startTask(w http.ResponseWriter, name string, fn func()) {
+	tt := &f.tasks
+	tt.mu.Lock()
+	if tt.tasks == nil {
+		tt.tasks = make(map[string]*simTask)
+	}
+	tt.next++
+	t := &simTask{id: strconv.Itoa(tt.next), name: name, started: time.Now()}
+	tt.tasks[t.id] = t
+	doc := f.taskJSONLocked(t)
+	tt.mu.Unlock()
+	d := f.q.TaskDelay
+	if d <= 0 {
+		d = defaultTaskDelay
+	}
+	f.later(d, func() {
+		fn()
+		tt.mu.Lock()
+		t.done = true
+		tt.mu.Unlock()
+	})
+	w.Header().Set("Location", f.q.withSlash(taskMonitorPath+"/"+t.id))
+	f.writeDoc(w, http.StatusAccepted, doc, "")
+}
+
+func (f *Fleet) taskJSONLocked(t *simTask) map[string]any {
+	state, status, pct := "Running", "OK", 50
+	if t.done {
+		state, pct = "Completed", 100
+	}
+	return map[string]any{
+		"@odata.id":       tasksPath + "/" + t.id,
+		"@odata.type":     "#Task.v1_7_0.Task",
+		"Id":              t.id,
+		"Name":            "Task " + t.name,
+		"TaskState":       state,
+		"TaskStatus":      status,
+		"PercentComplete": pct,
+		"StartTime":       t.started.UTC().Format(time.RFC3339),
+		"TaskMonitor":     taskMonitorPath + "/" + t.id,
+		"Messages":        []any{},
+	}
+}
+
+// serveTasks serves the TaskService, its tasks and their monitors.
+func (f *Fleet) serveTasks(w http.ResponseWriter, r *http.Request, rest []string) {
+	if !f.q.TaskMonitor || !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
+		if !f.q.TaskMonitor {
+			writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
+		}
+		return
+	}
+	tt := &f.tasks
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	switch {
+	case len(rest) == 0:
+		f.writeDoc(w, http.StatusOK, map[string]any{
+			"@odata.id": taskServicePath, "@odata.type": "#TaskService.v1_2_0.TaskService",
+			"Id": "TaskService", "Name": "Task Service", "ServiceEnabled": true,
+			"Tasks": odataID(tasksPath),
+		}, "")
+		return
+	case len(rest) == 2 && (rest[0] == "Tasks" || rest[0] == "TaskMonitors"):
+		t := tt.tasks[rest[1]]
+		if t == nil || (rest[0] == "TaskMonitors" && t.read) {
+			break
+		}
+		if rest[0] == "Tasks" {
+			f.writeDoc(w, http.StatusOK, f.taskJSONLocked(t), "")
+			return
+		}
+		if !t.done {
+			w.Header().Set("Location", f.q.withSlash(taskMonitorPath+"/"+t.id))
+			w.Header().Set("Retry-After", "1")
+			f.writeDoc(w, http.StatusAccepted, f.taskJSONLocked(t), "")
+			return
+		}
+		t.read = true
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
+}
