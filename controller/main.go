@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -229,7 +230,7 @@ func serve(ctx context.Context, args []string) error {
 	f.BoolVar(&cfg.InspectOnEnroll, "inspect-on-enroll", false, "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes only with --agent-netboot (they have no virtual media to boot the agent from)")
 	f.DurationVar(&cfg.AgentTimeout, "agent-timeout", 15*time.Minute, "how long a booted deploy agent may take to report before the work it was booted for gives up")
 	simSystems := f.Int("sim-systems", 0, "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)")
-	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet")
+	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet (its systems' power, boot override, media and faults are kept in <data-dir>/"+simStateFile+" across restarts)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -245,7 +246,9 @@ func serve(ctx context.Context, args []string) error {
 		log.Warn("--power-sync-interval is 0: the periodic power sync is off; faults are only noticed by jobs")
 	}
 	if *simSystems > 0 {
-		fleet, err := sim.Start(sim.Options{Listen: *simListen, Systems: *simSystems})
+		// The fleet's state lives with the controller's: a restart of
+		// the demo leaves the machines as they were, as real ones are.
+		fleet, err := sim.Start(sim.Options{Listen: *simListen, Systems: *simSystems, StateFile: filepath.Join(cfg.DataDir, simStateFile)})
 		if err != nil {
 			return fmt.Errorf("start simulated BMC fleet: %w", err)
 		}
@@ -263,6 +266,10 @@ func serve(ctx context.Context, args []string) error {
 	defer cancel()
 	return errors.Join(werr, a.Stop(sctx))
 }
+
+// simStateFile is where serve --sim-systems keeps the simulated fleet's
+// state, in the data dir.
+const simStateFile = "sim-state.json"
 
 // checkServeConfig rejects settings that would make the controller
 // silently useless (a zero timeout fails every BMC call at once).
@@ -324,6 +331,7 @@ func runSim(ctx context.Context, args []string) error {
 	vmMemoryMB := f.Int("vm-memory-mb", sim.MaxVMMemoryMB, fmt.Sprintf("with --qemu-vm: memory of each VM in MiB (at most %d)", sim.MaxVMMemoryMB))
 	vmCPUs := f.Int("vm-cpus", 1, "with --qemu-vm: virtual CPUs of each VM (1 or 2)")
 	vmUEFI := f.Bool("vm-uefi", false, "with --qemu-vm: start systems in UEFI boot mode (OVMF firmware, Debian package ovmf) instead of Legacy BIOS")
+	stateFile := f.String("state-file", "", "keep each system's power, boot override, media and faults in this file across restarts (not with --qemu-vm); default: every start powers every system off")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -357,7 +365,7 @@ func runSim(ctx context.Context, args []string) error {
 		}
 	}
 	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls,
-		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm})
+		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm, StateFile: *stateFile})
 	if err != nil {
 		return err
 	}
