@@ -5,7 +5,7 @@
 //	controller serve     run the controller (optionally with a simulated BMC fleet)
 //	controller migrate   apply database migrations and exit
 //	controller sim       run only a simulated Redfish BMC fleet
-//	controller node      operator CLI over the API (list, maintenance, power, events, delete)
+//	controller node      operator CLI over the API (list, show, create, maintenance, power, events, inspect, inventory, delete)
 //	controller instance  the same for instances (list, show, delete)
 //	controller token     API tokens (list, create, revoke)
 //	controller agent     the deploy agent (runs as /init, PID 1, of the agent image)
@@ -83,27 +83,32 @@ func main() {
 	}
 }
 
-const usage = `usage: controller <command> [flags]
+// usage is the controller's help; the CLI groups' commands are listed
+// from their tables, so none is forgotten.
+func usage() string {
+	return fmt.Sprintf(`usage: controller <command> [flags]
 
 commands:
   serve     run the controller API, jobs and power sync
   migrate   apply database migrations (ours and River's) and exit
   sim       run a simulated Redfish BMC fleet
-  node      operator commands through the API: list, show, maintenance, power, events, delete
-  instance  the same for instances: list, show, delete
-  token     API tokens (admin): list, create, revoke
+  node      operator commands through the API: %s
+  instance  the same for instances: %s
+  token     API tokens (admin): %s
   agent-image  build the deploy agent's bootable ISO (and initramfs) from a Linux kernel
   agent     the deploy agent itself (PID 1 of the agent image)
   version   print the version
 
-Run 'controller <command> -h' for a command's flags. Every flag can also
-be set with an environment variable: --power-sync-interval is
+Run 'controller <command> -h' for a command's flags ('controller node
+power -h' for one CLI command's). Every flag of serve, migrate and sim can
+also be set with an environment variable: --power-sync-interval is
 BAREMETAL_POWER_SYNC_INTERVAL.
-`
+`, strings.Join(nodeCLI.names(), ", "), strings.Join(instanceCLI.names(), ", "), strings.Join(tokenCLI.names(), ", "))
+}
 
 func run(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage)
+		fmt.Fprint(os.Stderr, usage())
 		return errors.New("no command")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -129,10 +134,10 @@ func run(args []string) error {
 		fmt.Println(versionString())
 		return nil
 	case "-h", "--help", "help":
-		fmt.Print(usage)
+		fmt.Print(usage())
 		return nil
 	default:
-		fmt.Fprint(os.Stderr, usage)
+		fmt.Fprint(os.Stderr, usage())
 		return fmt.Errorf("unknown command %q", args[0])
 	}
 }
