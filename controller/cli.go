@@ -409,7 +409,7 @@ var (
 				"--state S, --class C; nodes being retired (deleting) are\n" +
 				"listed unless --include-deleting=false"}}},
 		{name: "show", args: 1, define: nodeShow, use: []cliUse{{"show NODE", "one node, by name or id (-o json: as the API has it)"}}},
-		{name: "create", args: 0, define: nodeCreate, use: []cliUse{{"create --name N --bmc-address URL --bmc-username U [--class C]",
+		{name: "create", args: 0, define: nodeCreate, use: []cliUse{{"create --name N --class C --bmc-address URL --bmc-username U",
 			"enroll a node (admins); its BMC password is read from\n" +
 				"--bmc-password-file FILE (- for stdin), else from\n" +
 				bmcPasswordEnv + ", else asked for on the terminal;\n" +
@@ -518,7 +518,7 @@ const bmcPasswordEnv = "BAREMETAL_BMC_PASSWORD"
 func nodeCreate(f *cliFlags) cliAction {
 	name := f.String("name", "", "the node's name (required)")
 	driver := f.String("driver", string(api.DriverRedfish), "BMC protocol: "+strings.Join(api.Drivers(), " or "))
-	class := f.String("class", "", "resource class, which instances ask for")
+	class := f.String("class", "", "resource class, which instances ask for (required)")
 	address := f.String("bmc-address", "", "the BMC's URL (required): https://10.0.0.5 (redfish), ipmi://10.0.0.6:623 (ipmi)")
 	username := f.String("bmc-username", "", "BMC user (required)")
 	passwordFile := f.String("bmc-password-file", "", "read the BMC password from this file (- for standard input); without it, from "+bmcPasswordEnv+", else from the terminal")
@@ -527,7 +527,7 @@ func nodeCreate(f *cliFlags) cliAction {
 	cipher := f.Int("bmc-cipher-suite", 0, "ipmi: pin this lanplus cipher suite, 3 or 17 (default: the controller finds one that works)")
 	return func(ctx context.Context, c *apiclient.Client, _ []string) error {
 		// Checked before the password is asked for.
-		for _, req := range []struct{ flag, v string }{{"--name", *name}, {"--bmc-address", *address}, {"--bmc-username", *username}} {
+		for _, req := range []struct{ flag, v string }{{"--name", *name}, {"--class", *class}, {"--bmc-address", *address}, {"--bmc-username", *username}} {
 			if req.v == "" {
 				return fmt.Errorf("%s is required", req.flag)
 			}

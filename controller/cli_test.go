@@ -397,9 +397,10 @@ func TestCLIUsageMistakes(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"create", "--bmc-address", "https://10.0.0.5", "--bmc-username", "admin"}, "--name is required"},
-		{[]string{"create", "--name", "n1", "--bmc-username", "admin"}, "--bmc-address is required"},
-		{[]string{"create", "--name", "n1", "--bmc-address", "https://10.0.0.5", "--bmc-username", "admin", "--driver", "idrac"}, `--driver "idrac" must be one of redfish, ipmi`},
+		{[]string{"create", "--class", "gpu", "--bmc-address", "https://10.0.0.5", "--bmc-username", "admin"}, "--name is required"},
+		{[]string{"create", "--name", "n1", "--bmc-address", "https://10.0.0.5", "--bmc-username", "admin"}, "--class is required"},
+		{[]string{"create", "--name", "n1", "--class", "gpu", "--bmc-username", "admin"}, "--bmc-address is required"},
+		{[]string{"create", "--name", "n1", "--class", "gpu", "--bmc-address", "https://10.0.0.5", "--bmc-username", "admin", "--driver", "idrac"}, `--driver "idrac" must be one of redfish, ipmi`},
 	} {
 		if _, err := cliRun(t, runNode, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("node %q: %v; want %q", c.args, err, c.want)
@@ -489,7 +490,7 @@ func TestCLIDay2(t *testing.T) {
 	stdin = strings.NewReader("password\n")
 	create("enroll-3", ids[2], "--bmc-password-file", "-")
 	stdinTerminal = func() bool { return false }
-	if _, err := cliRun(t, runNode, "create", "--name", "enroll-4", "--bmc-address", "https://10.0.0.9", "--bmc-username", "admin"); err == nil ||
+	if _, err := cliRun(t, runNode, "create", "--name", "enroll-4", "--class", "gpu", "--bmc-address", "https://10.0.0.9", "--bmc-username", "admin"); err == nil ||
 		!strings.Contains(err.Error(), "no BMC password") {
 		t.Errorf("node create without a password: %v", err)
 	}
@@ -578,6 +579,11 @@ func TestCLIDay2(t *testing.T) {
 	if !strings.Contains(out, "controller node maintenance rack-c --off") || !strings.Contains(out, "controller node delete rack-c --force") ||
 		strings.Contains(out, "PATCH") || strings.Contains(out, "force=true") {
 		t.Errorf("node delete of a node in maintenance printed %q; want the CLI's commands", out)
+	}
+	t.Setenv(bmcPasswordEnv, "password")
+	if _, err := cliRun(t, runNode, "create", "--name", "rack-c", "--class", "gpu", "--bmc-address", "https://10.0.0.9", "--bmc-username", "admin"); err == nil ||
+		!strings.Contains(err.Error(), "still being deleted") || !strings.Contains(err.Error(), "controller node delete rack-c --force") {
+		t.Errorf("node create of the name of a node being deleted: %v; want the CLI's command to force its delete", err)
 	}
 
 	t.Setenv("BAREMETAL_TOKEN", member)
