@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -197,11 +199,11 @@ func TestCLIInstance(t *testing.T) {
 	t.Setenv("BAREMETAL_TOKEN", member)
 
 	out := mustCLI(t, runInstance, "list")
-	if row := rowOf(out, "web-1"); !strings.Contains(row, "p1") || !strings.Contains(row, inst.ID) || !strings.Contains(row, inst.NodeID) {
-		t.Errorf("instance list: web-1 row %q; want its project, node and id:\n%s", row, out)
+	if row := rowOf(out, "web-1"); !strings.Contains(row, "p1") || !strings.Contains(row, inst.ID) || !strings.Contains(row, " cli-0 ") {
+		t.Errorf("instance list: web-1 row %q; want its project, node (by name) and id:\n%s", row, out)
 	}
 	var shown api.Instance
-	if err := json.Unmarshal([]byte(mustCLI(t, runInstance, "show", "web-1")), &shown); err != nil || shown.ID != inst.ID {
+	if err := json.Unmarshal([]byte(mustCLI(t, runInstance, "show", "web-1", "-o", "json")), &shown); err != nil || shown.ID != inst.ID {
 		t.Errorf("instance show web-1: %+v, %v", shown, err)
 	}
 
@@ -343,8 +345,12 @@ func TestCLIInspectAndInventory(t *testing.T) {
 
 // TestCLIUsageMistakes: a mistake in the command line is answered before
 // anything is sent, even without a token or a controller: an unknown
-// command names itself, a wrong number of arguments says how many, and
-// every group's help lists every command the group runs.
+// command names itself, a wrong number of arguments says how many, a
+// flag the command does not take is refused naming the ones it takes
+// (flags of other commands included: node delete X --reason y was
+// accepted and dropped), and a member token without its project is
+// refused. Every group's help lists every command the group runs, and
+// the controller's help every group's commands.
 func TestCLIUsageMistakes(t *testing.T) {
 	t.Setenv("BAREMETAL_ENDPOINT", "http://127.0.0.1:1") // nothing listens
 	t.Setenv("BAREMETAL_TOKEN", "")
@@ -359,17 +365,247 @@ func TestCLIUsageMistakes(t *testing.T) {
 		{runInstance, []string{"show"}, "instance show: expected 1 argument(s), got 0"},
 		{runToken, []string{"list", "extra"}, "token list: expected 0 argument(s), got 1"},
 		{runToken, []string{"list"}, "no token"},
+		{runNode, []string{"delete", "n1", "--reason", "y"}, "node delete: unknown flag --reason; node delete takes --force and the common flags"},
+		{runNode, []string{"list", "--reason", "y"}, "node list: unknown flag --reason; node list takes --class, --fault, --include-deleting, --maintenance, --state and the common"},
+		{runNode, []string{"show", "n1", "--force"}, "node show: unknown flag --force; node show takes only the common flags"},
+		{runNode, []string{"events", "n1", "--wait"}, "node events: unknown flag --wait"},
+		{runNode, []string{"maintenance", "n1", "--force"}, "node maintenance: unknown flag --force; node maintenance takes --off, --reason and"},
+		{runInstance, []string{"delete", "web-1", "--force"}, "instance delete: unknown flag --force"},
+		{runToken, []string{"revoke", "alice", "--role", "admin"}, "token revoke: unknown flag --role"},
+		{runNode, []string{"list", "--timeout", "0s"}, "node list: --timeout must be positive"},
+		{runNode, []string{"list", "-o", "yaml"}, `node list: -o "yaml" must be one of table, json`},
+		{runNode, []string{"maintenance", "n1", "--reason"}, "node maintenance: flag needs an argument"},
 	} {
 		if _, err := cliRun(t, c.run, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v; want %q", c.args, err, c.want)
 		}
 	}
+	// Checked before anything is sent (nothing listens at the endpoint).
+	t.Setenv("BAREMETAL_TOKEN", "bmt_not-sent")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create", "--name", "ci", "--role", "member"}, "--project is required for a member token"},
+		{[]string{"create", "--name", "ops", "--role", "admin", "--project", "p1"}, "--project applies only to member tokens"},
+	} {
+		if _, err := cliRun(t, runToken, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("token %q: %v; want %q", c.args, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create", "--class", "gpu", "--bmc-address", "https://10.0.0.5", "--bmc-username", "admin"}, "--name is required"},
+		{[]string{"create", "--name", "n1", "--bmc-address", "https://10.0.0.5", "--bmc-username", "admin"}, "--class is required"},
+		{[]string{"create", "--name", "n1", "--class", "gpu", "--bmc-username", "admin"}, "--bmc-address is required"},
+		{[]string{"create", "--name", "n1", "--class", "gpu", "--bmc-address", "https://10.0.0.5", "--bmc-username", "admin", "--driver", "idrac"}, `--driver "idrac" must be one of redfish, ipmi`},
+	} {
+		if _, err := cliRun(t, runNode, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("node %q: %v; want %q", c.args, err, c.want)
+		}
+	}
+
 	for _, g := range []cliGroup{nodeCLI, instanceCLI, tokenCLI} {
 		help := mustCLI(t, g.run, "help")
-		for name := range g.commands(newCLIFlags(g.name)).byName {
+		for _, name := range g.names() {
 			if !strings.Contains(help, "\n  "+name) {
 				t.Errorf("%s help does not list %q:\n%s", g.name, name, help)
 			}
+			if !strings.Contains(usage(), ": "+name) && !strings.Contains(usage(), ", "+name) {
+				t.Errorf("controller help does not list %s %s:\n%s", g.name, name, usage())
+			}
 		}
+	}
+}
+
+// TestCLICommandHelp: each command's help shows its own flags and the
+// common ones, nothing of its neighbours', with --timeout's true default;
+// flags are taken after the positional arguments too.
+func TestCLICommandHelp(t *testing.T) {
+	for _, c := range []struct {
+		run      func(context.Context, []string) error
+		args     []string
+		want     []string
+		wantNone []string
+	}{
+		{runNode, []string{"delete", "--help"}, []string{"usage: controller node delete NODE [--force]", "--force", "--endpoint", "--token", "-o string",
+			"--timeout duration\n        give up after this long (default 2m0s)\n"}, []string{"--reason", "--wait", "--fault", "--include-deleting"}},
+		{runNode, []string{"list", "-h"}, []string{"--fault", "--include-deleting", "--maintenance", "--state", "--class"}, []string{"--reason", "--force", "--off", "--wait"}},
+		{runNode, []string{"show", "n1", "--help"}, []string{"usage: controller node show NODE", "common flags:"}, []string{"\nflags:", "--reason"}},
+		{runNode, []string{"power", "--help"}, []string{"--wait", "(default 2m0s; with --wait 10m0s)"}, []string{"--reason", "--force"}},
+		{runNode, []string{"inspect", "--help"}, []string{"--wait", "(default 2m0s; with --wait 20m0s)"}, []string{"--force"}},
+		{runNode, []string{"help", "create"}, []string{"--bmc-password-file", "--bmc-address", "--bmc-username", "--bmc-system-id", "--bmc-insecure", "--class", "--driver", "--name", bmcPasswordEnv},
+			[]string{"--bmc-password string", "--bmc-password "}},
+		{runInstance, []string{"show", "--help"}, []string{"--show-user-data"}, []string{"--force"}},
+		{runToken, []string{"create", "--help"}, []string{"create --name WHO --role admin\n", "create --name WHO --role member --project P\n", "--expires"}, []string{"[--project"}},
+	} {
+		out := mustCLI(t, c.run, c.args...)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q: help lacks %q:\n%s", c.args, w, out)
+			}
+		}
+		for _, w := range c.wantNone {
+			if strings.Contains(out, w) {
+				t.Errorf("%q: help has %q, which is not this command's:\n%s", c.args, w, out)
+			}
+		}
+	}
+}
+
+// TestCLIDay2: what an operator does after the quick start, by CLI only:
+// enroll nodes (the BMC password from a file, the environment or stdin,
+// never a flag, and never printed), list them by name with their last
+// error, read one as a summary (-o json: as the API has it), see events
+// in the API's names, delete a node in maintenance and be told the CLI's
+// commands (not "PATCH maintenance=false"), list instances with their
+// nodes' names, and show one without its user data unless asked.
+func TestCLIDay2(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Systems: 3, PowerSyncInterval: 300 * time.Millisecond})
+	t.Setenv("BAREMETAL_ENDPOINT", env.URL)
+	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
+	ctx := t.Context()
+	ids := env.Sim.SystemIDs()
+	create := func(name, system string, extra ...string) string {
+		t.Helper()
+		args := append([]string{"create", "--name", name, "--bmc-address", env.Sim.URL(), "--bmc-username", "admin",
+			"--bmc-system-id", system, "--class", "gpu"}, extra...)
+		return mustCLI(t, runNode, args...)
+	}
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("password\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := create("enroll-1", ids[0], "--bmc-password-file", pwFile)
+	if !strings.Contains(out, "node enroll-1 created") || strings.Contains(out, "password") {
+		t.Errorf("node create printed %q", out)
+	}
+	t.Setenv(bmcPasswordEnv, "password")
+	create("enroll-2", ids[1])
+	os.Unsetenv(bmcPasswordEnv) // t.Setenv restores it
+	oldStdin, oldTerminal := stdin, stdinTerminal
+	defer func() { stdin, stdinTerminal = oldStdin, oldTerminal }()
+	stdin = strings.NewReader("password\n")
+	create("enroll-3", ids[2], "--bmc-password-file", "-")
+	stdinTerminal = func() bool { return false }
+	if _, err := cliRun(t, runNode, "create", "--name", "enroll-4", "--class", "gpu", "--bmc-address", "https://10.0.0.9", "--bmc-username", "admin"); err == nil ||
+		!strings.Contains(err.Error(), "no BMC password") {
+		t.Errorf("node create without a password: %v", err)
+	}
+	// A wrong password is the BMC's business: the node enrolls with a
+	// fault. The password never shows.
+	var nodes []*api.Node
+	c, err := apiclient.New(env.URL, apiclient.Options{Token: env.AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"enroll-1", "enroll-2", "enroll-3"} {
+		n, err := env.App.Store.GetNode(ctx, name)
+		if err != nil {
+			t.Fatalf("%s not enrolled: %v", name, err)
+		}
+		env.WaitNode(t, n.ID, 30*time.Second, func(n *baremetal.Node) bool { return n.ProvisionState == baremetal.StateAvailable })
+		an, err := c.GetNode(ctx, n.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, an)
+	}
+	// Names in the opposite order of the ids, which the API lists by.
+	slices.SortFunc(nodes, func(a, b *api.Node) int { return strings.Compare(a.ID, b.ID) })
+	for i, n := range nodes {
+		name := []string{"rack-c", "rack-b", "rack-a"}[i]
+		if _, err := c.PatchNode(ctx, n.ID, api.NodePatch{Name: &name}, ""); err != nil {
+			t.Fatal(err)
+		}
+		n.Name = name
+	}
+	faulted := nodes[2] // rack-a
+	if err := env.Sim.SetFault(faulted.BMC.SystemID, sim.FaultDown); err != nil {
+		t.Fatal(err)
+	}
+	down := env.WaitNode(t, faulted.ID, 30*time.Second, func(n *baremetal.Node) bool { return n.Fault == baremetal.FaultBMCUnreachable })
+
+	out = mustCLI(t, runNode, "list")
+	if a, b, c := strings.Index(out, "\nrack-a "), strings.Index(out, "\nrack-b "), strings.Index(out, "\nrack-c "); a < 0 || !(a < b && b < c) {
+		t.Errorf("node list not by name:\n%s", out)
+	}
+	if !strings.Contains(out, "LAST ERROR") || !strings.Contains(rowOf(out, "rack-a"), clip(down.LastError, 60)) {
+		t.Errorf("node list: rack-a's last error %q not in its row:\n%s", down.LastError, out)
+	}
+
+	out = mustCLI(t, runNode, "show", "rack-a")
+	for _, want := range []string{"node:", "rack-a (id " + faulted.ID + ")", "state:", "available, power", "fault:", "bmc_unreachable since ",
+		"last error:", down.LastError, "class:", "gpu", "bmc:", "redfish " + env.Sim.URL() + ", user admin, system " + faulted.BMC.SystemID, "maintenance:", "no"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("node show lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "{") || strings.Contains(out, "password") {
+		t.Errorf("node show is not a summary, or shows a password:\n%s", out)
+	}
+	var shown api.Node
+	if err := json.Unmarshal([]byte(mustCLI(t, runNode, "show", "rack-a", "-o", "json")), &shown); err != nil || shown.ID != faulted.ID {
+		t.Errorf("node show -o json: %+v, %v", shown, err)
+	}
+
+	// Events tell properties by the API's names.
+	cpus := 4
+	if _, err := c.PatchNode(ctx, "rack-b", api.NodePatch{Properties: &api.PropertiesPatch{CPUs: &cpus}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCLI(t, runNode, "events", "rack-b"); !strings.Contains(out, "cpus=4") || strings.Contains(out, "CPUs:") {
+		t.Errorf("node events do not tell properties by the API's names:\n%s", out)
+	}
+
+	// An instance on rack-b (rack-a is faulted, rack-c will be retired).
+	mustCLI(t, runNode, "maintenance", "rack-c", "--reason", "RMA")
+	member := env.MemberToken(t, "p1")
+	mc, err := apiclient.New(env.URL, apiclient.Options{Token: member})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const userData = "#cloud-config\npassword: hunter2\n"
+	inst, err := mc.CreateInstance(ctx, api.InstanceCreate{Name: "web-1", ResourceClass: "gpu", UserData: userData,
+		Image: api.Image{URL: env.Sim.URL() + "/sim/images/demo.img"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A node in maintenance waits for it to be cleared: the CLI says how.
+	out = mustCLI(t, runNode, "delete", "rack-c")
+	if !strings.Contains(out, "controller node maintenance rack-c --off") || !strings.Contains(out, "controller node delete rack-c --force") ||
+		strings.Contains(out, "PATCH") || strings.Contains(out, "force=true") {
+		t.Errorf("node delete of a node in maintenance printed %q; want the CLI's commands", out)
+	}
+	t.Setenv(bmcPasswordEnv, "password")
+	if _, err := cliRun(t, runNode, "create", "--name", "rack-c", "--class", "gpu", "--bmc-address", "https://10.0.0.9", "--bmc-username", "admin"); err == nil ||
+		!strings.Contains(err.Error(), "still being deleted") || !strings.Contains(err.Error(), "controller node delete rack-c --force") {
+		t.Errorf("node create of the name of a node being deleted: %v; want the CLI's command to force its delete", err)
+	}
+
+	t.Setenv("BAREMETAL_TOKEN", member)
+	out = mustCLI(t, runInstance, "list")
+	if row := rowOf(out, "web-1"); !strings.Contains(row, " rack-b ") || strings.Contains(row, inst.NodeID) {
+		t.Errorf("instance list: web-1 row %q; want its node's name, not its id:\n%s", row, out)
+	}
+	out = mustCLI(t, runInstance, "show", "web-1")
+	if strings.Contains(out, "hunter2") || !strings.Contains(out, "--show-user-data") || !strings.Contains(out, "node:") || !strings.Contains(out, "rack-b") {
+		t.Errorf("instance show: want a summary naming the node, without the user data:\n%s", out)
+	}
+	if out := mustCLI(t, runInstance, "show", "web-1", "--show-user-data"); !strings.Contains(out, "password: hunter2") {
+		t.Errorf("instance show --show-user-data lacks it:\n%s", out)
+	}
+	for _, args := range [][]string{{"show", "web-1", "-o", "json"}, {"list", "-o", "json"}} {
+		out := mustCLI(t, runInstance, args...)
+		if strings.Contains(out, "hunter2") || !strings.Contains(out, `"user_data": null`) {
+			t.Errorf("instance %v: user_data not null:\n%s", args, out)
+		}
+	}
+	var withData api.Instance
+	if err := json.Unmarshal([]byte(mustCLI(t, runInstance, "show", "web-1", "-o", "json", "--show-user-data")), &withData); err != nil || withData.UserData != userData {
+		t.Errorf("instance show -o json --show-user-data: %q, %v", withData.UserData, err)
 	}
 }

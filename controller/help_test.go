@@ -12,7 +12,8 @@ import (
 // command" complaint; and version names the toolchain at least.
 func TestHelpAndVersion(t *testing.T) {
 	bin := controllerBinary(t)
-	for _, args := range [][]string{{"--help"}, {"node", "--help"}, {"node", "help"}, {"node", "-h"}, {"instance", "--help"}, {"token", "-h"}} {
+	for _, args := range [][]string{{"--help"}, {"node", "--help"}, {"node", "help"}, {"node", "-h"}, {"instance", "--help"}, {"token", "-h"},
+		{"node", "delete", "--help"}, {"node", "help", "power"}, {"instance", "show", "-h"}, {"token", "create", "--help"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err != nil {
 			t.Errorf("controller %s: %v\n%s", strings.Join(args, " "), err, out)

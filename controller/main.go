@@ -5,7 +5,7 @@
 //	controller serve     run the controller (optionally with a simulated BMC fleet)
 //	controller migrate   apply database migrations and exit
 //	controller sim       run only a simulated Redfish BMC fleet
-//	controller node      operator CLI over the API (list, maintenance, power, events, delete)
+//	controller node      operator CLI over the API (list, show, create, maintenance, power, events, inspect, inventory, delete)
 //	controller instance  the same for instances (list, show, delete)
 //	controller token     API tokens (list, create, revoke)
 //	controller agent     the deploy agent (runs as /init, PID 1, of the agent image)
@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -82,27 +83,32 @@ func main() {
 	}
 }
 
-const usage = `usage: controller <command> [flags]
+// usage is the controller's help; the CLI groups' commands are listed
+// from their tables, so none is forgotten.
+func usage() string {
+	return fmt.Sprintf(`usage: controller <command> [flags]
 
 commands:
   serve     run the controller API, jobs and power sync
   migrate   apply database migrations (ours and River's) and exit
   sim       run a simulated Redfish BMC fleet
-  node      operator commands through the API: list, show, maintenance, power, events, delete
-  instance  the same for instances: list, show, delete
-  token     API tokens (admin): list, create, revoke
+  node      operator commands through the API: %s
+  instance  the same for instances: %s
+  token     API tokens (admin): %s
   agent-image  build the deploy agent's bootable ISO (and initramfs) from a Linux kernel
   agent     the deploy agent itself (PID 1 of the agent image)
   version   print the version
 
-Run 'controller <command> -h' for a command's flags. Every flag can also
-be set with an environment variable: --power-sync-interval is
+Run 'controller <command> -h' for a command's flags ('controller node
+power -h' for one CLI command's). Every flag of serve, migrate and sim can
+also be set with an environment variable: --power-sync-interval is
 BAREMETAL_POWER_SYNC_INTERVAL.
-`
+`, strings.Join(nodeCLI.names(), ", "), strings.Join(instanceCLI.names(), ", "), strings.Join(tokenCLI.names(), ", "))
+}
 
 func run(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage)
+		fmt.Fprint(os.Stderr, usage())
 		return errors.New("no command")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -128,10 +134,10 @@ func run(args []string) error {
 		fmt.Println(versionString())
 		return nil
 	case "-h", "--help", "help":
-		fmt.Print(usage)
+		fmt.Print(usage())
 		return nil
 	default:
-		fmt.Fprint(os.Stderr, usage)
+		fmt.Fprint(os.Stderr, usage())
 		return fmt.Errorf("unknown command %q", args[0])
 	}
 }
@@ -238,7 +244,7 @@ func serve(ctx context.Context, args []string) error {
 	f.BoolVar(&cfg.InspectOnEnroll, "inspect-on-enroll", false, "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes only with --agent-netboot (they have no virtual media to boot the agent from)")
 	f.DurationVar(&cfg.AgentTimeout, "agent-timeout", 15*time.Minute, "how long a booted deploy agent may take to report before the work it was booted for gives up")
 	simSystems := f.Int("sim-systems", 0, "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)")
-	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet")
+	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet (its systems' power, boot override, media and faults are kept in <data-dir>/"+simStateFile+" across restarts)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -259,7 +265,9 @@ func serve(ctx context.Context, args []string) error {
 			// the default cap per BMC would make a bottleneck.
 			cfg.RedfishMaxConnections = 64
 		}
-		fleet, err := sim.Start(sim.Options{Listen: *simListen, Systems: *simSystems})
+		// The fleet's state lives with the controller's: a restart of
+		// the demo leaves the machines as they were, as real ones are.
+		fleet, err := sim.Start(sim.Options{Listen: *simListen, Systems: *simSystems, StateFile: filepath.Join(cfg.DataDir, simStateFile)})
 		if err != nil {
 			return fmt.Errorf("start simulated BMC fleet: %w", err)
 		}
@@ -277,6 +285,10 @@ func serve(ctx context.Context, args []string) error {
 	defer cancel()
 	return errors.Join(werr, a.Stop(sctx))
 }
+
+// simStateFile is where serve --sim-systems keeps the simulated fleet's
+// state, in the data dir.
+const simStateFile = "sim-state.json"
 
 // checkServeConfig rejects settings that would make the controller
 // silently useless (a zero timeout fails every BMC call at once).
@@ -340,6 +352,7 @@ func runSim(ctx context.Context, args []string) error {
 	vmMemoryMB := f.Int("vm-memory-mb", sim.MaxVMMemoryMB, fmt.Sprintf("with --qemu-vm: memory of each VM in MiB (at most %d)", sim.MaxVMMemoryMB))
 	vmCPUs := f.Int("vm-cpus", 1, "with --qemu-vm: virtual CPUs of each VM (1 or 2)")
 	vmUEFI := f.Bool("vm-uefi", false, "with --qemu-vm: start systems in UEFI boot mode (OVMF firmware, Debian package ovmf) instead of Legacy BIOS")
+	stateFile := f.String("state-file", "", "keep each system's power, boot override, media and faults in this file across restarts (not with --qemu-vm); default: every start powers every system off")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -373,7 +386,7 @@ func runSim(ctx context.Context, args []string) error {
 		}
 	}
 	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls,
-		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm})
+		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm, StateFile: *stateFile})
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func Diff(before, after *baremetal.Node, c *Change, now time.Time) []*baremetal.
 		evs = append(evs, &baremetal.Event{Type: "updated", Field: "bmc.password", Message: "BMC password rotated"})
 	}
 	updated("resource_class", a.ResourceClass, b.ResourceClass)
-	updated("properties", fmt.Sprintf("%+v", a.Properties), fmt.Sprintf("%+v", b.Properties))
+	updated("properties", properties(a.Properties), properties(b.Properties))
 	add("updated", "property_overrides", overrides(a), overrides(b), "property overrides changed (inspection fills the others)")
 	add("updated", "clean_erase", string(a.CleanErase), string(b.CleanErase), "clean_erase changed (empty: the resource class's or the controller's erase mode)")
 	add("updated", "inspect_on_enroll", tristate(a.InspectOnEnroll), tristate(b.InspectOnEnroll), "inspect_on_enroll changed (empty: the controller's --inspect-on-enroll)")
@@ -78,6 +78,23 @@ func Diff(before, after *baremetal.Node, c *Change, now time.Time) []*baremetal.
 		e.Time = now
 	}
 	return evs
+}
+
+// properties tells a node's known properties by their API names, in
+// PropertyNames order: "cpus=32 memory_mb=65536 local_gb=100
+// cpu_arch=x86_64"; "" when none is known.
+func properties(p baremetal.Properties) string {
+	var out []string
+	add := func(name baremetal.PropertyName, v string, known bool) {
+		if known {
+			out = append(out, string(name)+"="+v)
+		}
+	}
+	add(baremetal.PropertyCPUs, strconv.Itoa(p.CPUs), p.CPUs != 0)
+	add(baremetal.PropertyMemoryMB, strconv.Itoa(p.MemoryMB), p.MemoryMB != 0)
+	add(baremetal.PropertyLocalGB, strconv.Itoa(p.LocalGB), p.LocalGB != 0)
+	add(baremetal.PropertyCPUArch, p.CPUArch, p.CPUArch != "")
+	return strings.Join(out, " ")
 }
 
 // overrides lists the node's property overrides for an event: "cpus,local_gb".

@@ -160,6 +160,28 @@ func TestDiffOnePerChange(t *testing.T) {
 	}
 }
 
+// A change of properties is told with the API's names of the members
+// that are known ("cpus=32 memory_mb=65536"), not as a Go struct
+// ("{CPUs:32 MemoryMB:65536 LocalGB:0 CPUArch:}"): events are read by
+// people and scripts that know the API.
+func TestDiffPropertiesInAPINames(t *testing.T) {
+	before := &baremetal.Node{Properties: baremetal.Properties{CPUs: 4}}
+	after := &baremetal.Node{Properties: baremetal.Properties{CPUs: 32, MemoryMB: 65536, LocalGB: 100, CPUArch: "x86_64"}}
+	evs := ledger.Diff(before, after, &ledger.Change{}, time.Now())
+	e := find(evs, "updated", "properties")
+	if e == nil {
+		t.Fatalf("no properties event: %+v", evs)
+	}
+	if e.Old != "cpus=4" || e.New != "cpus=32 memory_mb=65536 local_gb=100 cpu_arch=x86_64" {
+		t.Errorf("properties event old %q, new %q", e.Old, e.New)
+	}
+	// Unknown before (never inspected, no override): nothing to show.
+	evs = ledger.Diff(&baremetal.Node{}, before, &ledger.Change{}, time.Now())
+	if e := find(evs, "updated", "properties"); e == nil || e.Old != "" || e.New != "cpus=4" {
+		t.Errorf("properties event from none: %+v", e)
+	}
+}
+
 // Concurrent writers of one node all land: version conflicts are retried
 // on a fresh read, none is lost.
 func TestConcurrentWritersAllLand(t *testing.T) {

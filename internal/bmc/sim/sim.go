@@ -93,6 +93,9 @@ type Options struct {
 	// package doc). Keep such fleets small: each running VM is a qemu
 	// process of up to MaxVMMemoryMB.
 	VM *VMOptions
+	// StateFile, when set, keeps each system's power, boot override,
+	// media and faults across restarts of the fleet (see state.go).
+	StateFile string
 }
 
 // Fleet is a running simulated Redfish service.
@@ -142,6 +145,11 @@ type Fleet struct {
 	done      chan struct{}
 	serveDone chan struct{}
 	closeOnce sync.Once
+
+	// stateMu serializes writes of Options.StateFile; stateSaved is
+	// what it holds.
+	stateMu    sync.Mutex
+	stateSaved []byte
 }
 
 type session struct {
@@ -336,6 +344,10 @@ func Start(opts Options) (*Fleet, error) {
 		f.order = append(f.order, s)
 	}
 	f.buildStatic()
+	if err := f.loadState(); err != nil {
+		f.stopLife()
+		return nil, err
+	}
 
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -379,6 +391,7 @@ func Start(opts Options) (*Fleet, error) {
 			f.goBackground(s.vm.run)
 		}
 	}
+	f.startStateSaver()
 	return f, nil
 }
 
@@ -594,9 +607,9 @@ func (f *Fleet) DropSessions() {
 
 // Close stops the server, drops every connection (ending hung requests),
 // cancels image fetches and simulated OS callbacks, and waits for all
-// handlers and callbacks to return.
+// handlers and callbacks to return; then it writes Options.StateFile.
 func (f *Fleet) Close() error {
-	var err error
+	var err, stateErr error
 	f.closeOnce.Do(func() {
 		f.lifeMu.Lock()
 		f.closed = true
@@ -614,11 +627,12 @@ func (f *Fleet) Close() error {
 			s.mu.Unlock()
 		}
 		f.bg.Wait()
+		stateErr = f.saveState()
 	})
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	return err
+	return errors.Join(err, stateErr)
 }
 
 // enter registers an in-flight request; false once the fleet is closed.
