@@ -266,7 +266,7 @@ func (w *writer) attempt() (Result, error) {
 		size: -1, received: &w.received,
 	}
 	defer fe.Close()
-	served := &hashReader{r: fe, h: w.sum.newHash()}
+	served := &hashReader{r: fe, h: newHash(w.sum)}
 	res := Result{Format: string(compNone), Digest: Checksum{Algo: w.sum.Algo}}
 	// fail picks the error to report: the fetcher's own when it has one
 	// (a decompressor may have handed up a vaguer one), else err as is.
