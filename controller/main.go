@@ -76,7 +76,7 @@ func main() {
 	}
 	if err := run(args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "controller:", err)
+			fmt.Fprintln(terminalSafe(os.Stderr), "controller:", err) // errors quote the server
 		}
 		os.Exit(1)
 	}
