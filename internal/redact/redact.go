@@ -23,8 +23,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/safetext"
 )
 
 // Mask replaces what is hidden.
@@ -238,16 +239,13 @@ func Userinfo(s string) string {
 // cut to at most n bytes on a rune boundary, "..." marking a cut. Redact
 // before cutting: a cut secret is no longer found.
 func Excerpt(s string, n int) string {
-	// What a BMC says is stored as text: invalid UTF-8 and control
-	// characters (NUL above all, which PostgreSQL refuses in text) become
-	// U+FFFD and spaces, so a garbled answer cannot make the node's write fail.
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
-	s = strings.Join(strings.Fields(s), " ")
+	// What a BMC says is stored as text and shown on terminals: invalid
+	// UTF-8 becomes U+FFFD and control characters (NUL, which PostgreSQL
+	// refuses in text; a terminal's escape sequences) are escaped
+	// visibly, safetext's policy for all text from outside, so a garbled
+	// or hostile answer can neither make the node's write fail nor take
+	// over the terminal of whoever reads it.
+	s = strings.Join(strings.Fields(safetext.Line(s)), " ")
 	if len(s) <= n {
 		return s
 	}

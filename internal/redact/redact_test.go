@@ -118,9 +118,13 @@ func TestExcerpt(t *testing.T) {
 		t.Errorf("Excerpt = %q", got)
 	}
 	// A garbled BMC answer must stay storable text (PostgreSQL refuses NUL
-	// and invalid UTF-8 in text columns).
-	if got := Excerpt("err\x00or \xff\xfe\x1b[31mred", 100); got != "err or \uFFFD [31mred" || !utf8.ValidString(got) {
+	// and invalid UTF-8 in text columns), and a hostile one must not take
+	// over a terminal: control characters are escaped visibly.
+	if got := Excerpt("err\x00or \xff\xfe\x1b[31mred", 100); got != "err\\u0000or \uFFFD\\u001b[31mred" || !utf8.ValidString(got) {
 		t.Errorf("Excerpt of control characters and invalid UTF-8 = %q", got)
+	}
+	if got := Excerpt("HTTP 500: \x1b]0;owned\a\x1b[2J", 100); got != `HTTP 500: \u001b]0;owned\u0007\u001b[2J` {
+		t.Errorf("Excerpt of a terminal escape = %q", got)
 	}
 	long := strings.Repeat("é", 100) // 200 bytes
 	got := Excerpt(long, 50)
