@@ -331,6 +331,8 @@ func (g cliGroup) run(ctx context.Context, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	defer func(w io.Writer) { stdout = w }(stdout)
+	stdout = terminalSafe(stdout) // what it prints quotes the server
 	return do(ctx, c, pos)
 }
 
@@ -991,7 +993,7 @@ func tokenCreate(f *cliFlags) cliAction {
 		}
 		// Only the secret on stdout, so TOKEN=$(controller token create ...)
 		// captures it; the rest is for the operator's eyes.
-		fmt.Fprintf(os.Stderr, "created token %s (%s, role %s); its secret is shown this once:\n", tc.ID, tc.Name, tc.Role)
+		fmt.Fprintf(terminalSafe(os.Stderr), "created token %s (%s, role %s); its secret is shown this once:\n", tc.ID, tc.Name, tc.Role)
 		fmt.Fprintln(stdout, tc.Secret)
 		return nil
 	}
@@ -1049,7 +1051,7 @@ func inspectNode(ctx context.Context, f *cliFlags, c *apiclient.Client, idOrName
 	}
 	progress := stdout
 	if *f.output == "json" {
-		progress = os.Stderr // stdout holds the inventory alone
+		progress = terminalSafe(os.Stderr) // stdout holds the inventory alone
 	}
 	fmt.Fprintf(progress, "queued inspection of node %s as job %d\n", n.Name, acc.JobID)
 	if err := waitJob(ctx, c, progress, n.ID, acc.JobID, "inspect "+n.Name); err != nil {

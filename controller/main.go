@@ -77,7 +77,7 @@ func main() {
 	}
 	if err := run(args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "controller:", err)
+			fmt.Fprintln(terminalSafe(os.Stderr), "controller:", err) // errors quote the server
 		}
 		os.Exit(1)
 	}
@@ -232,6 +232,8 @@ func serve(ctx context.Context, args []string) error {
 	f.DurationVar(&cfg.MaxBackoff, "max-backoff", cfg.MaxBackoff, "cap of the retry backoff of faulted nodes and failing jobs")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent jobs (deploy, cleanup, ...) per controller")
 	f.BoolVar(&cfg.ImageCheck, "image-check", cfg.ImageCheck, "before a deploy gives an image URL to the BMC, check it from the controller (HEAD and a range GET): an image that is not there fails the instance with the reason; disable only if the controller cannot reach the image servers the BMCs use")
+	f.StringVar(&cfg.ImageURLAllow, "image-url-allow", "", "CIDR ranges, comma-separated, that the image check may fetch from although it refuses them by default: loopback and link-local addresses (e.g. 127.0.0.1/32 for an image server on the controller's host, as make run's demo); a cloud metadata address only by its exact /32 or /128; never the controller's own API address")
+	f.StringVar(&cfg.ImageURLDeny, "image-url-deny", "", "CIDR ranges, comma-separated, that the image check never fetches from (nor follows a redirect to), besides what it refuses by default: cloud metadata services, link-local and loopback addresses, the controller's own API address")
 	f.StringVar(&cfg.AgentKernel, "agent-kernel", "", "serve the deploy agent (inspection): a Linux kernel, e.g. Debian's /boot/vmlinuz-<version> from linux-image-amd64; this binary (built with CGO_ENABLED=0) becomes the agent's /init; needs --public-url")
 	f.StringVar(&cfg.AgentModulesDir, "agent-modules-dir", "", "the agent kernel's modules (default /lib/modules/<its version>)")
 	f.StringVar(&cfg.AgentUEFI, "agent-uefi", "auto", "with --agent-kernel, how the agent ISO boots on UEFI firmware (BIOS always): secure-boot (Debian's signed shim and GRUB: shim-signed, grub-efi-amd64-signed; boots with Secure Boot on or off), grub (grub-efi-amd64-bin; Secure Boot off only), on (either), off, or auto (the first installed of secure-boot and grub, else BIOS only, with a warning)")

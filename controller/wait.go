@@ -19,7 +19,7 @@ var jobPoll = 500 * time.Millisecond
 // redrawn in place; elsewhere (a pipe, a CI log) it is printed again only
 // when it says something new.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := rawWriter(w).(*os.File)
 	if !ok {
 		return false
 	}
@@ -48,7 +48,8 @@ func waitJob(ctx context.Context, c *apiclient.Client, w io.Writer, nodeID strin
 		}
 		line = progressLine(what, job, node)
 		if tty {
-			fmt.Fprintf(w, "\r\033[K%s [%s]", line, time.Since(start).Round(time.Second))
+			fmt.Fprint(rawWriter(w), "\r\033[K") // the CLI's own redraw; line goes through w
+			fmt.Fprintf(w, "%s [%s]", line, time.Since(start).Round(time.Second))
 		} else if line != shown {
 			fmt.Fprintln(w, line)
 		}

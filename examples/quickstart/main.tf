@@ -53,8 +53,9 @@ resource "baremetal_instance" "web" {
   resource_class = "baremetal"
 
   # The simulator's demo disk image: the controller checks an image URL
-  # before a BMC gets it, so it must answer. With real BMCs, name your
-  # image server's URL and its checksum.
+  # before a BMC gets it, so it must answer (make run lets that check
+  # reach the simulator on loopback: --image-url-allow). With real BMCs,
+  # name your image server's URL and its checksum.
   image = {
     url = "${var.sim_address}/sim/images/demo.img"
   }

@@ -42,6 +42,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/disk"
 )
 
 // ConfigPath is where the per-boot config file sits in the agent's root.
@@ -72,6 +74,27 @@ type Config struct {
 // none, for image streams) and c's CA certificates trusted on top of the
 // system's (the initramfs's /etc/ssl/certs/ca-certificates.crt, if any).
 func (c Config) HTTPClient(timeout time.Duration) (*http.Client, error) {
+	t, err := c.Transport()
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: t, Timeout: timeout}, nil
+}
+
+// ImageClient is the client images are fetched with: HTTPClient's
+// transport, guarded by disk.NewClient (no cloud metadata service, no
+// link-local address), without an overall timeout (an image streams for
+// as long as it takes).
+func (c Config) ImageClient() (*http.Client, error) {
+	t, err := c.Transport()
+	if err != nil {
+		return nil, err
+	}
+	return disk.NewClient(t), nil
+}
+
+// Transport is HTTPClient's transport.
+func (c Config) Transport() (*http.Transport, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DisableCompression = true
 	t.ResponseHeaderTimeout = time.Minute
@@ -85,7 +108,7 @@ func (c Config) HTTPClient(timeout time.Duration) (*http.Client, error) {
 		}
 		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &http.Client{Transport: t, Timeout: timeout}, nil
+	return t, nil
 }
 
 // String never shows the token.

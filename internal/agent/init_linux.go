@@ -76,7 +76,7 @@ func boot(version string) error {
 	// Validate checked the CA certificates: these cannot fail.
 	apiClient, _ := cfg.HTTPClient(30 * time.Second)
 	driveClient, _ := cfg.HTTPClient(2 * time.Minute)
-	imageClient, _ := cfg.HTTPClient(0) // an image streams for as long as it takes
+	imageClient, _ := cfg.ImageClient() // guarded: no metadata service, no link-local address
 	loop := &Loop{
 		Controller: NewHTTPController(cfg.API, cfg.Token, apiClient),
 		Collect:    DefaultCollector().Collect,

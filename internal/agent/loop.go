@@ -108,6 +108,7 @@ func (l *Loop) once(ctx context.Context) (r api.AgentReply, firstOutcome bool, e
 	if l.Commands != nil {
 		hb.Command = l.Commands.Status()
 	}
+	boundReport(&hb)
 	r, err = l.Controller.Heartbeat(ctx, hb)
 	if err != nil {
 		return r, false, err

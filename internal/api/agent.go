@@ -32,6 +32,18 @@ type AgentHeartbeat struct {
 	Command *AgentCommandStatus `json:"command,omitempty"`
 }
 
+// Bounds of what an agent reports: the controller refuses a heartbeat
+// beyond them (400, naming the field), and the agent keeps within them.
+const (
+	// MaxAgentText bounds each string of a report but the message, in
+	// bytes: a version, a boot id, a disk's model or serial, a NIC name.
+	MaxAgentText = 256
+	// MaxAgentMessage bounds a command's message, in bytes.
+	MaxAgentMessage = 8 << 10
+	// MaxAgentItems bounds each list: disks, NICs, a NIC's addresses.
+	MaxAgentItems = 1024
+)
+
 // AgentReply is the controller's answer to a heartbeat.
 type AgentReply struct {
 	// NextHeartbeatSeconds asks for the next heartbeat after this long;

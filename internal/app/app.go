@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -34,6 +35,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/httpapi"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/imagecheck"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/netguard"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
@@ -80,6 +82,13 @@ type Config struct {
 	// there fails its instance with the reason. Off only where the
 	// controller cannot reach the image servers the BMCs use.
 	ImageCheck bool
+	// ImageURLAllow and ImageURLDeny are the check's CIDR lists, comma
+	// separated (netguard.ParsePrefixes). The check never fetches from a
+	// cloud metadata service, a link-local or loopback address or the
+	// controller's own API address (imagecheck); Allow exempts ranges
+	// from that (make run allows 127.0.0.1 for the simulator's demo
+	// image), Deny refuses more.
+	ImageURLAllow, ImageURLDeny string
 
 	// AgentKernel, when set, makes the controller serve the deploy agent:
 	// a Linux kernel (Debian's /boot/vmlinuz-*), its modules from
@@ -313,6 +322,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if publicURL == "" {
 		log.Warn("no --public-url and the API listens on a wildcard address: instances with user_data or deploy_timeout cannot get their config drive", "listen", cfg.Listen)
 	}
+	checker, err := imageChecker(cfg, a.listener.Addr())
+	if err != nil {
+		return fail(err)
+	}
 	st, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return fail(err)
@@ -398,7 +411,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		BMCTimeout: cfg.BMCTimeout, PowerChangeTimeout: cfg.PowerChangeTimeout, PowerPollInterval: cfg.PowerPollInterval,
 		PowerSyncInterval: cfg.PowerSyncInterval, PowerSyncWorkers: cfg.PowerSyncWorkers,
 		FaultThreshold: cfg.FaultThreshold, MaxBackoff: cfg.MaxBackoff, RetryBase: cfg.RetryBase, Metrics: reg,
-		PublicURL: publicURL, ImageCheck: imageChecker(cfg),
+		PublicURL: publicURL, ImageCheck: checker,
 		MediaSettle: cfg.MediaSettle,
 		AgentBoot:   images != nil, AgentBIOSOnly: images != nil && agentBIOSOnly,
 		AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL, CleanErase: cleanErase(cfg.CleanErase),
@@ -447,12 +460,25 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 }
 
 // imageChecker is the deploys' image URL check, nil when it is off (a
-// typed nil would not compare equal to nil inside jobs).
-func imageChecker(cfg Config) jobs.ImageChecker {
-	if !cfg.ImageCheck {
-		return nil
+// typed nil would not compare equal to nil inside jobs). api is the API's
+// bound address: the check never fetches from it.
+func imageChecker(cfg Config, api net.Addr) (jobs.ImageChecker, error) {
+	allow, err := netguard.ParsePrefixes("--image-url-allow", cfg.ImageURLAllow)
+	if err != nil {
+		return nil, err
 	}
-	return imagecheck.New(imagecheck.Options{Timeout: cfg.BMCTimeout})
+	deny, err := netguard.ParsePrefixes("--image-url-deny", cfg.ImageURLDeny)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.ImageCheck {
+		return nil, nil
+	}
+	opts := imagecheck.Options{Timeout: cfg.BMCTimeout, Allow: allow, Deny: deny}
+	if ap, err := netip.ParseAddrPort(api.String()); err == nil {
+		opts.Own = append(opts.Own, ap)
+	}
+	return imagecheck.New(opts), nil
 }
 
 // PublicURL checks an operator's --public-url, or derives one from the

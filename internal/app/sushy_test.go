@@ -70,7 +70,7 @@ func TestSushyLifecycle(t *testing.T) {
 	admin.waitNode(n.ID, 30*time.Second, false, available)
 
 	for _, tc := range []struct{ name, path, want string }{
-		{"vm-missing", "/missing.iso", "not found: the server answered HEAD with 404 Not Found"},
+		{"vm-missing", "/missing.iso", "image " + images.URL + "/missing.iso: unreachable from the controller (HTTP 404 Not Found)"},
 		{"vm-bmc-fetch", "/ranges-only.iso", "Failed fetching image from URL " + images.URL + "/ranges-only.iso: 500 Server Error"},
 	} {
 		inst := create(tc.name, tc.path)

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/deployspec"
 )
 
 // Text checks. PostgreSQL's text type cannot hold NUL or invalid UTF-8
@@ -248,7 +250,9 @@ func redactURL(s string) string {
 	return s
 }
 
-var checksumRE = regexp.MustCompile(`^((sha256|sha512|md5):)?[0-9a-fA-F]{32,128}$`)
+// MaxImageURL bounds image.url (bytes), as bmc.address is bounded: the
+// URL goes to BMCs, whose own limits are lower still.
+const MaxImageURL = 2048
 
 // MaxUserData bounds user_data (bytes).
 const MaxUserData = 64 << 10
@@ -280,15 +284,19 @@ func (i *Instance) Validate() error {
 	if i.Image.URL == "" {
 		return FieldErrorf("image.url", "image.url is required")
 	}
-	if err := ValidateLine("image.url", i.Image.URL, 0); err != nil {
+	if err := ValidateLine("image.url", i.Image.URL, MaxImageURL); err != nil {
 		return err
 	}
 	u, err := url.Parse(i.Image.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return FieldErrorf("image.url", "image.url %q must be an http:// or https:// URL", redactURL(i.Image.URL))
 	}
-	if i.Image.Checksum != "" && !checksumRE.MatchString(i.Image.Checksum) {
-		return FieldErrorf("image.checksum", "image.checksum must be 32 to 128 hex digits (a whole md5, sha256 or sha512 digest), optionally prefixed by md5:, sha256: or sha512:")
+	if i.Image.Checksum != "" {
+		// The agent's own parser: what it would refuse after a boot is
+		// refused here.
+		if _, err := deployspec.ParseChecksum(i.Image.Checksum); err != nil {
+			return FieldErrorf(deployspec.ChecksumField, "%v", err)
+		}
 	}
 	if len(i.UserData) > MaxUserData {
 		return FieldErrorf("user_data", "user_data is %d bytes; at most %d are allowed", len(i.UserData), MaxUserData)
@@ -314,6 +322,11 @@ func (i *Instance) Validate() error {
 		}
 		if v == "" {
 			return FieldErrorf("root_device."+k, "root_device hint %s is empty", k)
+		}
+		if k == "size_gb" {
+			if _, err := deployspec.ParseSizeHint(v); err != nil {
+				return FieldErrorf(deployspec.SizeHintField, "%v", err)
+			}
 		}
 	}
 	if len(i.RootDevice) > 0 && i.DeployMethod != DeployImage {

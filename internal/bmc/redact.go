@@ -13,10 +13,10 @@ const MaxMessage = 400
 
 // Redact is the last step of every BMC call: it returns err as an *Error
 // (same Kind and Op) whose message has every form of secrets and every
-// credential the redact rules find hidden (config drive keys included),
-// on one line of at most MaxMessage bytes. The drivers redact what they
-// know (a Redfish session token, say) before; this pass catches what they
-// do not, whatever the driver.
+// credential the redact rules find hidden (config drive and agent boot
+// keys included), on one line of at most MaxMessage bytes. The drivers
+// redact what they know (a Redfish session token, say) before; this pass
+// catches what they do not, whatever the driver.
 //
 // The original error stays in the chain for errors.Is and errors.As;
 // print only the returned error, never one unwrapped from it.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
 
@@ -34,5 +37,29 @@ func TestRedact(t *testing.T) {
 	// Unclassified errors count as unreachable, as KindOf says.
 	if got := Redact(errors.New("dial tcp: refused"), nil); KindOf(got) != KindUnreachable || got.Error() != "bmc : unreachable: dial tcp: refused" {
 		t.Errorf("unclassified: %v", got)
+	}
+}
+
+// A BMC that quotes the agent ISO's URL in its error (InsertMedia refused,
+// or the fetch failed) must not hand out the boot key: it fetches the ISO,
+// and the ISO carries the boot's agent token. Config drive keys were
+// masked; agent boot keys were not (issue #26, item 25).
+func TestRedactAgentBootKey(t *testing.T) {
+	t.Parallel()
+	token, _ := baremetal.NewAgentToken()
+	key := baremetal.AgentBootKey(token)
+	iso := "https://10.0.0.1:8443" + api.AgentBootPath("6f1c2d3e-0000-4000-8000-00000000abcd", key)
+	for name, echo := range map[string]string{
+		"plain":       iso,
+		"url-encoded": url.QueryEscape(iso),
+		"json":        strings.ReplaceAll(iso, "/", `\/`),
+	} {
+		err := Redact(Errorf(KindImage, "insert media", "Base.1.0.GeneralError: Failed fetching image from URL %s", echo), nil)
+		if strings.Contains(err.Error(), key) {
+			t.Errorf("%s: the agent boot key is in the error: %v", name, err)
+		}
+		if !strings.Contains(err.Error(), "REDACTED") || !strings.Contains(err.Error(), "Failed fetching image from URL") {
+			t.Errorf("%s: the error lost its sense: %v", name, err)
+		}
 	}
 }

@@ -11,6 +11,18 @@
 // everything that may pass by itself (5xx, 429, timeouts, resets, a DNS
 // server that did not answer) transient, for the caller to retry a few
 // times before blaming the image.
+//
+// An image URL is the user's: the check must not become a way to make
+// the controller fetch what the user cannot reach. It goes through a
+// netguard.Policy that refuses, before any request leaves (proxy or not,
+// each redirect hop too), cloud metadata services, link-local addresses,
+// the controller's loopback and its own API, and what the operator denies
+// (--image-url-deny); --image-url-allow exempts ranges. And it tells the
+// instance's owner only that an image is unreachable, with the HTTP status
+// when there was one (Error.Public): why no answer came (refused, timeout,
+// no such host, refused by the policy) would make image URLs a scanner of
+// the controller's network, so that detail is for admins (Error.Reason,
+// in the node's events).
 package imagecheck
 
 import (
@@ -21,11 +33,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/netguard"
 )
 
 // probe is how much of the image the GET asks for: one CD sector.
@@ -34,12 +49,17 @@ const probe = 2048
 // DefaultTimeout bounds one whole check (HEAD and GET).
 const DefaultTimeout = 10 * time.Second
 
-// Error is a failed check. Reason is safe to show to the instance's owner:
-// it names the image without userinfo, query or fragment (presigned URLs
-// carry tokens there).
+// Error is a failed check. URL names the image without userinfo, query
+// or fragment (presigned URLs carry tokens there). Reason is the detail,
+// for admins (a node's events): it may name addresses and say how the
+// network answered. Public is what the instance's owner is told.
 type Error struct {
 	URL    string
 	Reason string
+	// Public is Reason as the instance's owner may see it: that the image
+	// is unreachable from the controller (with the HTTP status when the
+	// server answered one), or what is wrong with the image served.
+	Public string
 	// Transient: the image server (or the network to it) may answer
 	// differently soon; retrying is worthwhile.
 	Transient bool
@@ -48,6 +68,12 @@ type Error struct {
 
 func (e *Error) Error() string { return "image " + e.URL + ": " + e.Reason }
 func (e *Error) Unwrap() error { return e.Err }
+
+// PublicError is Error for the instance's owner: Public instead of Reason.
+func (e *Error) PublicError() string { return "image " + e.URL + ": " + e.Public }
+
+// unreachable is the public reason of every failure without an answer.
+const unreachable = "unreachable from the controller"
 
 // IsTransient reports whether err is a check failure worth retrying.
 func IsTransient(err error) bool {
@@ -59,6 +85,17 @@ func IsTransient(err error) bool {
 type Options struct {
 	// Timeout bounds one check; default DefaultTimeout.
 	Timeout time.Duration
+	// Allow and Deny are the operator's --image-url-allow and
+	// --image-url-deny (netguard.Policy's): Allow exempts ranges from the
+	// refusal of loopback and link-local addresses (a metadata address
+	// only by its exact /32 or /128), Deny refuses more.
+	Allow, Deny []netip.Prefix
+	// Own are the controller's listen addresses: always refused at their
+	// port (an unspecified address: every address of the host).
+	Own []netip.AddrPort
+	// Proxy chooses a request's proxy; nil: the environment's
+	// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
+	Proxy func(*http.Request) (*url.URL, error)
 }
 
 // Checker checks image URLs. It is safe for concurrent use.
@@ -67,56 +104,42 @@ type Checker struct {
 	timeout time.Duration
 }
 
-// errLinkLocal stops a check before it dials a link-local address.
-var errLinkLocal = errors.New("link-local address")
-
 // New returns a Checker. Its client follows redirects (BMCs do), honours
 // the proxy environment, and does not verify TLS certificates: BMCs
 // commonly accept self-signed image servers, and the check reads at most
-// one sector and trusts none of it (the checksum is for trust). It never
-// dials link-local addresses (cloud metadata services live there): a URL
-// that points at one is not checked at all.
+// one sector and trusts none of it (the checksum is for trust). Every
+// request, through a proxy or not and each redirect hop, goes through a
+// netguard.Policy (see the package doc): a refused target fails the check
+// before anything is sent to it.
 func New(opts Options) *Checker {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	dialer := &net.Dialer{
-		Timeout: opts.Timeout,
-		Control: func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			if ip := net.ParseIP(host); ip != nil && (ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast()) {
-				return errLinkLocal
-			}
-			return nil
-		},
+	if opts.Proxy == nil {
+		opts.Proxy = http.ProxyFromEnvironment
+	}
+	policy := &netguard.Policy{Allow: opts.Allow, Deny: opts.Deny, DenyLocal: true, Own: opts.Own}
+	transport := &http.Transport{
+		Proxy:                 opts.Proxy,
+		TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see New
+		TLSHandshakeTimeout:   opts.Timeout,
+		ResponseHeaderTimeout: opts.Timeout,
+		DisableCompression:    true, // lengths are of the image, not of a gzip of it
+		DisableKeepAlives:     true, // one check now and then: nothing to keep
 	}
 	return &Checker{
 		timeout: opts.Timeout,
-		client: &http.Client{
-			Transport: &http.Transport{
-				Proxy:                 http.ProxyFromEnvironment,
-				DialContext:           dialer.DialContext,
-				TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see New
-				TLSHandshakeTimeout:   opts.Timeout,
-				ResponseHeaderTimeout: opts.Timeout,
-				DisableCompression:    true, // lengths are of the image, not of a gzip of it
-				DisableKeepAlives:     true, // one check now and then: nothing to keep
-			},
-		},
+		client:  &http.Client{Transport: policy.Guard(transport, &net.Dialer{Timeout: opts.Timeout})},
 	}
 }
 
 // Check looks at imageURL: nil when it serves a non-empty image whose
-// length adds up, else an *Error. A URL pointing at a link-local address
-// passes unchecked (see New).
+// length adds up, else an *Error.
 func (c *Checker) Check(ctx context.Context, imageURL string) error {
 	u, err := url.Parse(imageURL)
 	shown := redact(imageURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &Error{URL: shown, Reason: "not an http:// or https:// URL"}
+		return &Error{URL: shown, Reason: "not an http:// or https:// URL", Public: "not an http:// or https:// URL"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -148,11 +171,11 @@ func (c *Checker) Check(ctx context.Context, imageURL string) error {
 	case http.StatusPartialContent:
 		start, end, size, ok := contentRange(resp.Header.Get("Content-Range"))
 		if !ok || start != 0 || end < start {
-			return &Error{URL: shown, Reason: fmt.Sprintf("wrong length: the server answered the request for its first %d bytes with Content-Range %q", probe, resp.Header.Get("Content-Range"))}
+			return &Error{URL: shown, Reason: fmt.Sprintf("wrong length: the server answered the request for its first %d bytes with Content-Range %q", probe, resp.Header.Get("Content-Range")), Public: wrongLength}
 		}
 		total = size // -1: "*", unknown
 		if err := readProbe(resp.Body, end-start+1); err != nil {
-			return &Error{URL: shown, Reason: "wrong length: " + err.Error(), Err: err}
+			return &Error{URL: shown, Reason: "wrong length: " + err.Error(), Public: wrongLength, Err: err}
 		}
 	case http.StatusOK:
 		total = resp.ContentLength
@@ -161,21 +184,21 @@ func (c *Checker) Check(ctx context.Context, imageURL string) error {
 			want = total
 		}
 		if err := readProbe(resp.Body, want); err != nil {
-			return &Error{URL: shown, Reason: "wrong length: " + err.Error(), Err: err}
+			return &Error{URL: shown, Reason: "wrong length: " + err.Error(), Public: wrongLength, Err: err}
 		}
 	case http.StatusRequestedRangeNotSatisfiable:
 		if _, _, size, ok := contentRange(resp.Header.Get("Content-Range")); ok && size == 0 {
-			return &Error{URL: shown, Reason: "wrong length: the image is empty (0 bytes)"}
+			return &Error{URL: shown, Reason: "wrong length: the image is empty (0 bytes)", Public: emptyImage}
 		}
-		return &Error{URL: shown, Reason: fmt.Sprintf("wrong length: the server cannot serve the image's first %d bytes (416 Range Not Satisfiable)", probe)}
+		return &Error{URL: shown, Reason: fmt.Sprintf("wrong length: the server cannot serve the image's first %d bytes (416 Range Not Satisfiable)", probe), Public: wrongLength}
 	default:
 		return statusError(shown, "GET", st)
 	}
 	switch {
 	case total == 0 || headLen == 0:
-		return &Error{URL: shown, Reason: "wrong length: the image is empty (0 bytes)"}
+		return &Error{URL: shown, Reason: "wrong length: the image is empty (0 bytes)", Public: emptyImage}
 	case headLen > 0 && total > 0 && headLen != total:
-		return &Error{URL: shown, Reason: fmt.Sprintf("wrong length: HEAD says %d bytes, GET says %d", headLen, total)}
+		return &Error{URL: shown, Reason: fmt.Sprintf("wrong length: HEAD says %d bytes, GET says %d", headLen, total), Public: wrongLength}
 	}
 	return nil
 }
@@ -191,6 +214,12 @@ func (c *Checker) do(ctx context.Context, method, imageURL string) (*http.Respon
 	req.Header.Set("User-Agent", "baremetal-controller image check")
 	return c.client.Do(req)
 }
+
+// The public reasons of an image served wrong: the user's to fix.
+const (
+	wrongLength = "wrong length (the server's answers about the image's size do not add up)"
+	emptyImage  = "the image is empty (0 bytes)"
+)
 
 // readProbe reads want bytes of body (at most probe), failing when the
 // server sends fewer than it promised.
@@ -246,7 +275,8 @@ func contentRange(h string) (start, end, size int64, ok bool) {
 // statusError reports a non-success answer: 5xx, 408 and 429 may pass,
 // anything else says the image is not to be had.
 func statusError(shown, method string, status int) error {
-	e := &Error{URL: shown, Reason: fmt.Sprintf("%s answered %d %s", method, status, http.StatusText(status))}
+	e := &Error{URL: shown, Reason: fmt.Sprintf("%s answered %d %s", method, status, http.StatusText(status)),
+		Public: fmt.Sprintf("%s (HTTP %d %s)", unreachable, status, http.StatusText(status))}
 	switch {
 	case status == http.StatusNotFound, status == http.StatusGone:
 		e.Reason = fmt.Sprintf("not found: the server answered %s with %d %s", method, status, http.StatusText(status))
@@ -259,15 +289,15 @@ func statusError(shown, method string, status int) error {
 	return e
 }
 
-// transportError explains why no answer came. A link-local target is not
-// an error (the check is skipped).
+// transportError explains why no answer came (to admins: to the owner,
+// the image is unreachable).
 func (c *Checker) transportError(ctx context.Context, shown string, u *url.URL, err error) error {
-	if errors.Is(err, errLinkLocal) {
-		return nil
-	}
-	e := &Error{URL: shown, Err: err}
+	e := &Error{URL: shown, Public: unreachable, Err: err}
 	var dns *net.DNSError
+	var denied *netguard.DeniedError
 	switch {
+	case errors.As(err, &denied):
+		e.Reason = "refused by the controller's image URL policy (--image-url-allow, --image-url-deny): " + denied.Error()
 	case errors.As(err, &dns):
 		if dns.IsNotFound {
 			e.Reason = fmt.Sprintf("DNS: host %q not found", dns.Name)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/netguard"
 )
 
 // image is a fake 64 KiB ISO, served with byte ranges by http.ServeContent.
@@ -18,9 +20,13 @@ func serveImage(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "boot.iso", time.Time{}, strings.NewReader(string(image)))
 }
 
+// loopback is where the tests' image servers listen: allowed, as
+// --image-url-allow allows it for make run's demo image.
+var loopback, _ = netguard.ParsePrefixes("--image-url-allow", "127.0.0.0/8,::1")
+
 func check(t *testing.T, url string) error {
 	t.Helper()
-	return New(Options{Timeout: 2 * time.Second}).Check(context.Background(), url)
+	return New(Options{Timeout: 2 * time.Second, Allow: loopback}).Check(context.Background(), url)
 }
 
 // wantErr checks a failed check: permanent or transient as said, and its
@@ -189,16 +195,16 @@ func TestCheckTransient(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	err := New(Options{Timeout: 200 * time.Millisecond}).Check(context.Background(), srv.URL+"/boot.iso")
+	err := New(Options{Timeout: 200 * time.Millisecond, Allow: loopback}).Check(context.Background(), srv.URL+"/boot.iso")
 	wantErr(t, err, true, "no answer from", "within 200ms")
 }
 
 // The check never dials link-local addresses (cloud metadata lives
-// there): such a URL passes unchecked.
-func TestCheckSkipsLinkLocal(t *testing.T) {
-	if err := check(t, "http://169.254.169.254/latest/meta-data/"); err != nil {
-		t.Fatalf("link-local URL: %v", err)
-	}
+// there): such a URL fails the check without a request (it used to pass
+// unchecked, and through a proxy it was fetched: see guard_test.go).
+func TestCheckRefusesLinkLocal(t *testing.T) {
+	wantRefused(t, check(t, "http://169.254.169.254/latest/meta-data/"), "a cloud metadata service's address")
+	wantRefused(t, check(t, "http://169.254.7.7/boot.iso"), "a link-local address")
 }
 
 func TestCheckNotHTTP(t *testing.T) {

@@ -43,10 +43,13 @@ func aboutImage(err error) bool {
 // to error with the reason; the node, which did nothing wrong, is released
 // (no instance, no fault: the BMC answered) and cleaned back to available
 // by a cleanup job queued in the same transaction. The instance keeps its
-// node_id for the record; deleting it later leaves the node alone.
+// node_id for the record; deleting it later leaves the node alone. The
+// instance's owner reads its last_error; the node's event, for admins,
+// has the detail (see imageFailure).
 func (w *deployWorker) failOnImage(ctx context.Context, job *river.Job[DeployArgs], n *baremetal.Node, cause error) error {
-	msg := imageFailure(n, cause)
+	public, msg := imageFailure(n, cause)
 	if imagecheck.IsTransient(cause) {
+		public = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, public)
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
 	_, err := w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
@@ -63,7 +66,7 @@ func (w *deployWorker) failOnImage(ctx context.Context, job *river.Job[DeployArg
 		}
 		c.Reason = fmt.Sprintf("deploy of instance %s failed on its image, not on the node: %s; cleaning the node for the next instance", inst.Name, msg)
 		inst.State = baremetal.InstanceError
-		inst.LastError = msg
+		inst.LastError = public
 		if err := tx.UpdateInstance(ctx, inst); err != nil {
 			return err
 		}
@@ -78,12 +81,24 @@ func (w *deployWorker) failOnImage(ctx context.Context, job *river.Job[DeployArg
 	return river.JobCancel(fmt.Errorf("deploy node %s: %w", n.Name, cause))
 }
 
-// imageFailure is the instance's last_error: what was wrong with the
-// image, in the BMC's words when the BMC said it.
-func imageFailure(n *baremetal.Node, err error) string {
+// imageFailure says what was wrong with the image: public for the
+// instance's last_error, detail for the node's event. They differ for the
+// controller's own check, whose detail (refused, timed out, no such host,
+// refused by the image URL policy) would let a member map the
+// controller's network: the owner learns only that the image is
+// unreachable from the controller, with the HTTP status when there was
+// one. The BMC's and the agent's words are the same for both (they speak
+// of their own network, not the controller's).
+func imageFailure(n *baremetal.Node, err error) (public, detail string) {
 	var be *bmc.Error
 	if errors.As(err, &be) && be.Kind == bmc.KindImage {
-		return baremetal.ClipError(scrub(n, fmt.Sprintf("the BMC of node %s could not use the image: %v", n.Name, be.Err)))
+		msg := baremetal.ClipError(scrub(n, fmt.Sprintf("the BMC of node %s could not use the image: %v", n.Name, be.Err)))
+		return msg, msg
 	}
-	return baremetal.ClipError(scrub(n, err.Error()))
+	detail = baremetal.ClipError(scrub(n, err.Error()))
+	var ie *imagecheck.Error
+	if errors.As(err, &ie) {
+		return baremetal.ClipError(ie.PublicError()), detail
+	}
+	return detail, detail
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/imagecheck"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/netguard"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -137,9 +138,13 @@ func TestDeployUnfetchableImageOnSushy(t *testing.T) {
 
 // The controller checks the image URL before the BMC gets it (the sim's
 // CD here fetches nothing, so only the check can notice): an image that
-// is not there fails the instance at once with the reason and never
-// reaches the BMC; a flaky image server is retried, a server that stays
-// down fails the instance after imageCheckAttempts.
+// is not there fails the instance at once and never reaches the BMC; a
+// flaky image server is retried, a server that stays down fails the
+// instance after imageCheckAttempts. The instance's owner is told that
+// the image is unreachable, with the HTTP status when there was one; why
+// no answer came (refused, no such host: what would make image URLs a
+// port scanner of the controller's network) is in the node's event, for
+// admins (issue #26, item 23).
 func TestDeployImageCheck(t *testing.T) {
 	images := newImageServer(t, 2)
 	refused := httptest.NewServer(http.NotFoundHandler())
@@ -151,18 +156,27 @@ func TestDeployImageCheck(t *testing.T) {
 
 	cases := []struct {
 		name, url string
-		want      string // in last_error; "" = deploys
+		want      string // the instance's last_error; "" = deploys
+		event     string // in the node's event (the admin's detail)
 	}{
-		{"404", images.URL + "/missing.iso", "not found: the server answered HEAD with 404 Not Found"},
-		{"refused", refused.URL + "/boot.iso", "connection refused by " + strings.TrimPrefix(refused.URL, "http://")},
-		{"dns", "http://images.nope.invalid/boot.iso", `DNS: host "images.nope.invalid" not found`},
-		{"length", empty.URL + "/empty.iso", "wrong length: the image is empty (0 bytes)"},
-		{"down", images.URL + "/down.iso", fmt.Sprintf("gave up after %d attempts: image %s/down.iso: the image server answered HEAD with 503", imageCheckAttempts, images.URL)},
-		{"flaky", images.URL + "/flaky.iso", ""},
-		{"ok", images.URL + "/boot.iso", ""},
+		{"404", images.URL + "/missing.iso", "image " + images.URL + "/missing.iso: unreachable from the controller (HTTP 404 Not Found)",
+			"not found: the server answered HEAD with 404 Not Found"},
+		{"refused", refused.URL + "/boot.iso", "image " + refused.URL + "/boot.iso: unreachable from the controller",
+			"connection refused by " + strings.TrimPrefix(refused.URL, "http://")},
+		{"dns", "http://images.nope.invalid/boot.iso", "image http://images.nope.invalid/boot.iso: unreachable from the controller",
+			`DNS: host "images.nope.invalid" not found`},
+		{"length", empty.URL + "/empty.iso", "image " + empty.URL + "/empty.iso: the image is empty (0 bytes)",
+			"wrong length: the image is empty (0 bytes)"},
+		{"down", images.URL + "/down.iso", fmt.Sprintf("gave up after %d attempts: image %s/down.iso: unreachable from the controller (HTTP 503 Service Unavailable)", imageCheckAttempts, images.URL),
+			fmt.Sprintf("gave up after %d attempts: image %s/down.iso: the image server answered HEAD with 503", imageCheckAttempts, images.URL)},
+		{"metadata", "http://169.254.169.254/latest/meta-data/", "image http://169.254.169.254/latest/meta-data/: unreachable from the controller",
+			"refused by the controller's image URL policy"},
+		{"flaky", images.URL + "/flaky.iso", "", ""},
+		{"ok", images.URL + "/boot.iso", "", ""},
 	}
+	loopback, _ := netguard.ParsePrefixes("--image-url-allow", "127.0.0.0/8") // the test's image servers
 	h, sys := newSimHarness(t, openSQLite(t), len(cases), func(c *Config) {
-		c.ImageCheck = imagecheck.New(imagecheck.Options{Timeout: 2 * time.Second})
+		c.ImageCheck = imagecheck.New(imagecheck.Options{Timeout: 2 * time.Second, Allow: loopback})
 	})
 	nodes := make([]*baremetal.Node, len(cases))
 	insts := make([]*baremetal.Instance, len(cases))
@@ -183,10 +197,13 @@ func TestDeployImageCheck(t *testing.T) {
 				return
 			}
 			inst := h.waitInstance(insts[i].ID, baremetal.InstanceError)
-			if !strings.Contains(inst.LastError, tc.want) {
+			if inst.LastError != tc.want {
 				t.Errorf("last_error %q, want %q", inst.LastError, tc.want)
 			}
 			wantReleased(t, h, sys[i], nodes[i])
+			if findEvent(h.events(nodes[i].ID), "provision_state", tc.event) == nil {
+				t.Errorf("no event of node %s has the detail %q:%s", nodes[i].Name, tc.event, dumpEvents(h.events(nodes[i].ID)))
+			}
 		})
 	}
 	if n := images.heads["/down.iso"].Load(); n != imageCheckAttempts {

@@ -7,12 +7,12 @@
 // login and in URL userinfo, JSON-escaped in the login body (Go escapes
 // < > & as \u003c \u003e \u0026), inside the base64 of "user:password" in
 // an Authorization: Basic header; the session token in X-Auth-Token; a
-// config drive key in a virtual media URL. A BMC may then re-encode its
+// config drive key or an agent boot key in a virtual media URL. A BMC may then re-encode its
 // echo once more (JSON inside a JSON message, a URL-encoded form), and the
 // store JSON-escapes the result again. So a Secrets hides every value in
 // each of those forms, and a few rules hide credentials by position (an
 // Authorization or X-Auth-Token header, a password field, URL userinfo,
-// config drive keys) whatever their value.
+// config drive and agent boot keys) whatever their value.
 package redact
 
 import (
@@ -23,8 +23,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/safetext"
 )
 
 // Mask replaces what is hidden.
@@ -173,15 +174,26 @@ var rules = []struct {
 	// password=... in a form or a query.
 	{regexp.MustCompile(`(?i)(\b[\w-]*(?:password|passwd)=)[^\s&"'\\]*`), "${1}" + Mask},
 	{configDriveKey, "${1}REDACTED"},
+	{agentBootKey, "${1}REDACTED"},
 }
 
-// configDriveKey is a config drive key in its URL (see api.ConfigDrivePath),
-// the slash as is, URL-encoded (once or more) or JSON-escaped. The key
-// fetches the drive, which holds the instance's ready token and user data.
-var configDriveKey = regexp.MustCompile(`(?i)(config-drive(?:/|%(?:25)*2f|\\+/|\\+u002f))[0-9a-f]{16,}`)
+// slash is a URL path's slash as is, URL-encoded (once or more) or
+// JSON-escaped (once or more), as BMCs quote the URLs they were given.
+const slash = `(?:/|%(?:25)*2f|\\+/|\\+u002f)`
+
+// configDriveKey is a config drive key in its URL (see api.ConfigDrivePath).
+// The key fetches the drive, which holds the instance's ready token and
+// user data.
+var configDriveKey = regexp.MustCompile(`(?i)(config-drive` + slash + `)[0-9a-f]{16,}`)
+
+// agentBootKey is an agent boot key in its URL (see api.AgentBootPath:
+// agent/boot/<node id>/<key>/agent.iso). The key fetches the agent's ISO
+// or initramfs, which carry that boot's agent token.
+var agentBootKey = regexp.MustCompile(`(?i)(agent` + slash + `boot` + slash + `[0-9a-f-]{1,64}` + slash + `)[0-9a-f]{16,}`)
 
 // String returns text with every form of s's values, and every credential
-// the rules find, replaced by Mask; URL userinfo becomes Mask too.
+// the rules find (config drive and agent boot keys among them), replaced
+// by Mask or REDACTED; URL userinfo becomes Mask too.
 func (s *Secrets) String(text string) string {
 	if s != nil && s.r != nil {
 		text = s.r.Replace(text)
@@ -227,16 +239,13 @@ func Userinfo(s string) string {
 // cut to at most n bytes on a rune boundary, "..." marking a cut. Redact
 // before cutting: a cut secret is no longer found.
 func Excerpt(s string, n int) string {
-	// What a BMC says is stored as text: invalid UTF-8 and control
-	// characters (NUL above all, which PostgreSQL refuses in text) become
-	// U+FFFD and spaces, so a garbled answer cannot make the node's write fail.
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
-	s = strings.Join(strings.Fields(s), " ")
+	// What a BMC says is stored as text and shown on terminals: invalid
+	// UTF-8 becomes U+FFFD and control characters (NUL, which PostgreSQL
+	// refuses in text; a terminal's escape sequences) are escaped
+	// visibly, safetext's policy for all text from outside, so a garbled
+	// or hostile answer can neither make the node's write fail nor take
+	// over the terminal of whoever reads it.
+	s = strings.Join(strings.Fields(safetext.Line(s)), " ")
 	if len(s) <= n {
 		return s
 	}

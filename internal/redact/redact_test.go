@@ -46,6 +46,10 @@ func TestEveryForm(t *testing.T) {
 	}
 }
 
+// bootKey is an agent boot key as baremetal.AgentBootKey makes them: 64
+// hex digits.
+const bootKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 func TestRules(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
@@ -62,6 +66,18 @@ func TestRules(t *testing.T) {
 		{"Image=http%253A%252F%252Fc%252Fconfig-drive%252f0123456789abcdef0123", "Image=http%253A%252F%252Fc%252Fconfig-drive%252fREDACTED"},
 		{`{"Image":"http:\/\/c\/config-drive\/0123456789abcdef0123\/config-2.iso"}`, `{"Image":"http:\/\/c\/config-drive\/REDACTED\/config-2.iso"}`},
 		{`"http:\u002f\u002fc\u002fconfig-drive\u002f0123456789ABCDEF0123"`, `"http:\u002f\u002fc\u002fconfig-drive\u002fREDACTED"`},
+		// Agent boot keys (api.AgentBootPath): the key fetches the agent
+		// ISO, which carries the boot's agent token.
+		{"InsertMedia failed: cannot fetch https://c:8443/v1/agent/boot/6f1c2d3e-0000-4000-8000-00000000abcd/" + bootKey + "/agent.iso: 404",
+			"InsertMedia failed: cannot fetch https://c:8443/v1/agent/boot/6f1c2d3e-0000-4000-8000-00000000abcd/REDACTED/agent.iso: 404"},
+		{"Image=https%3A%2F%2Fc%2Fv1%2Fagent%2Fboot%2F6f1c2d3e-0000-4000-8000-00000000abcd%2F" + bootKey + "%2Fagent.iso",
+			"Image=https%3A%2F%2Fc%2Fv1%2Fagent%2Fboot%2F6f1c2d3e-0000-4000-8000-00000000abcd%2FREDACTED%2Fagent.iso"},
+		{"Image=https%253A%252F%252Fc%252Fv1%252Fagent%252fboot%252f6f1c2d3e-0000-4000-8000-00000000abcd%252f" + bootKey,
+			"Image=https%253A%252F%252Fc%252Fv1%252Fagent%252fboot%252f6f1c2d3e-0000-4000-8000-00000000abcd%252fREDACTED"},
+		{`{"Image":"https:\/\/c\/v1\/agent\/boot\/6f1c2d3e-0000-4000-8000-00000000abcd\/` + bootKey + `\/agent.iso"}`,
+			`{"Image":"https:\/\/c\/v1\/agent\/boot\/6f1c2d3e-0000-4000-8000-00000000abcd\/REDACTED\/agent.iso"}`},
+		{`"https:\u002f\u002fc\u002fv1\u002fagent\u002fboot\u002f6f1c2d3e-0000-4000-8000-00000000abcd\u002f` + strings.ToUpper(bootKey) + `"`,
+			`"https:\u002f\u002fc\u002fv1\u002fagent\u002fboot\u002f6f1c2d3e-0000-4000-8000-00000000abcd\u002fREDACTED"`},
 		// Nothing to hide: unchanged.
 		{"HTTP 503 Service Unavailable: Base.1.8.ServiceTemporarilyUnavailable", "HTTP 503 Service Unavailable: Base.1.8.ServiceTemporarilyUnavailable"},
 		{"authorization failed for user root", "authorization failed for user root"},
@@ -102,9 +118,13 @@ func TestExcerpt(t *testing.T) {
 		t.Errorf("Excerpt = %q", got)
 	}
 	// A garbled BMC answer must stay storable text (PostgreSQL refuses NUL
-	// and invalid UTF-8 in text columns).
-	if got := Excerpt("err\x00or \xff\xfe\x1b[31mred", 100); got != "err or \uFFFD [31mred" || !utf8.ValidString(got) {
+	// and invalid UTF-8 in text columns), and a hostile one must not take
+	// over a terminal: control characters are escaped visibly.
+	if got := Excerpt("err\x00or \xff\xfe\x1b[31mred", 100); got != "err\\u0000or \uFFFD\\u001b[31mred" || !utf8.ValidString(got) {
 		t.Errorf("Excerpt of control characters and invalid UTF-8 = %q", got)
+	}
+	if got := Excerpt("HTTP 500: \x1b]0;owned\a\x1b[2J", 100); got != `HTTP 500: \u001b]0;owned\u0007\u001b[2J` {
+		t.Errorf("Excerpt of a terminal escape = %q", got)
 	}
 	long := strings.Repeat("é", 100) // 200 bytes
 	got := Excerpt(long, 50)

@@ -155,6 +155,9 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 		}
 		return api.AgentReply{}, err
 	}
+	if err := checkHeartbeat(&hb); err != nil {
+		return api.AgentReply{}, err
+	}
 	var (
 		reply  api.AgentReply
 		first  bool

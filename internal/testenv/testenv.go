@@ -33,6 +33,11 @@ type Options struct {
 	// ImageCheck turns on the controller's image URL check (off by
 	// default: tests use made-up image URLs, which the sim does not fetch).
 	ImageCheck bool
+	// ImageURLAllow is the check's --image-url-allow; empty: loopback
+	// ("127.0.0.0/8,::1"), where the tests' image servers and the
+	// simulator listen, as make run allows its simulator's demo image.
+	// "none" allows nothing.
+	ImageURLAllow string
 	// Logs go to the test log when true (noisy), else are discarded
 	// unless the test fails... kept simple: discarded.
 	Verbose bool
@@ -96,6 +101,13 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.MaxBackoff = time.Second
 	cfg.FaultThreshold = 3
 	cfg.ImageCheck = opts.ImageCheck
+	switch opts.ImageURLAllow {
+	case "":
+		cfg.ImageURLAllow = "127.0.0.0/8,::1"
+	case "none":
+	default:
+		cfg.ImageURLAllow = opts.ImageURLAllow
+	}
 	cfg.AgentKernel, cfg.AgentBinary, cfg.AgentTimeout = opts.AgentKernel, opts.AgentBinary, opts.AgentTimeout
 	if opts.AgentHost != "" {
 		// The agent's URL names the controller's port, so the port is

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/netguard"
 )
 
 // errRestart is how the fetcher asks Write to start over from byte zero:
@@ -317,6 +319,11 @@ func (f *fetcher) requestError(err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	if netguard.IsDenied(err) {
+		e := inputErr(CodeImageUnreachable, err, "image URL %s: refused", f.shown)
+		e.final = true
+		return e
+	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
 		e := inputErr(CodeImageUnreachable, err, "image URL %s: host not found", f.shown)
@@ -333,10 +340,22 @@ func (f *fetcher) requestError(err error) error {
 	return inputErr(CodeImageUnreachable, err, "image URL %s", f.shown)
 }
 
-// defaultClient is the agent's HTTP client when the caller gives none.
-func defaultClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+// NewClient returns the client images are fetched with, over t (nil: a
+// clone of http.DefaultTransport, which honours the proxy environment):
+// without transport compression (the checksum is of the file as served),
+// waiting at most a minute for response headers, and guarded by the
+// agent's netguard.Policy. The agent fetches from the node's network,
+// where the node's cloud metadata service may answer: no request, through
+// a proxy or not and on no redirect hop, reaches a metadata service or a
+// link-local address. The node's loopback is the agent itself, and is
+// allowed; the controller's addresses are not the agent's to guard (it
+// reaches the controller by design).
+func NewClient(t *http.Transport) *http.Client {
+	if t == nil {
+		t = http.DefaultTransport.(*http.Transport).Clone()
+	}
 	t.DisableCompression = true
 	t.ResponseHeaderTimeout = time.Minute
-	return &http.Client{Transport: t}
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: (&netguard.Policy{}).Guard(t, d)}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/deployspec"
 )
 
 // Disk is one entry of a node's disk inventory.
@@ -39,30 +41,15 @@ type Hints struct {
 // SizeHint is size_gb: an exact size in GiB, or a least one (">= N").
 // A disk's size in GiB is rounded down, as Ironic does, so a 480103981056
 // byte SSD is 447 GiB.
-type SizeHint struct {
-	GiB     int64
-	AtLeast bool
-}
+type SizeHint = deployspec.SizeHint
 
-func (h SizeHint) String() string {
-	if h.AtLeast {
-		return fmt.Sprintf(">= %d GiB", h.GiB)
-	}
-	return fmt.Sprintf("%d GiB", h.GiB)
-}
-
-// ParseSizeHint reads size_gb: "100", ">= 100" or ">=100".
+// ParseSizeHint reads size_gb ("100", ">= 100" or ">=100") with the API's
+// own parser (deployspec.ParseSizeHint); a refusal is the user's input.
 func ParseSizeHint(s string) (SizeHint, error) {
-	t := strings.TrimSpace(s)
-	var h SizeHint
-	if rest, ok := strings.CutPrefix(t, ">="); ok {
-		h.AtLeast, t = true, strings.TrimSpace(rest)
+	h, err := deployspec.ParseSizeHint(s)
+	if err != nil {
+		return SizeHint{}, inputErr(CodeNoRootDisk, nil, "%v", err)
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 {
-		return SizeHint{}, inputErr(CodeNoRootDisk, nil, "root device hint size_gb %q is not a positive whole number of GiB, or >= one", s)
-	}
-	h.GiB = n
 	return h, nil
 }
 

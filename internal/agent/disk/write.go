@@ -38,8 +38,8 @@ type Target struct {
 
 // Options tune Write; the zero value is what the agent uses.
 type Options struct {
-	// Client fetches the image; nil means a client without transport
-	// compression and with a one-minute wait for response headers.
+	// Client fetches the image; nil means NewClient(nil). A client of the
+	// agent's own is made by NewClient, which guards what it may reach.
 	Client *http.Client
 	// Retries bounds consecutive failed attempts (connects, dropped
 	// connections, restarts) without progress; 0 means 5.
@@ -149,7 +149,7 @@ func Write(ctx context.Context, src Source, dst Target, opts Options) (Result, e
 
 func (o Options) withDefaults() Options {
 	if o.Client == nil {
-		o.Client = defaultClient()
+		o.Client = NewClient(nil)
 	}
 	if o.Retries <= 0 {
 		o.Retries = 5
@@ -266,7 +266,7 @@ func (w *writer) attempt() (Result, error) {
 		size: -1, received: &w.received,
 	}
 	defer fe.Close()
-	served := &hashReader{r: fe, h: w.sum.newHash()}
+	served := &hashReader{r: fe, h: newHash(w.sum)}
 	res := Result{Format: string(compNone), Digest: Checksum{Algo: w.sum.Algo}}
 	// fail picks the error to report: the fetcher's own when it has one
 	// (a decompressor may have handed up a vaguer one), else err as is.
