@@ -129,11 +129,11 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"before the record goes; meanwhile the node is in `deleting` and keeps its name. When that retire cannot finish " +
 			"by itself (the node is in maintenance, or its BMC has a fault), destroy says so in a warning, and creating a node " +
 			"of the same name is refused with the reason rather than waited on.\n\n" +
-			"**Who owns `maintenance`.** Decide per node. Either manage it in code (set `maintenance` and " +
-			"`maintenance_reason` here; a change an operator makes with the API or CLI then shows as drift and the " +
-			"next apply puts the configured value back), or leave it to operators: set neither attribute and add " +
-			"`lifecycle { ignore_changes = [maintenance, maintenance_reason] }`, so an operator's maintenance " +
-			"survives every apply.\n\n" +
+			"**Who owns `maintenance`.** Decide per node. Leave `maintenance` out of the configuration and it is the operators': " +
+			"they set and clear it with the CLI, the dashboard or the API, plans show it as it is and no apply changes it. Or " +
+			"manage it in code: set `maintenance` (and `maintenance_reason` with `true`); a change an operator makes elsewhere " +
+			"then shows as drift and the next apply puts the configured value back. The node's events name who made each " +
+			"change and through which client (Terraform, the CLI, the dashboard or another API client).\n\n" +
 			"**Which BMC password argument.** With Terraform >= 1.11 or OpenTofu >= 1.11, set `bmc.password_wo` " +
 			"(write-only: sent to the controller, never stored in the plan or the state) with `bmc.password_wo_version`, " +
 			"and change the version to rotate the password; pass the password in an ephemeral variable " +
@@ -271,15 +271,22 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			},
 			"maintenance": schema.BoolAttribute{
 				MarkdownDescription: "Take the node out of service. An operator's decision only: the controller never sets it by itself. " +
-					"No new instances are placed on a node in maintenance and its queued work waits. Requires `maintenance_reason`. Defaults to `false`.",
-				Optional: true,
-				Computed: true,
-				Default:  booldefault.StaticBool(false),
+					"No new instances are placed on a node in maintenance and its queued work waits. `true` requires `maintenance_reason`. " +
+					"Unset, maintenance is not managed by this configuration: the attribute shows the node's maintenance as the controller " +
+					"reports it (`false` for a new node), and no plan ever changes it, so maintenance an operator sets with the CLI, the " +
+					"dashboard or the API stays. Set (`true` or `false`), it is managed here: a change made elsewhere shows as drift and " +
+					"the next apply puts the configured value back. Removing it from the configuration stops managing it and changes nothing.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.Bool{maintenanceUnlessConfigured{}},
 			},
 			"maintenance_reason": schema.StringAttribute{
-				MarkdownDescription: "Why the node is in maintenance; required when `maintenance` is `true` and only allowed then. Recorded in the node's audit events.",
-				Optional:            true,
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 1024)},
+				MarkdownDescription: "Why the node is in maintenance; required when `maintenance` is `true` and only allowed then. Recorded in the node's audit events. " +
+					"With `maintenance` unset it shows the reason an operator gave, as the controller reports it.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{maintenanceReasonUnlessConfigured{}},
+				Validators:    []validator.String{stringvalidator.LengthBetween(1, 1024)},
 			},
 			"clean_erase": schema.StringAttribute{
 				MarkdownDescription: "How cleaning erases this node's disks with the deploy agent between tenants: `metadata` (partition tables " +
@@ -919,6 +926,10 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	keepKnown(&m.Fault, planned.Fault)
 	keepKnown(&m.LastError, planned.LastError)
 	keepKnown(&m.InstanceID, planned.InstanceID)
+	// Not an observation, but an operator may set it between plan and
+	// apply too, where the configuration leaves it to them.
+	keepKnown(&m.Maintenance, planned.Maintenance)
+	keepKnown(&m.MaintenanceReason, planned.MaintenanceReason)
 	// An update never changes the inventory: the plan kept the state's.
 	keepKnown(&m.Inventory, planned.Inventory)
 	return keepKnownMembers(&m.Properties, planned.Properties)
