@@ -123,7 +123,11 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"A new node starts in `enroll`; the controller reaches its BMC once, fills the `properties` not set here from the " +
 			"hardware inventory and makes it `available`. Creation waits for that unless `wait_for_available` is `false`. " +
 			"If the BMC cannot be reached the node stays in `enroll` with a `fault` (retried automatically) and " +
-			"creation fails when its timeout expires, reporting the fault.\n\n" +
+			"creation fails when its timeout expires, reporting the fault. Credentials the BMC refuses twice in a row " +
+			"(`bmc_auth_failed`) fail it at once instead, with the BMC's answer: a wrong password is not something to wait for. " +
+			"The node stays enrolled; correct the password and apply again, and Terraform replaces it (a node whose BMC has " +
+			"refused every login since it was enrolled goes at once, as the controller never did anything to the machine). " +
+			"An update that sends new BMC settings to a node in `enroll` waits, and fails, the same way.\n\n" +
 			"BMC trouble never puts a node in maintenance: `maintenance` is only ever set by an operator, with a reason. " +
 			"Destroying a node returns as soon as the controller has queued its retirement, which powers the machine off " +
 			"before the record goes; meanwhile the node is in `deleting` and keeps its name. When that retire cannot finish " +
@@ -317,7 +321,9 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				MarkdownDescription: "On destroy, remove the node's record at once without touching its BMC (the API's `force=true`). " +
 					"By default destroy queues a retire that powers the machine off and clears its boot override and media " +
 					"before the record goes, waiting for as long as the BMC is unreachable (or the node is in maintenance). " +
-					"Set this for hardware that is gone for good; the machine is then left as it is. Defaults to `false`.",
+					"Set this for hardware that is gone for good; the machine is then left as it is. Defaults to `false`. " +
+					"A node still in `enroll` whose BMC has refused every login since it was enrolled is removed at once either way: " +
+					"the controller never logged in to that BMC, so there is nothing to power off, and a retire could never log in.",
 				Optional: true,
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
@@ -527,7 +533,17 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 		plan.Inventory = readInventory(ctx, r.client, node, types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
-	if err != nil {
+	var refused *credentialsRefusedError
+	switch {
+	case errors.As(err, &refused):
+		// Terraform taints a node whose create failed and replaces it at
+		// the next apply; Delete removes this one at once then (see
+		// retireNotNeeded).
+		resp.Diagnostics.AddAttributeError(plan.BMC.passwordPath(), "The BMC refused the credentials of node "+in.Name,
+			refused.detail("Correct them and apply again: Terraform replaces this node, which never logged in to its BMC, so its "+
+				"record is removed at once without touching the machine. (Fixing the account on the BMC instead makes this node "+
+				"available by itself; run terraform untaint on it then, or the next apply replaces it.)"))
+	case err != nil:
 		resp.Diagnostics.AddError("Node "+in.Name+" did not become available", err.Error())
 	}
 }
@@ -628,16 +644,50 @@ func orNone(s string) string {
 	return s
 }
 
+// refusalsToFail is how many times in a row the BMC refuses a node's
+// credentials before a wait for the node to be verified gives up: a BMC
+// may refuse a login once while it restarts its account service, but
+// credentials refused twice are almost always a mistake in the
+// configuration, and no wait fixes that.
+const refusalsToFail = 2
+
+// credentialsRefusedError ends a wait for verification: the node's BMC
+// refused its credentials refusalsToFail times or more in a row.
+type credentialsRefusedError struct{ node *api.Node }
+
+func (e *credentialsRefusedError) Error() string {
+	return fmt.Sprintf("the BMC of node %s refused its credentials (%d failed logins in a row): %s", e.node.Name, e.node.BMCFailures, e.node.LastError)
+}
+
+// detail explains the refusal with the BMC's answer; next says what to do.
+func (e *credentialsRefusedError) detail(next string) string {
+	n := e.node
+	addr := "The BMC"
+	if n.BMC != nil {
+		addr = "The BMC at " + n.BMC.Address
+	}
+	return fmt.Sprintf("%s refused the credentials of node %s: %d failed logins in a row (fault %s since %s). Its answer: %s\n\n"+
+		"A wrong bmc.password (or bmc.username) is the usual cause, which no wait fixes, so the apply stops here. The node "+
+		"stays enrolled, and the controller keeps retrying its BMC with backoff. %s With bmc.password_wo, change "+
+		"bmc.password_wo_version too, or the new password is not sent.",
+		addr, n.Name, n.BMCFailures, n.Fault, faultSince(n), orNone(n.LastError), next)
+}
+
 // waitVerified waits until the controller has verified the node's BMC
 // (provision_state leaves enroll). A node that stays in enroll with a
 // fault is tolerated until the timeout: the controller keeps retrying and
-// faults clear themselves.
+// faults clear themselves. Credentials the BMC refuses refusalsToFail
+// times in a row are not: they end the wait with a
+// *credentialsRefusedError.
 func (r *NodeResource) waitVerified(ctx context.Context, id string, timeout time.Duration) (*api.Node, error) {
 	node, err := waitFor(ctx, "node "+id+" to be verified", func(ctx context.Context) (*api.Node, error) {
 		return r.client.GetNode(ctx, id)
 	}, func(n *api.Node) (bool, error) {
 		switch n.ProvisionState {
 		case api.StateEnroll:
+			if n.Fault == api.FaultBMCAuthFailed && n.BMCFailures >= refusalsToFail {
+				return false, &credentialsRefusedError{n}
+			}
 			return false, nil
 		case api.StateDeleting:
 			return false, fmt.Errorf("node %s is being deleted (by someone else?) while waiting for it to become available", n.Name)
@@ -755,7 +805,12 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
-	if err != nil {
+	var refused *credentialsRefusedError
+	switch {
+	case errors.As(err, &refused):
+		resp.Diagnostics.AddAttributeError(plan.BMC.passwordPath(), "The BMC refused the credentials of node "+plan.Name.ValueString(),
+			refused.detail("The update was saved. Correct the credentials and apply again: the node is updated in place."))
+	case err != nil:
 		resp.Diagnostics.AddError("Node "+plan.Name.ValueString()+" was updated but not re-verified", err.Error())
 	}
 }
@@ -826,7 +881,8 @@ func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	accepted, err := r.client.DeleteNode(ctx, state.ID.ValueString(), state.ForceDestroy.ValueBool())
+	force := state.ForceDestroy.ValueBool() || r.retireNotNeeded(ctx, state.ID.ValueString())
+	accepted, err := r.client.DeleteNode(ctx, state.ID.ValueString(), force)
 	if errors.Is(err, apiclient.ErrNotFound) {
 		return
 	}
@@ -835,9 +891,37 @@ func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 		return
 	}
 	tflog.Info(ctx, "node deletion queued", map[string]any{"id": state.ID.ValueString(), "job_id": accepted.JobID, "message": accepted.Message})
-	if !state.ForceDestroy.ValueBool() {
+	if !force {
 		r.warnIfRetireWaits(ctx, state.ID.ValueString(), state.Name.ValueString(), accepted.Message, &resp.Diagnostics)
 	}
+}
+
+// retireNotNeeded reports whether a node goes without a retire: one whose
+// BMC has refused every login since it was enrolled (it is in enroll with
+// fault bmc_auth_failed, and never left enroll), as after a create that
+// failed on a wrong password, which Terraform replaces once the password
+// is corrected. The controller never got into its BMC, so it never did
+// anything to the machine; and a retire, which powers the machine off
+// first, would wait for a login the BMC refuses for ever (a node being
+// deleted takes no new credentials), holding the node's name against its
+// replacement. A failed look keeps the retire.
+func (r *NodeResource) retireNotNeeded(ctx context.Context, id string) bool {
+	n, err := r.client.GetNode(ctx, id)
+	if err != nil || n.ProvisionState != api.StateEnroll || n.Fault != api.FaultBMCAuthFailed {
+		return false
+	}
+	events, err := r.client.ListNodeEvents(ctx, id)
+	if err != nil {
+		return false
+	}
+	for _, e := range events {
+		if e.Field == "provision_state" && e.Old == string(api.StateEnroll) {
+			return false // verified once: it may have run an instance since
+		}
+	}
+	tflog.Info(ctx, "the node's BMC has refused every login since it was enrolled: removing its record without a retire",
+		map[string]any{"id": id, "last_error": n.LastError})
+	return true
 }
 
 // warnIfRetireWaits tells, as a warning, when the retire just queued
@@ -933,6 +1017,15 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	// An update never changes the inventory: the plan kept the state's.
 	keepKnown(&m.Inventory, planned.Inventory)
 	return keepKnownMembers(&m.Properties, planned.Properties)
+}
+
+// passwordPath is the attribute of the configured password, where a
+// refusal of the credentials is reported.
+func (b *nodeBMCModel) passwordPath() path.Path {
+	if b == nil || b.Password.IsNull() {
+		return path.Root("bmc").AtName("password_wo")
+	}
+	return path.Root("bmc").AtName("password")
 }
 
 // password is the password to send: the write-only one when configured.

@@ -99,7 +99,12 @@ type Node struct {
 	Fault           Fault          `json:"fault"`
 	LastError       string         `json:"last_error"`
 	FaultSince      *time.Time     `json:"fault_since"`
-	InstanceID      string         `json:"instance_id"`
+	// BMCFailures counts the controller's consecutive failed calls to the
+	// BMC, 0 after a success and when the BMC settings change: with
+	// fault bmc_auth_failed, how many times in a row the credentials
+	// were refused.
+	BMCFailures int    `json:"bmc_failures"`
+	InstanceID  string `json:"instance_id"`
 	// InspectedAt is when the node's inventory (GET
 	// /v1/nodes/{id}/inventory) was last reported, null if never: a
 	// client that holds that inventory knows without asking whether it
