@@ -254,13 +254,11 @@ type InstanceCreate struct {
 	// power-on, the deploy fails with a deploy_timeout fault.
 	DeployTimeout string `json:"deploy_timeout,omitempty"`
 	// DeployMethod: "image" writes the image to the node's root disk with
-	// the deploy agent, "live" has the BMC boot it from virtual media.
-	// Default: image when the controller serves the deploy agent, else
-	// live.
+	// the deploy agent, "live" has the BMC boot it from virtual media
+	// (DocDeployMethod says it all).
 	DeployMethod DeployMethod `json:"deploy_method,omitempty"`
-	// RootDevice hints choose the disk an image deploy writes (size_gb
-	// "100" or ">= 100", serial, wwn, model, vendor, name); every hint
-	// given must match. None: the largest fixed disk.
+	// RootDevice hints choose the disk an image deploy writes; none: the
+	// smallest fixed disk of at least RootDiskMinGiB (DocRootDevice).
 	RootDevice map[string]string `json:"root_device,omitempty"`
 }
 
