@@ -170,3 +170,40 @@ func maintenanceEventsVia(c *apiclient.Client) resource.TestCheckFunc {
 		return nil
 	}
 }
+
+// TestAccMaintenanceSetBetweenPlanAndApply: an operator puts a node in
+// maintenance after the plan was made and before it is applied, and the
+// plan changes something else of the node. The configuration
+// leaves maintenance to operators, so the apply succeeds (no "inconsistent
+// result": the plan said false, the controller says true), keeps the
+// maintenance, and the next plan is empty.
+func TestAccMaintenanceSetBetweenPlanAndApply(t *testing.T) {
+	t.Parallel()
+	env := accEnv(t, testenv.Options{Systems: 1})
+	c := accClient(t, env, env.AdminToken)
+	tf := newTFCLI(t, "BAREMETAL_ENDPOINT="+env.URL, "BAREMETAL_TOKEN="+env.AdminToken)
+	config := func(class string) string {
+		return requiredProviders + `provider "baremetal" {}` + nodeHCL(env, "busy", "busy", class, 0, "")
+	}
+	tf.write(config("rc1"))
+	tf.run(0, "apply", "-auto-approve")
+
+	// The plan without a refresh is the one made before the operator
+	// acted. (A saved plan does the same; the helper puts its flags after
+	// the arguments, where terraform wants the plan file.)
+	on, reason := true, "swap PSU"
+	if _, err := c.PatchNode(context.Background(), "busy", api.NodePatch{Maintenance: &on, MaintenanceReason: &reason}, ""); err != nil {
+		t.Fatal(err)
+	}
+	tf.write(config("rc2"))
+	if out := flat(tf.run(0, "apply", "-auto-approve", "-refresh=false")); strings.Contains(out, "inconsistent result") {
+		t.Fatalf("apply of a plan made before the operator's maintenance:\n%s", out)
+	}
+	n, err := c.GetNode(context.Background(), "busy")
+	if err != nil || !n.Maintenance || n.ResourceClass != "rc2" {
+		t.Fatalf("after the apply: %+v, %v; want the operator's maintenance kept and the new class", n, err)
+	}
+	if out := flat(tf.run(0, "plan", "-detailed-exitcode")); !strings.Contains(out, "No changes") {
+		t.Fatalf("plan after the apply:\n%s", out)
+	}
+}

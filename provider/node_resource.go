@@ -514,8 +514,9 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 
 	// Saved at once: if the wait below fails, the node exists and Terraform
 	// must know it (it will be marked tainted).
-	secrets := plan.BMC
+	secrets, planned := plan.BMC, plan
 	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+	plan.keepPlannedMaintenance(&planned)
 	plan.Inventory = types.ObjectNull(inventoryAttrTypes) // a new node is not inspected yet
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -527,6 +528,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	node, err = r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+		plan.keepPlannedMaintenance(&planned)
 		// Not inspected yet, as a rule: an inspection on enroll
 		// (--inspect-on-enroll) begins as the wait ends, and shows at the
 		// next refresh.
@@ -1010,13 +1012,19 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	keepKnown(&m.Fault, planned.Fault)
 	keepKnown(&m.LastError, planned.LastError)
 	keepKnown(&m.InstanceID, planned.InstanceID)
-	// Not an observation, but an operator may set it between plan and
-	// apply too, where the configuration leaves it to them.
-	keepKnown(&m.Maintenance, planned.Maintenance)
-	keepKnown(&m.MaintenanceReason, planned.MaintenanceReason)
+	m.keepPlannedMaintenance(planned)
 	// An update never changes the inventory: the plan kept the state's.
 	keepKnown(&m.Inventory, planned.Inventory)
 	return keepKnownMembers(&m.Properties, planned.Properties)
+}
+
+// keepPlannedMaintenance puts back the planned maintenance: not an
+// observation, but an operator may set it between plan and apply too
+// (while a create or an update waits, say) where the configuration leaves
+// it to operators, and the next refresh shows it.
+func (m *nodeResourceModel) keepPlannedMaintenance(planned *nodeResourceModel) {
+	keepKnown(&m.Maintenance, planned.Maintenance)
+	keepKnown(&m.MaintenanceReason, planned.MaintenanceReason)
 }
 
 // passwordPath is the attribute of the configured password, where a
