@@ -143,7 +143,7 @@ func (f *cliFlags) client() (*apiclient.Client, error) {
 	if *f.token == "" {
 		return nil, errors.New("no token: set BAREMETAL_TOKEN or --token (the first admin token is in <data-dir>/admin-token)")
 	}
-	return apiclient.New(*f.endpoint, apiclient.Options{Token: *f.token, UserAgent: "baremetal-controller-cli/" + version})
+	return apiclient.New(*f.endpoint, apiclient.Options{Token: *f.token, UserAgent: api.ClientCLI + "/" + version})
 }
 
 func (f *cliFlags) printJSON(v any) error {

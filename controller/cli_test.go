@@ -254,8 +254,8 @@ func TestCLIToken(t *testing.T) {
 	t.Setenv("BAREMETAL_TOKEN", secret)
 	mustCLI(t, runNode, "maintenance", "cli-0", "--reason", "reseat DIMM")
 	events := mustCLI(t, runNode, "events", "cli-0")
-	if want := "token:alice (" + aliceID + ")"; !strings.Contains(events, want) {
-		t.Errorf("node events do not name alice (%q):\n%s", want, events)
+	if want := "token:alice (" + aliceID + ") via the CLI (" + api.ClientCLI + "/"; !strings.Contains(events, want) {
+		t.Errorf("node events do not name alice and the CLI (%q):\n%s", want, events)
 	}
 
 	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
 // tfpluginDocsVersion is the generator docs/ is made with.
@@ -152,4 +154,23 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// TestReadmeQuotesTheAPITexts: README.md quotes the texts of internal/api
+// that describe an instance's settings (the provider's schema and
+// openapi.json say them with the same words) whole, so the manual cannot
+// say otherwise than the documentation. Line breaks and block-quote
+// markers do not count.
+func TestReadmeQuotesTheAPITexts(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := func(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n>", "\n")), " ") }
+	readme := flat(string(b))
+	for name, text := range map[string]string{"DocRootDevice": api.DocRootDevice, "DocDeployMethod": api.DocDeployMethod, "DocUserData": api.DocUserData} {
+		if !strings.Contains(readme, flat(text)) {
+			t.Errorf("README.md does not quote api.%s; quote it (as a block quote) where it says what the setting does:\n%s", name, text)
+		}
+	}
 }

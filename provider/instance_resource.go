@@ -148,12 +148,8 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				},
 			},
 			"user_data": schema.StringAttribute{
-				MarkdownDescription: "User data (e.g. cloud-init `#cloud-config`), at most 64 KiB. Delivered to the booted OS on a config drive " +
-					"(ISO 9660 labelled `config-2`, OpenStack layout: `openstack/latest/user_data`) that the node's BMC attaches as a second " +
-					"virtual media device; cloud-init, cloudbase-init and Ignition read it without configuration. Needs a Redfish BMC with a " +
-					"free virtual media slot and a controller started with a `--public-url` its BMCs can reach; otherwise the deploy fails " +
-					"saying which is missing. Sensitive: plans show it as `(sensitive value)`. Changing it replaces the instance.",
-				Optional: true,
+				MarkdownDescription: api.DocUserData + " Sensitive: plans show it as `(sensitive value)`. Changing it replaces the instance.",
+				Optional:            true,
 				// Often holds secrets (keys, join tokens): never shown in plans.
 				Sensitive:     true,
 				PlanModifiers: replace,
@@ -185,24 +181,18 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Validators:    []validator.String{durationBetween{min: time.Minute, max: 24 * time.Hour}},
 			},
 			"deploy_method": schema.StringAttribute{
-				MarkdownDescription: "How the image reaches the node: `image` has the controller's deploy agent write it to the node's " +
-					"root disk (raw, or gzip/zstd/xz/bzip2-compressed raw; `image.checksum` is verified while it streams) and boots " +
-					"the node from disk; `live` has the BMC boot it from virtual media (an ISO) without touching the disks. " +
-					"Default: `image` when the controller serves the deploy agent (`--agent-kernel`), else `live`. Changing it replaces the instance.",
-				Optional:      true,
-				Computed:      true,
-				PlanModifiers: keepOrReplace,
-				Validators:    []validator.String{stringvalidator.OneOf(api.DeployMethods()...)},
+				MarkdownDescription: api.DocDeployMethod + " Changing it replaces the instance.",
+				Optional:            true,
+				Computed:            true,
+				PlanModifiers:       keepOrReplace,
+				Validators:          []validator.String{stringvalidator.OneOf(api.DeployMethods()...)},
 			},
 			"root_device": schema.MapAttribute{
-				MarkdownDescription: "Hints that choose the disk an `image` deploy writes, as Ironic's root device hints: `size_gb` " +
-					"(`\"100\"` or `\">= 100\"`), `serial`, `wwn`, `model`, `vendor`, `name` (`/dev/sda`). Every hint given must match; " +
-					"a deploy whose node has no such disk fails the instance with the disks it saw. Unset: the largest fixed disk. " +
-					"Changing it replaces the instance.",
-				ElementType:   types.StringType,
-				Optional:      true,
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
-				Validators:    []validator.Map{mapvalidator.KeysAre(stringvalidator.OneOf(api.RootDeviceHints()...))},
+				MarkdownDescription: api.DocRootDevice + " Changing it replaces the instance.",
+				ElementType:         types.StringType,
+				Optional:            true,
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				Validators:          []validator.Map{mapvalidator.KeysAre(stringvalidator.OneOf(api.RootDeviceHints()...))},
 			},
 			// An update in place (metadata, power) changes neither state
 			// nor last_error, and ready only ever turns true by itself:

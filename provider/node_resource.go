@@ -123,17 +123,21 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			"A new node starts in `enroll`; the controller reaches its BMC once, fills the `properties` not set here from the " +
 			"hardware inventory and makes it `available`. Creation waits for that unless `wait_for_available` is `false`. " +
 			"If the BMC cannot be reached the node stays in `enroll` with a `fault` (retried automatically) and " +
-			"creation fails when its timeout expires, reporting the fault.\n\n" +
+			"creation fails when its timeout expires, reporting the fault. Credentials the BMC refuses twice in a row " +
+			"(`bmc_auth_failed`) fail it at once instead, with the BMC's answer: a wrong password is not something to wait for. " +
+			"The node stays enrolled; correct the password and apply again, and Terraform replaces it (a node whose BMC has " +
+			"refused every login since it was enrolled goes at once, as the controller never did anything to the machine). " +
+			"An update that sends new BMC settings to a node in `enroll` waits, and fails, the same way.\n\n" +
 			"BMC trouble never puts a node in maintenance: `maintenance` is only ever set by an operator, with a reason. " +
 			"Destroying a node returns as soon as the controller has queued its retirement, which powers the machine off " +
 			"before the record goes; meanwhile the node is in `deleting` and keeps its name. When that retire cannot finish " +
 			"by itself (the node is in maintenance, or its BMC has a fault), destroy says so in a warning, and creating a node " +
 			"of the same name is refused with the reason rather than waited on.\n\n" +
-			"**Who owns `maintenance`.** Decide per node. Either manage it in code (set `maintenance` and " +
-			"`maintenance_reason` here; a change an operator makes with the API or CLI then shows as drift and the " +
-			"next apply puts the configured value back), or leave it to operators: set neither attribute and add " +
-			"`lifecycle { ignore_changes = [maintenance, maintenance_reason] }`, so an operator's maintenance " +
-			"survives every apply.\n\n" +
+			"**Who owns `maintenance`.** Decide per node. Leave `maintenance` out of the configuration and it is the operators': " +
+			"they set and clear it with the CLI, the dashboard or the API, plans show it as it is and no apply changes it. Or " +
+			"manage it in code: set `maintenance` (and `maintenance_reason` with `true`); a change an operator makes elsewhere " +
+			"then shows as drift and the next apply puts the configured value back. The node's events name who made each " +
+			"change and through which client (Terraform, the CLI, the dashboard or another API client).\n\n" +
 			"**Which BMC password argument.** With Terraform >= 1.11 or OpenTofu >= 1.11, set `bmc.password_wo` " +
 			"(write-only: sent to the controller, never stored in the plan or the state) with `bmc.password_wo_version`, " +
 			"and change the version to rotate the password; pass the password in an ephemeral variable " +
@@ -271,15 +275,22 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			},
 			"maintenance": schema.BoolAttribute{
 				MarkdownDescription: "Take the node out of service. An operator's decision only: the controller never sets it by itself. " +
-					"No new instances are placed on a node in maintenance and its queued work waits. Requires `maintenance_reason`. Defaults to `false`.",
-				Optional: true,
-				Computed: true,
-				Default:  booldefault.StaticBool(false),
+					"No new instances are placed on a node in maintenance and its queued work waits. `true` requires `maintenance_reason`. " +
+					"Unset, maintenance is not managed by this configuration: the attribute shows the node's maintenance as the controller " +
+					"reports it (`false` for a new node), and no plan ever changes it, so maintenance an operator sets with the CLI, the " +
+					"dashboard or the API stays. Set (`true` or `false`), it is managed here: a change made elsewhere shows as drift and " +
+					"the next apply puts the configured value back. Removing it from the configuration stops managing it and changes nothing.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.Bool{maintenanceUnlessConfigured{}},
 			},
 			"maintenance_reason": schema.StringAttribute{
-				MarkdownDescription: "Why the node is in maintenance; required when `maintenance` is `true` and only allowed then. Recorded in the node's audit events.",
-				Optional:            true,
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 1024)},
+				MarkdownDescription: "Why the node is in maintenance; required when `maintenance` is `true` and only allowed then. Recorded in the node's audit events. " +
+					"With `maintenance` unset it shows the reason an operator gave, as the controller reports it.",
+				Optional:      true,
+				Computed:      true,
+				PlanModifiers: []planmodifier.String{maintenanceReasonUnlessConfigured{}},
+				Validators:    []validator.String{stringvalidator.LengthBetween(1, 1024)},
 			},
 			"clean_erase": schema.StringAttribute{
 				MarkdownDescription: "How cleaning erases this node's disks with the deploy agent between tenants: `metadata` (partition tables " +
@@ -310,7 +321,9 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				MarkdownDescription: "On destroy, remove the node's record at once without touching its BMC (the API's `force=true`). " +
 					"By default destroy queues a retire that powers the machine off and clears its boot override and media " +
 					"before the record goes, waiting for as long as the BMC is unreachable (or the node is in maintenance). " +
-					"Set this for hardware that is gone for good; the machine is then left as it is. Defaults to `false`.",
+					"Set this for hardware that is gone for good; the machine is then left as it is. Defaults to `false`. " +
+					"A node still in `enroll` whose BMC has refused every login since it was enrolled is removed at once either way: " +
+					"the controller never logged in to that BMC, so there is nothing to power off, and a retire could never log in.",
 				Optional: true,
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
@@ -501,8 +514,9 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 
 	// Saved at once: if the wait below fails, the node exists and Terraform
 	// must know it (it will be marked tainted).
-	secrets := plan.BMC
+	secrets, planned := plan.BMC, plan
 	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+	plan.keepPlannedMaintenance(&planned)
 	plan.Inventory = types.ObjectNull(inventoryAttrTypes) // a new node is not inspected yet
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -514,13 +528,24 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	node, err = r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+		plan.keepPlannedMaintenance(&planned)
 		// Not inspected yet, as a rule: an inspection on enroll
 		// (--inspect-on-enroll) begins as the wait ends, and shows at the
 		// next refresh.
 		plan.Inventory = readInventory(ctx, r.client, node, types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
-	if err != nil {
+	var refused *credentialsRefusedError
+	switch {
+	case errors.As(err, &refused):
+		// Terraform taints a node whose create failed and replaces it at
+		// the next apply; Delete removes this one at once then (see
+		// retireNotNeeded).
+		resp.Diagnostics.AddAttributeError(plan.BMC.passwordPath(), "The BMC refused the credentials of node "+in.Name,
+			refused.detail("Correct them and apply again: Terraform replaces this node, which never logged in to its BMC, so its "+
+				"record is removed at once without touching the machine. (Fixing the account on the BMC instead makes this node "+
+				"available by itself; run terraform untaint on it then, or the next apply replaces it.)"))
+	case err != nil:
 		resp.Diagnostics.AddError("Node "+in.Name+" did not become available", err.Error())
 	}
 }
@@ -621,16 +646,50 @@ func orNone(s string) string {
 	return s
 }
 
+// refusalsToFail is how many times in a row the BMC refuses a node's
+// credentials before a wait for the node to be verified gives up: a BMC
+// may refuse a login once while it restarts its account service, but
+// credentials refused twice are almost always a mistake in the
+// configuration, and no wait fixes that.
+const refusalsToFail = 2
+
+// credentialsRefusedError ends a wait for verification: the node's BMC
+// refused its credentials refusalsToFail times or more in a row.
+type credentialsRefusedError struct{ node *api.Node }
+
+func (e *credentialsRefusedError) Error() string {
+	return fmt.Sprintf("the BMC of node %s refused its credentials (%d failed logins in a row): %s", e.node.Name, e.node.BMCFailures, e.node.LastError)
+}
+
+// detail explains the refusal with the BMC's answer; next says what to do.
+func (e *credentialsRefusedError) detail(next string) string {
+	n := e.node
+	addr := "The BMC"
+	if n.BMC != nil {
+		addr = "The BMC at " + n.BMC.Address
+	}
+	return fmt.Sprintf("%s refused the credentials of node %s: %d failed logins in a row (fault %s since %s). Its answer: %s\n\n"+
+		"A wrong bmc.password (or bmc.username) is the usual cause, which no wait fixes, so the apply stops here. The node "+
+		"stays enrolled, and the controller keeps retrying its BMC with backoff. %s With bmc.password_wo, change "+
+		"bmc.password_wo_version too, or the new password is not sent.",
+		addr, n.Name, n.BMCFailures, n.Fault, faultSince(n), orNone(n.LastError), next)
+}
+
 // waitVerified waits until the controller has verified the node's BMC
 // (provision_state leaves enroll). A node that stays in enroll with a
 // fault is tolerated until the timeout: the controller keeps retrying and
-// faults clear themselves.
+// faults clear themselves. Credentials the BMC refuses refusalsToFail
+// times in a row are not: they end the wait with a
+// *credentialsRefusedError.
 func (r *NodeResource) waitVerified(ctx context.Context, id string, timeout time.Duration) (*api.Node, error) {
 	node, err := waitFor(ctx, "node "+id+" to be verified", func(ctx context.Context) (*api.Node, error) {
 		return r.client.GetNode(ctx, id)
 	}, func(n *api.Node) (bool, error) {
 		switch n.ProvisionState {
 		case api.StateEnroll:
+			if n.Fault == api.FaultBMCAuthFailed && n.BMCFailures >= refusalsToFail {
+				return false, &credentialsRefusedError{n}
+			}
 			return false, nil
 		case api.StateDeleting:
 			return false, fmt.Errorf("node %s is being deleted (by someone else?) while waiting for it to become available", n.Name)
@@ -748,7 +807,12 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
-	if err != nil {
+	var refused *credentialsRefusedError
+	switch {
+	case errors.As(err, &refused):
+		resp.Diagnostics.AddAttributeError(plan.BMC.passwordPath(), "The BMC refused the credentials of node "+plan.Name.ValueString(),
+			refused.detail("The update was saved. Correct the credentials and apply again: the node is updated in place."))
+	case err != nil:
 		resp.Diagnostics.AddError("Node "+plan.Name.ValueString()+" was updated but not re-verified", err.Error())
 	}
 }
@@ -819,7 +883,8 @@ func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	accepted, err := r.client.DeleteNode(ctx, state.ID.ValueString(), state.ForceDestroy.ValueBool())
+	force := state.ForceDestroy.ValueBool() || r.retireNotNeeded(ctx, state.ID.ValueString())
+	accepted, err := r.client.DeleteNode(ctx, state.ID.ValueString(), force)
 	if errors.Is(err, apiclient.ErrNotFound) {
 		return
 	}
@@ -828,9 +893,37 @@ func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 		return
 	}
 	tflog.Info(ctx, "node deletion queued", map[string]any{"id": state.ID.ValueString(), "job_id": accepted.JobID, "message": accepted.Message})
-	if !state.ForceDestroy.ValueBool() {
+	if !force {
 		r.warnIfRetireWaits(ctx, state.ID.ValueString(), state.Name.ValueString(), accepted.Message, &resp.Diagnostics)
 	}
+}
+
+// retireNotNeeded reports whether a node goes without a retire: one whose
+// BMC has refused every login since it was enrolled (it is in enroll with
+// fault bmc_auth_failed, and never left enroll), as after a create that
+// failed on a wrong password, which Terraform replaces once the password
+// is corrected. The controller never got into its BMC, so it never did
+// anything to the machine; and a retire, which powers the machine off
+// first, would wait for a login the BMC refuses for ever (a node being
+// deleted takes no new credentials), holding the node's name against its
+// replacement. A failed look keeps the retire.
+func (r *NodeResource) retireNotNeeded(ctx context.Context, id string) bool {
+	n, err := r.client.GetNode(ctx, id)
+	if err != nil || n.ProvisionState != api.StateEnroll || n.Fault != api.FaultBMCAuthFailed {
+		return false
+	}
+	events, err := r.client.ListNodeEvents(ctx, id)
+	if err != nil {
+		return false
+	}
+	for _, e := range events {
+		if e.Field == "provision_state" && e.Old == string(api.StateEnroll) {
+			return false // verified once: it may have run an instance since
+		}
+	}
+	tflog.Info(ctx, "the node's BMC has refused every login since it was enrolled: removing its record without a retire",
+		map[string]any{"id": id, "last_error": n.LastError})
+	return true
 }
 
 // warnIfRetireWaits tells, as a warning, when the retire just queued
@@ -919,9 +1012,28 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	keepKnown(&m.Fault, planned.Fault)
 	keepKnown(&m.LastError, planned.LastError)
 	keepKnown(&m.InstanceID, planned.InstanceID)
+	m.keepPlannedMaintenance(planned)
 	// An update never changes the inventory: the plan kept the state's.
 	keepKnown(&m.Inventory, planned.Inventory)
 	return keepKnownMembers(&m.Properties, planned.Properties)
+}
+
+// keepPlannedMaintenance puts back the planned maintenance: not an
+// observation, but an operator may set it between plan and apply too
+// (while a create or an update waits, say) where the configuration leaves
+// it to operators, and the next refresh shows it.
+func (m *nodeResourceModel) keepPlannedMaintenance(planned *nodeResourceModel) {
+	keepKnown(&m.Maintenance, planned.Maintenance)
+	keepKnown(&m.MaintenanceReason, planned.MaintenanceReason)
+}
+
+// passwordPath is the attribute of the configured password, where a
+// refusal of the credentials is reported.
+func (b *nodeBMCModel) passwordPath() path.Path {
+	if b == nil || b.Password.IsNull() {
+		return path.Root("bmc").AtName("password_wo")
+	}
+	return path.Root("bmc").AtName("password")
 }
 
 // password is the password to send: the write-only one when configured.

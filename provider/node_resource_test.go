@@ -139,11 +139,14 @@ func TestAccNode(t *testing.T) {
 			},
 			{
 				// A new BMC (another system): updated in place, re-verified.
+				// (Leaving maintenance out would leave it on: see
+				// TestAccNodeMaintenanceUnsetIsTheOperators.)
 				Config: cfg("acc-node-renamed", "rc2", 1, `
   properties = {
     cpu_arch = "x86_64"
     cpus     = 128
   }
+  maintenance = false
 `),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate)},
@@ -184,13 +187,15 @@ func positive(v string) error {
 }
 
 // TestAccNodeDrift changes the node outside Terraform and expects plan to
-// see it: maintenance toggled by an operator, resource class and
-// properties changed, the node deleted.
+// see it: maintenance toggled by an operator (where the configuration
+// manages it), resource class and properties changed, the node deleted.
 func TestAccNodeDrift(t *testing.T) {
 	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 1})
 	c := accClient(t, env, env.AdminToken)
-	config := providerConfig(env, env.AdminToken) + nodeHCL(env, "test", "drift", "rc1", 0, `properties = { cpus = 16 }`)
+	config := providerConfig(env, env.AdminToken) + nodeHCL(env, "test", "drift", "rc1", 0, `
+  properties  = { cpus = 16 }
+  maintenance = false`)
 	patch := func(p api.NodePatch) func() {
 		return func() {
 			if _, err := c.PatchNode(context.Background(), "drift", p, ""); err != nil {

@@ -27,7 +27,7 @@ import (
 // observes or fills in unless alters reports that the planned update can
 // change it.
 type observed struct {
-	alters func(ctx context.Context, plan tfsdk.Plan, state tfsdk.State, stateValue attr.Value) (bool, diag.Diagnostics)
+	alters func(ctx context.Context, config tfsdk.Config, plan tfsdk.Plan, state tfsdk.State, stateValue attr.Value) (bool, diag.Diagnostics)
 	desc   string
 }
 
@@ -40,25 +40,25 @@ func (m observed) Description(context.Context) string         { return m.desc }
 func (m observed) MarkdownDescription(context.Context) string { return m.desc }
 
 // keep reports whether the state's value is the plan's.
-func (m observed) keep(ctx context.Context, plan tfsdk.Plan, state tfsdk.State, planValue, configValue, stateValue attr.Value, diags *diag.Diagnostics) bool {
+func (m observed) keep(ctx context.Context, config tfsdk.Config, plan tfsdk.Plan, state tfsdk.State, planValue, configValue, stateValue attr.Value, diags *diag.Diagnostics) bool {
 	// Create and destroy have nothing to keep; a known plan value is
 	// already what it will be.
 	if state.Raw.IsNull() || plan.Raw.IsNull() || !planValue.IsUnknown() || configValue.IsUnknown() {
 		return false
 	}
-	alters, d := m.alters(ctx, plan, state, stateValue)
+	alters, d := m.alters(ctx, config, plan, state, stateValue)
 	diags.Append(d...)
 	return !d.HasError() && !alters
 }
 
 func (m observed) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
-	if m.keep(ctx, req.Plan, req.State, req.PlanValue, req.ConfigValue, req.StateValue, &resp.Diagnostics) {
+	if m.keep(ctx, req.Config, req.Plan, req.State, req.PlanValue, req.ConfigValue, req.StateValue, &resp.Diagnostics) {
 		resp.PlanValue = req.StateValue
 	}
 }
 
 func (m observed) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
-	if m.keep(ctx, req.Plan, req.State, req.PlanValue, req.ConfigValue, req.StateValue, &resp.Diagnostics) {
+	if m.keep(ctx, req.Config, req.Plan, req.State, req.PlanValue, req.ConfigValue, req.StateValue, &resp.Diagnostics) {
 		resp.PlanValue = req.StateValue
 	}
 }
@@ -66,8 +66,8 @@ func (m observed) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Req
 // observedUnlessReverified keeps a node's observed attribute unless the
 // update re-verifies the BMC.
 var observedUnlessReverified = observed{
-	alters: func(ctx context.Context, plan tfsdk.Plan, state tfsdk.State, _ attr.Value) (bool, diag.Diagnostics) {
-		return nodeUpdateReverifies(ctx, plan, state)
+	alters: func(ctx context.Context, config tfsdk.Config, plan tfsdk.Plan, state tfsdk.State, _ attr.Value) (bool, diag.Diagnostics) {
+		return nodeUpdateReverifies(ctx, config, plan, state)
 	},
 	desc: "Keeps the observed value in the plan unless the update makes the controller re-verify the BMC.",
 }
@@ -76,11 +76,11 @@ var observedUnlessReverified = observed{
 // unless a re-verification may fill it from the BMC's inventory: the
 // controller fills only empty ones.
 var propertyUnlessFilled = observed{
-	alters: func(ctx context.Context, plan tfsdk.Plan, state tfsdk.State, v attr.Value) (bool, diag.Diagnostics) {
+	alters: func(ctx context.Context, config tfsdk.Config, plan tfsdk.Plan, state tfsdk.State, v attr.Value) (bool, diag.Diagnostics) {
 		if !emptyProperty(v) {
 			return false, nil
 		}
-		return nodeUpdateReverifies(ctx, plan, state)
+		return nodeUpdateReverifies(ctx, config, plan, state)
 	},
 	desc: "Keeps the value in the plan unless it is empty and the update makes the controller re-verify the BMC, which fills it from the inventory.",
 }
@@ -115,7 +115,7 @@ func (propertiesUnlessFilled) PlanModifyObject(ctx context.Context, req planmodi
 	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() || !req.PlanValue.IsUnknown() || req.ConfigValue.IsUnknown() || req.StateValue.IsNull() {
 		return
 	}
-	reverifies, diags := nodeUpdateReverifies(ctx, req.Plan, req.State)
+	reverifies, diags := nodeUpdateReverifies(ctx, req.Config, req.Plan, req.State)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		return
@@ -145,6 +145,80 @@ func unknownOf(v attr.Value) attr.Value {
 	return v
 }
 
+// Maintenance is an operator's decision, and a configuration decides
+// whether it is the one to make it. One that sets maintenance manages it:
+// an operator's change shows as drift and the apply puts the configured
+// value back. One that leaves it out does not: the plan keeps what the
+// refresh read, so no apply ends the maintenance an operator set with the
+// CLI, the dashboard or the API (a machine under repair would go back into
+// scheduling), and removing maintenance from a configuration stops
+// managing it rather than clearing it. A new node starts out of
+// maintenance. Update answers with the planned values (keepKnown), as an
+// operator may change maintenance between plan and apply.
+
+// maintenanceUnlessConfigured plans maintenance when the configuration
+// leaves it out.
+type maintenanceUnlessConfigured struct{}
+
+var _ planmodifier.Bool = maintenanceUnlessConfigured{}
+
+const maintenanceUnlessConfiguredDesc = "Unset: keeps the value the refresh read (false for a new node)."
+
+func (maintenanceUnlessConfigured) Description(context.Context) string {
+	return maintenanceUnlessConfiguredDesc
+}
+
+func (maintenanceUnlessConfigured) MarkdownDescription(context.Context) string {
+	return maintenanceUnlessConfiguredDesc
+}
+
+func (maintenanceUnlessConfigured) PlanModifyBool(_ context.Context, req planmodifier.BoolRequest, resp *planmodifier.BoolResponse) {
+	switch {
+	case !req.ConfigValue.IsNull() || req.Plan.Raw.IsNull():
+		// Configured (managed here), or a destroy.
+	case req.State.Raw.IsNull():
+		resp.PlanValue = types.BoolValue(false)
+	case !req.StateValue.IsNull():
+		resp.PlanValue = req.StateValue
+	}
+}
+
+// maintenanceReasonUnlessConfigured plans maintenance_reason when the
+// configuration leaves it out: what the refresh read while maintenance is
+// not managed here either, none when the configuration ends maintenance
+// (the controller clears the reason with it).
+type maintenanceReasonUnlessConfigured struct{}
+
+var _ planmodifier.String = maintenanceReasonUnlessConfigured{}
+
+const maintenanceReasonUnlessConfiguredDesc = "Unset: keeps the reason the refresh read while maintenance is unset too; none when maintenance is false."
+
+func (maintenanceReasonUnlessConfigured) Description(context.Context) string {
+	return maintenanceReasonUnlessConfiguredDesc
+}
+
+func (maintenanceReasonUnlessConfigured) MarkdownDescription(context.Context) string {
+	return maintenanceReasonUnlessConfiguredDesc
+}
+
+func (maintenanceReasonUnlessConfigured) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	if !req.ConfigValue.IsNull() || req.Plan.Raw.IsNull() {
+		return
+	}
+	var maintenance types.Bool
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("maintenance"), &maintenance)...)
+	switch {
+	case resp.Diagnostics.HasError() || maintenance.IsUnknown():
+		// Known at apply: the planned value stays unknown.
+	case maintenance.IsNull() && !req.State.Raw.IsNull():
+		resp.PlanValue = req.StateValue
+	case !maintenance.ValueBool():
+		// A new node, or maintenance ended here. (maintenance = true
+		// without a reason does not pass ValidateConfig.)
+		resp.PlanValue = types.StringNull()
+	}
+}
+
 // nodeUpdateReverifies reports whether applying the planned update of a
 // node makes the controller verify its BMC within the apply, which is
 // when its provision_state, fault, last_error and power_state change:
@@ -153,7 +227,7 @@ func unknownOf(v attr.Value) attr.Value {
 // Update then waits on (wait_for_available, not in maintenance). Other
 // changes (maintenance, name, class, properties, credentials) leave them
 // as they are: the controller's answer to the PATCH carries the same.
-func nodeUpdateReverifies(ctx context.Context, plan tfsdk.Plan, state tfsdk.State) (bool, diag.Diagnostics) {
+func nodeUpdateReverifies(ctx context.Context, config tfsdk.Config, plan tfsdk.Plan, state tfsdk.State) (bool, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	get := func(from interface {
 		GetAttribute(context.Context, path.Path, any) diag.Diagnostics
@@ -162,7 +236,7 @@ func nodeUpdateReverifies(ctx context.Context, plan tfsdk.Plan, state tfsdk.Stat
 	}
 	bmc := path.Root("bmc")
 	var planDriver, stateDriver, planAddr, stateAddr, planSystem, stateSystem, provision types.String
-	var wait, maintenance types.Bool
+	var wait, maintenance, configMaintenance types.Bool
 	get(plan, path.Root("driver"), &planDriver)
 	get(state, path.Root("driver"), &stateDriver)
 	get(plan, bmc.AtName("address"), &planAddr)
@@ -171,7 +245,14 @@ func nodeUpdateReverifies(ctx context.Context, plan tfsdk.Plan, state tfsdk.Stat
 	get(state, bmc.AtName("system_id"), &stateSystem)
 	get(state, path.Root("provision_state"), &provision)
 	get(plan, path.Root("wait_for_available"), &wait)
-	get(plan, path.Root("maintenance"), &maintenance)
+	get(config, path.Root("maintenance"), &configMaintenance)
+	if configMaintenance.IsNull() {
+		// Not managed here: it stays what the refresh read (the plan may
+		// not say so yet: modifiers do not see each other's plans).
+		get(state, path.Root("maintenance"), &maintenance)
+	} else {
+		get(plan, path.Root("maintenance"), &maintenance)
+	}
 	if diags.HasError() {
 		return false, diags
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
 )
 
@@ -151,7 +152,7 @@ func (p *BaremetalProvider) Configure(ctx context.Context, req provider.Configur
 		CAFile:    cfg.CAFile.ValueString(),
 		Insecure:  cfg.Insecure.ValueBool(),
 		Timeout:   timeout,
-		UserAgent: fmt.Sprintf("terraform-provider-baremetal/%s terraform/%s", p.version, req.TerraformVersion),
+		UserAgent: fmt.Sprintf("%s/%s terraform/%s", api.ClientProvider, p.version, req.TerraformVersion),
 		Log: func(ctx context.Context, msg string, fields map[string]any) {
 			tflog.Debug(ctx, msg, fields)
 		},

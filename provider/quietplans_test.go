@@ -223,8 +223,9 @@ resource "baremetal_instance" "web" {
 				}),
 			},
 			{
-				// Maintenance off: that alone too.
-				Config: cfg(simAddr, "", "gpu", `{ role = "web" }`),
+				// Maintenance off: that alone too. (Left out, it would stay
+				// on: see TestAccNodeMaintenanceUnsetIsTheOperators.)
+				Config: cfg(simAddr, "  maintenance = false", "gpu", `{ role = "web" }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: append(observedAsBefore(node),
 						expectUpdate{addr: node, changed: []string{"maintenance", "maintenance_reason"}},

@@ -99,7 +99,12 @@ type Node struct {
 	Fault           Fault          `json:"fault"`
 	LastError       string         `json:"last_error"`
 	FaultSince      *time.Time     `json:"fault_since"`
-	InstanceID      string         `json:"instance_id"`
+	// BMCFailures counts the controller's consecutive failed calls to the
+	// BMC, 0 after a success and when the BMC settings change: with
+	// fault bmc_auth_failed, how many times in a row the credentials
+	// were refused.
+	BMCFailures int    `json:"bmc_failures"`
+	InstanceID  string `json:"instance_id"`
 	// InspectedAt is when the node's inventory (GET
 	// /v1/nodes/{id}/inventory) was last reported, null if never: a
 	// client that holds that inventory knows without asking whether it
@@ -249,13 +254,11 @@ type InstanceCreate struct {
 	// power-on, the deploy fails with a deploy_timeout fault.
 	DeployTimeout string `json:"deploy_timeout,omitempty"`
 	// DeployMethod: "image" writes the image to the node's root disk with
-	// the deploy agent, "live" has the BMC boot it from virtual media.
-	// Default: image when the controller serves the deploy agent, else
-	// live.
+	// the deploy agent, "live" has the BMC boot it from virtual media
+	// (DocDeployMethod says it all).
 	DeployMethod DeployMethod `json:"deploy_method,omitempty"`
-	// RootDevice hints choose the disk an image deploy writes (size_gb
-	// "100" or ">= 100", serial, wwn, model, vendor, name); every hint
-	// given must match. None: the largest fixed disk.
+	// RootDevice hints choose the disk an image deploy writes; none: the
+	// smallest fixed disk of at least RootDiskMinGiB (DocRootDevice).
 	RootDevice map[string]string `json:"root_device,omitempty"`
 }
 

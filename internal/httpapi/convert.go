@@ -24,7 +24,7 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 		Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
 		CleanErase: api.CleanErase(n.CleanErase), InspectOnEnroll: n.InspectOnEnroll,
 		PowerState: api.PowerState(n.PowerState), ProvisionState: api.ProvisionState(n.ProvisionState),
-		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince,
+		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince, BMCFailures: n.BMCFailures,
 		InstanceID: n.InstanceID, InspectedAt: n.InspectedAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
 	}
 	if !c.Admin() {

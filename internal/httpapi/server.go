@@ -177,7 +177,12 @@ func (s *Server) authenticate(r *http.Request) (service.Caller, error) {
 	if !ok {
 		return service.Caller{}, baremetal.Errorf(baremetal.CodeUnauthorized, "an Authorization: Bearer <token> header is required")
 	}
-	return s.svc.Authenticate(r.Context(), secret)
+	c, err := s.svc.Authenticate(r.Context(), secret)
+	if err != nil {
+		return c, err
+	}
+	c.Client, err = service.ClientOf(r.Header.Get(api.ClientHeader), r.UserAgent())
+	return c, err
 }
 
 // ServeHTTP logs and measures every request, and recovers from panics so

@@ -268,8 +268,13 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 			reverify = cur.Driver != n.Driver || cur.BMC.Address != n.BMC.Address || cur.BMC.SystemID != n.BMC.SystemID
 			if bmcChanged {
 				// New credentials deserve an immediate try, not the rest of
-				// the old backoff.
+				// the old backoff, and a count of failures of their own:
+				// those counted so far were the old settings' (a client
+				// waiting for the node to be verified reads the count to
+				// tell credentials the BMC keeps refusing). The fault stays
+				// until the first success, as always.
 				n.NextCheckAt = nil
+				n.BMCFailures = 0
 			}
 			if reverify && n.ProvisionState == baremetal.StateAvailable {
 				if err := n.Transition(baremetal.StateEnroll); err != nil {

@@ -24,14 +24,25 @@ type Caller struct {
 	TokenName string
 	Role      baremetal.Role
 	Project   string
+	// Client is what the request came through (see ClientOf): events name
+	// it beside the token. Empty for callers that are not API requests.
+	Client string
 }
 
 // Admin reports whether the caller has the admin role.
 func (c Caller) Admin() bool { return c.Role == baremetal.RoleAdmin }
 
 // Actor is how events name the caller: by the token's name, which says
-// who, and its id, as a name is free again once its token is revoked.
-func (c Caller) Actor() ledger.Actor { return ledger.NamedToken(c.TokenID, c.TokenName) }
+// who, and its id, as a name is free again once its token is revoked;
+// then the client the request came through, e.g. "token:alice (<id>) via
+// Terraform (terraform-provider-baremetal/0.4.0 terraform/1.5.7)".
+func (c Caller) Actor() ledger.Actor {
+	a := ledger.NamedToken(c.TokenID, c.TokenName)
+	if c.Client == "" {
+		return a
+	}
+	return a + ledger.Actor(" via "+c.Client)
+}
 
 // Service implements the API's operations.
 type Service struct {

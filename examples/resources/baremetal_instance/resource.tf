@@ -5,7 +5,7 @@ resource "baremetal_instance" "app" {
 
   # With the controller serving the deploy agent (--agent-kernel), the
   # default deploy_method "image" writes this disk image (a distribution's
-  # qcow2 cloud image; raw works too, either also gzip/zstd/xz-compressed) to
+  # qcow2 cloud image; deploy_method's description lists the formats) to
   # the root disk, checking the checksum of the file as served.
   image = {
     url      = "https://images.example.com/noble-server-cloudimg-amd64.img"

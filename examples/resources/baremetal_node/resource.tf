@@ -42,9 +42,10 @@ resource "baremetal_node" "db01" {
   maintenance_reason = "replacing a failed disk (ticket OPS-1234)"
 }
 
-# Maintenance left to operators (API or `controller node maintenance`):
-# Terraform neither sets nor clears it. With a CLI older than 1.11, use
-# `password` (kept in the state, marked sensitive) instead of password_wo.
+# Maintenance left out, so left to operators (`controller node
+# maintenance`, the dashboard or the API): Terraform shows it and neither
+# sets nor clears it. With a CLI older than 1.11, use `password` (kept in
+# the state, marked sensitive) instead of password_wo.
 resource "baremetal_node" "gpu01" {
   name           = "gpu01"
   driver         = "redfish"
@@ -54,10 +55,6 @@ resource "baremetal_node" "gpu01" {
     address  = "https://10.0.0.7"
     username = "admin"
     password = var.legacy_bmc_password
-  }
-
-  lifecycle {
-    ignore_changes = [maintenance, maintenance_reason]
   }
 }
 

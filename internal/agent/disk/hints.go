@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/deployspec"
 )
 
@@ -59,8 +60,9 @@ func (h Hints) empty() bool {
 
 // DefaultMinSize is the smallest disk ChooseRootDisk takes without hints,
 // as in Ironic: smaller ones are card readers, BMC virtual drives and the
-// like, not a place for an operating system.
-const DefaultMinSize = 4 << 30
+// like, not a place for an operating system. The API's documents say it
+// (api.DocRootDevice), hence its one definition there.
+const DefaultMinSize = api.RootDiskMinGiB << 30
 
 // ChooseRootDisk picks the root disk from disks. With hints, it is the
 // smallest disk matching all of them (removable ones included: the user

@@ -133,7 +133,7 @@ try {
     await admin.waitForFunction(() => document.querySelector('#f-maintenance')?.textContent === 'yes: replacing DIMM B2');
     await admin.locator('#events tr[data-type="maintenance"]', { hasText: 'replacing DIMM B2' }).waitFor();
     const who = await admin.locator('#events tr[data-type="maintenance"] td:nth-child(2)').first().textContent();
-    assert(who.length > 0, 'the event names who');
+    assert(who.includes('via the dashboard (baremetal-dashboard)'), `the event names who, and that it was the dashboard: ${who}`);
     await admin.screenshot({ path: join(SHOTS, 'node-maintenance.png') });
   });
 

@@ -21,10 +21,15 @@ export function token() { return sessionStorage.getItem(KEY) || ''; }
 export function setToken(t) { sessionStorage.setItem(KEY, t); }
 export function clearToken() { sessionStorage.removeItem(KEY); }
 
+// CLIENT says what the dashboard is, as the CLI and the provider say it in
+// User-Agent (which a page cannot set): events name it beside the token,
+// so an operator sees that a change was made here.
+const CLIENT = 'baremetal-dashboard';
+
 // api calls one route. A 401 clears the token and tells the app
 // (event "unauthorized"), which shows the login form again.
 export async function api(method, path, body) {
-  const headers = { Accept: 'application/json', Authorization: 'Bearer ' + token() };
+  const headers = { Accept: 'application/json', Authorization: 'Bearer ' + token(), 'Baremetal-Client': CLIENT };
   const init = { method, headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
