@@ -26,17 +26,17 @@ import (
 // left, as wipefs leaves them.
 const MetadataRegion = 8 << 20
 
-// partRegion is how much EraseMetadata zeroes at each end of every
-// partition the disk's table lists: a filesystem or LVM/md member inside
-// a partition has its signatures at the partition's ends, which a new
-// table with the same layout would bring back to light.
-const partRegion = 1 << 20
+// A filesystem or LVM/md member inside a partition has its signatures
+// at the partition's ends, which a new table with the same layout would
+// bring back to light: EraseMetadata zeroes MetadataRegion at each end of
+// every partition the disk's table lists too, as Ironic's metadata erase
+// does (the same signatures, the same 8 MiB).
 
 // EraseMetadata removes the partition tables and the filesystem, RAID
 // and volume manager signatures of dev (a block device or a file), so
 // the next tenant's tools see a blank disk. It zeroes the first and last
-// MetadataRegion bytes of the disk and the first and last 1 MiB of each
-// partition its table lists, syncs, and reads the regions back to check
+// MetadataRegion bytes of the disk and of each partition its table
+// lists, syncs, and reads the regions back to check
 // they are zeros (past the page cache on a block device). The rest of
 // the disk is left alone: use EraseFull to overwrite the data.
 func EraseMetadata(ctx context.Context, dev string) error {
@@ -48,7 +48,7 @@ func EraseMetadata(ctx context.Context, dev string) error {
 
 	regions := []extent{{0, min(MetadataRegion, size)}, {max(0, size-MetadataRegion), size}}
 	for _, p := range partitionExtents(f, size) {
-		regions = append(regions, extent{p.start, min(p.end, p.start+partRegion)}, extent{max(p.start, p.end-partRegion), p.end})
+		regions = append(regions, extent{p.start, min(p.end, p.start+MetadataRegion)}, extent{max(p.start, p.end-MetadataRegion), p.end})
 	}
 	regions = mergeExtents(regions)
 

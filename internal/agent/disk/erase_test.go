@@ -68,10 +68,12 @@ func TestEraseMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(p)
+	// 8 MiB at both ends of the disk and of each partition, as Ironic's
+	// metadata erase (and the README) says.
 	zeroed := []extent{
 		{0, MetadataRegion}, {size - MetadataRegion, size}, // the disk's ends
-		{19 * mib, 20 * mib},                               // the first partition's end (its start is in the disk's first 8 MiB)
-		{p2.start, p2.start + mib}, {p2.end - mib, p2.end}, // the second partition's ends
+		{mib, mib + 8*mib}, {20*mib - 8*mib, 20 * mib}, // the first partition's ends (1 to 20 MiB)
+		{p2.start, p2.start + 8*mib}, {p2.end - 8*mib, p2.end}, // the second partition's ends
 	}
 	inZeroed := func(off int64) bool {
 		for _, z := range zeroed {
