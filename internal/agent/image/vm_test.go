@@ -247,10 +247,9 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	}
 	start := time.Now()
 	build := exec.Command(bin, "agent-image", "--kernel", kernel, "--out", iso, "--initrd-out", initrd,
-		"--agent-config", cfgPath, "--uefi", uefi, "--ca-bundle", caFile,
-		// Serial last: /dev/console, where the agent logs, is the
-		// serial port the test reads.
-		"--cmdline", "console=tty0 console=ttyS0,115200 loglevel=4")
+		// The default command line, whose last console (/dev/console,
+		// where the agent logs) must be the serial port the test reads.
+		"--agent-config", cfgPath, "--uefi", uefi, "--ca-bundle", caFile)
 	out, err := build.CombinedOutput()
 	if err != nil {
 		t.Fatalf("agent-image: %v\n%s", err, out)
