@@ -110,11 +110,18 @@ type AgentCommandStatus struct {
 
 // AgentInventory is the hardware the agent sees.
 type AgentInventory struct {
-	System      AgentSystem `json:"system"`
-	CPUs        int         `json:"cpus"`
-	MemoryBytes int64       `json:"memory_bytes"`
-	Disks       []AgentDisk `json:"disks"`
-	NICs        []AgentNIC  `json:"nics"`
+	System AgentSystem `json:"system"`
+	CPUs   int         `json:"cpus"`
+	// MemoryBytes is the memory the agent's kernel can use (MemTotal):
+	// less than installed, by what the firmware and the kernel keep.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// InstalledMemoryBytes is the memory installed, the sum of the memory
+	// devices (DIMMs) the firmware's SMBIOS tables list, as a BMC counts
+	// it; 0 when the tables list none. Inspection records it as the
+	// node's memory_mb.
+	InstalledMemoryBytes int64       `json:"installed_memory_bytes,omitempty"`
+	Disks                []AgentDisk `json:"disks"`
+	NICs                 []AgentNIC  `json:"nics"`
 }
 
 // AgentSystem is the machine's DMI identity (empty where the firmware

@@ -314,6 +314,11 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 		if inv.MemoryBytes <= 0 || inv.CPUs != 1 || hb.body.BootID == "" {
 			t.Errorf("heartbeat memory %d, cpus %d, boot id %q", inv.MemoryBytes, inv.CPUs, hb.body.BootID)
 		}
+		// Installed memory from the SMBIOS tables: qemu's -m (testvm's
+		// 512 MiB), not the kernel's MemTotal.
+		if inv.InstalledMemoryBytes != 512<<20 {
+			t.Errorf("heartbeat installed memory %d MiB (MemTotal %d MiB), want the VM's 512", inv.InstalledMemoryBytes>>20, inv.MemoryBytes>>20)
+		}
 		reason, err := vm.ShutdownReason(ctx)
 		if err != nil {
 			t.Fatal(err)
