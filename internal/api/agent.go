@@ -106,7 +106,33 @@ type AgentCommandStatus struct {
 	Input bool `json:"input,omitempty"`
 	// Disk is the device written (write_image), e.g. /dev/vda.
 	Disk string `json:"disk,omitempty"`
+	// Erased says, for a succeeded erase, what was done to each disk and
+	// read back afterwards. The controller counts an erase only with it:
+	// a succeeded erase without it is refused (the node is not clean).
+	Erased []AgentErasedDisk `json:"erased,omitempty"`
 }
+
+// AgentErasedDisk is what an erase did to one disk and read back.
+type AgentErasedDisk struct {
+	// Path is the device, e.g. /dev/sda.
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	// Method is "metadata", or how a full erase erased the disk (e.g.
+	// "NVMe format, cryptographic erase", "discarded, then zeroed").
+	Method string `json:"method"`
+	// VerifiedBytes is how many bytes the agent read back as zeros after
+	// erasing, past the page cache: the metadata regions (AgentEraseRegion
+	// at both ends of the disk and of each partition) and, after a full
+	// erase, the sampled blocks.
+	VerifiedBytes int64 `json:"verified_bytes"`
+	// SampledBlocks is how many blocks at random offsets across the whole
+	// disk a full erase read back as zeros (0 after a metadata erase).
+	SampledBlocks int `json:"sampled_blocks,omitempty"`
+}
+
+// AgentEraseRegion is how much an erase zeroes and reads back at each
+// end of a disk (and a metadata erase at each end of every partition).
+const AgentEraseRegion = 8 << 20
 
 // AgentInventory is the hardware the agent sees.
 type AgentInventory struct {

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -391,6 +392,10 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 				if !bytes.Equal(b[region:len(b)-region], bytes.Repeat([]byte{0xab}, len(b)-2*region)) {
 					t.Error("a metadata erase touched the middle of the disk")
 				}
+				// Read back past the page cache, and said so.
+				if want := []api.AgentErasedDisk{{Path: "/dev/vda", SizeBytes: 64 << 20, Method: "metadata", VerifiedBytes: 2 * region}}; !slices.Equal(st.Erased, want) {
+					t.Errorf("erase reported %+v, want %+v", st.Erased, want)
+				}
 			})
 		bootMode(t, inv, api.BootModeBIOS, false)
 	})
@@ -420,6 +425,15 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 				zero := make([]byte, 64<<20)
 				if !bytes.Equal(b, zero) {
 					t.Error("the virtio disk is not all zeros after a full erase")
+				}
+				// Both disks read back: their ends and sampled blocks.
+				if len(st.Erased) != 2 {
+					t.Errorf("erase reported %+v, want both disks", st.Erased)
+				}
+				for _, e := range st.Erased {
+					if e.SampledBlocks == 0 || e.VerifiedBytes < 16<<20 {
+						t.Errorf("disk %s: read back %d bytes, %d blocks sampled", e.Path, e.VerifiedBytes, e.SampledBlocks)
+					}
 				}
 				if nb, err := os.ReadFile(nvme); err != nil || !bytes.Equal(nb, zero) {
 					t.Errorf("the NVMe drive is not all zeros after its format (%v)", err)
