@@ -10,7 +10,14 @@ package api
 //
 //	POST /v1/agent/heartbeat   (Bearer: per-boot agent token) AgentHeartbeat → 200 AgentReply
 //	401                        token unknown or its session over: the agent retries with backoff
+//	403                        the report is refused: its inventory does not present the node's
+//	                           identity (system UUID, NIC MACs), or the boot's reports come from
+//	                           another address (the first report taken binds the session to its
+//	                           source address); no command is handed out
 //	anything else / no answer  retried with backoff
+//
+// Every heartbeat carries the inventory (Inventory), whose system UUID
+// and NIC MACs are how the controller knows the agent runs on the node.
 
 // AgentHeartbeatPath is where the agent reports.
 const AgentHeartbeatPath = "/v1/agent/heartbeat"

@@ -73,7 +73,7 @@ func (w *inspectWorker) inspect(ctx context.Context, job *river.Job[InspectArgs]
 		if sess.LastSeenAt != nil {
 			msg = fmt.Sprintf("the deploy agent reported no inventory within %s", w.cfg.agentTimeout())
 		}
-		return w.endInspection(ctx, job, n, nil, msg)
+		return w.endInspection(ctx, job, n, nil, msg+refusedNote(sess))
 	}
 	return river.JobSnooze(agentPoll)
 }
