@@ -168,7 +168,7 @@ var errAgentRefused = baremetal.Errorf(baremetal.CodeForbidden,
 // wire, a UUID in the BMC): this keeps the work from a machine that is
 // not the node and from a second holder of the token once the agent has
 // reported; it does not make the provisioning network safe to share.
-func agentRefusal(sess *baremetal.AgentSession, hb api.AgentHeartbeat, from string) (refusal, how string) {
+func agentRefusal(sess *baremetal.AgentSession, hb api.AgentHeartbeat, from string) (refusal, checked string) {
 	if sess.AgentAddr != "" {
 		if from != sess.AgentAddr {
 			return fmt.Sprintf("a report from %s, while this boot's agent reports from %s (the session is bound to the address of its first report)", from, sess.AgentAddr), ""
@@ -224,9 +224,10 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 		first   bool
 		nodeID  string
 		refusal string
+		told    bool // the refusal is new: logged, and an event
 	)
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
-		reply, first, refusal = api.AgentReply{NextHeartbeatSeconds: agentHeartbeatSeconds}, false, ""
+		reply, first, refusal, told = api.AgentReply{NextHeartbeatSeconds: agentHeartbeatSeconds}, false, "", false
 		sess, err := tx.GetAgentSessionByTokenHash(ctx, hash)
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
 			return errBadAgentToken // replaced by a new boot meanwhile
@@ -240,7 +241,7 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 			if sess.Refused == refusal {
 				return nil // told already
 			}
-			sess.Refused = refusal
+			sess.Refused, told = refusal, true
 			if err := tx.UpdateAgentSession(ctx, sess); err != nil {
 				return err
 			}
@@ -299,7 +300,9 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 		return api.AgentReply{}, err
 	}
 	if refusal != "" {
-		s.log.WarnContext(ctx, "deploy agent report refused", "node_id", nodeID, "from", from, "reason", refusal)
+		if told {
+			s.log.WarnContext(ctx, "deploy agent report refused", "node_id", nodeID, "from", from, "reason", refusal)
+		}
 		return api.AgentReply{}, errAgentRefused
 	}
 	if first {
