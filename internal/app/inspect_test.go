@@ -122,7 +122,9 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	admin.call("GET", "/v1/nodes/"+node.ID+"/events", "", 200, &evs)
 	var reported, inspected bool
 	for _, e := range evs.Items {
-		reported = reported || e.Type == "agent" && strings.Contains(e.Message, "booted for inspect")
+		// Booted from virtual media, the agent presented the VM's UUID,
+		// the one the BMC reports, before it got anything.
+		reported = reported || e.Type == "agent" && strings.Contains(e.Message, "booted for inspect") && strings.Contains(e.Message, "(its identity checked: uuid:")
 		inspected = inspected || e.New == "available" && strings.Contains(e.Message, "inspected: ")
 	}
 	if !reported || !inspected {
