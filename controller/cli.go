@@ -1099,7 +1099,11 @@ func printInventory(w io.Writer, name string, inv *api.NodeInventory) error {
 		fmt.Fprintln(w, "boot:    BIOS")
 	}
 	fmt.Fprintf(w, "cpus:    %d\n", in.CPUs)
-	fmt.Fprintf(w, "memory:  %s\n", humanBytes(in.MemoryBytes))
+	if in.InstalledMemoryBytes > 0 {
+		fmt.Fprintf(w, "memory:  %s installed, %s usable\n", humanBytes(in.InstalledMemoryBytes), humanBytes(in.MemoryBytes))
+	} else {
+		fmt.Fprintf(w, "memory:  %s usable\n", humanBytes(in.MemoryBytes))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nDISK\tSIZE\tMODEL\tSERIAL\tWWN\tROTATIONAL\tREMOVABLE\n")
 	for _, d := range in.Disks {

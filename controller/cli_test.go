@@ -319,7 +319,7 @@ func TestCLIInspectAndInventory(t *testing.T) {
 	}
 	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
 
-	inv := api.AgentInventory{CPUs: 4, MemoryBytes: 8 << 30,
+	inv := api.AgentInventory{CPUs: 4, MemoryBytes: 7900 << 20, InstalledMemoryBytes: 8 << 30,
 		System: api.AgentSystem{Vendor: "QEMU", Product: "Standard PC", Serial: "S123", BootMode: api.BootModeUEFI, SecureBoot: new(true)},
 		Disks:  []api.AgentDisk{{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 30, Model: "virtio", Serial: "disk-1", Rotational: true}},
 		NICs:   []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 10000, IPv4: []string{"10.0.2.15/24"}}}}
@@ -330,7 +330,7 @@ func TestCLIInspectAndInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = mustCLI(t, runNode, "inventory", "cli-0")
-	for _, want := range []string{"node cli-0, inspected ", "QEMU Standard PC (serial S123", "boot:    UEFI, Secure Boot on", "cpus:    4", "memory:  8.0 GiB",
+	for _, want := range []string{"node cli-0, inspected ", "QEMU Standard PC (serial S123", "boot:    UEFI, Secure Boot on", "cpus:    4", "memory:  8.0 GiB installed, 7.7 GiB usable",
 		"vda", "64.0 GiB", "disk-1", "eth0", "52:54:00:12:34:56", "up 10000 Mb/s", "10.0.2.15/24"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("node inventory lacks %q:\n%s", want, out)

@@ -39,7 +39,8 @@ const inventoryDesc = "The hardware the deploy agent reported when the node was 
 var inventoryFields = []inventoryField{
 	{name: "inspected_at", desc: "When the deploy agent reported it (RFC 3339).", typ: types.StringType},
 	{name: "cpus", desc: "Logical CPUs.", typ: types.Int64Type},
-	{name: "memory_bytes", desc: "Memory in bytes.", typ: types.Int64Type},
+	{name: "memory_bytes", desc: "Memory the deploy agent's kernel could use (MemTotal), in bytes: less than installed, by what the firmware and the kernel keep.", typ: types.Int64Type},
+	{name: "installed_memory_bytes", desc: "Memory installed, in bytes: the memory devices (DIMMs) the firmware's SMBIOS tables list, as the BMC counts it and as inspection records `memory_mb`; 0 when the tables list none.", typ: types.Int64Type},
 	{name: "disks", desc: "Block devices backed by hardware (removable ones included), as the kernel names them.", nested: []inventoryField{
 		{name: "name", desc: "Kernel name, e.g. `sda`, `nvme0n1` (the `name` root device hint).", typ: types.StringType},
 		{name: "size_bytes", desc: "Size in bytes.", typ: types.Int64Type},
@@ -210,12 +211,13 @@ func inventoryObject(inv *api.NodeInventory) (types.Object, diag.Diagnostics) {
 	})
 	diags.Append(ds...)
 	o, ds := types.ObjectValue(inventoryAttrTypes, map[string]attr.Value{
-		"inspected_at": types.StringValue(inv.InspectedAt),
-		"cpus":         types.Int64Value(int64(inv.Inventory.CPUs)),
-		"memory_bytes": types.Int64Value(inv.Inventory.MemoryBytes),
-		"disks":        diskList,
-		"nics":         nicList,
-		"system":       system,
+		"inspected_at":           types.StringValue(inv.InspectedAt),
+		"cpus":                   types.Int64Value(int64(inv.Inventory.CPUs)),
+		"memory_bytes":           types.Int64Value(inv.Inventory.MemoryBytes),
+		"installed_memory_bytes": types.Int64Value(inv.Inventory.InstalledMemoryBytes),
+		"disks":                  diskList,
+		"nics":                   nicList,
+		"system":                 system,
 	})
 	diags.Append(ds...)
 	return o, diags

@@ -41,7 +41,7 @@ data "baremetal_node" "n" {
 }
 `
 	inspected := time.Date(2026, 12, 3, 10, 4, 5, 0, time.UTC)
-	inv := api.AgentInventory{CPUs: 2, MemoryBytes: 512 << 20,
+	inv := api.AgentInventory{CPUs: 2, MemoryBytes: 480 << 20, InstalledMemoryBytes: 512 << 20,
 		Disks: []api.AgentDisk{
 			{Name: "vda", Path: "/dev/vda", SizeBytes: 4 << 30, Serial: "bm-disk-0", Rotational: true},
 			{Name: "nvme0n1", Path: "/dev/nvme0n1", SizeBytes: 100 << 30, Model: "Fast NVMe", Serial: "S1", WWN: "eui.0025388b91b1c2d3"},
@@ -77,7 +77,8 @@ data "baremetal_node" "n" {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(addr, "inventory.inspected_at", "2026-12-03T10:04:05Z"),
 					resource.TestCheckResourceAttr(addr, "inventory.cpus", "2"),
-					resource.TestCheckResourceAttr(addr, "inventory.memory_bytes", "536870912"),
+					resource.TestCheckResourceAttr(addr, "inventory.memory_bytes", "503316480"),
+					resource.TestCheckResourceAttr(addr, "inventory.installed_memory_bytes", "536870912"),
 					resource.TestCheckResourceAttr(addr, "inventory.disks.#", "2"),
 					resource.TestCheckResourceAttr(addr, "inventory.disks.0.name", "vda"),
 					resource.TestCheckResourceAttr(addr, "inventory.disks.0.size_bytes", "4294967296"),

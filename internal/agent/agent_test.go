@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,5 +250,21 @@ func TestCollectorReadsBootMode(t *testing.T) {
 				t.Errorf("boot mode %q, secure boot %s; want %q, %s", inv.System.BootMode, secure, tc.mode, tc.secure)
 			}
 		})
+	}
+}
+
+// The agent copies its log to every console but the last, which is
+// /dev/console itself (where it logs).
+func TestOtherConsoles(t *testing.T) {
+	for active, want := range map[string][]string{
+		"tty0 ttyS0\n":     {"/dev/tty0"},
+		"ttyS0":            nil,
+		"":                 nil,
+		"ttyS1 tty0 ttyS0": {"/dev/ttyS1", "/dev/tty0"},
+		"../x ttyS0":       nil,
+	} {
+		if got := OtherConsoles(active); !slices.Equal(got, want) {
+			t.Errorf("OtherConsoles(%q) = %v, want %v", active, got, want)
+		}
 	}
 }

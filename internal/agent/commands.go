@@ -158,7 +158,7 @@ func (r *Runner) run(ctx context.Context, cmd api.AgentCommand) {
 				st.State = api.AgentCommandFailed
 			}
 		}()
-		msg, dev, err := r.execute(ctx, cmd)
+		msg, dev, erased, err := r.execute(ctx, cmd)
 		st.Disk = dev
 		if err != nil {
 			st.State, st.Message, st.Input = api.AgentCommandFailed, err.Error(), errors.Is(err, disk.ErrInput)
@@ -167,7 +167,7 @@ func (r *Runner) run(ctx context.Context, cmd api.AgentCommand) {
 			}
 			return
 		}
-		st.State, st.Message = api.AgentCommandSucceeded, msg
+		st.State, st.Message, st.Erased = api.AgentCommandSucceeded, msg, erased
 	}()
 	log := r.log().With("command", cmd.ID, "kind", cmd.Kind, "took", time.Since(start).Round(time.Millisecond))
 	if st.State == api.AgentCommandSucceeded {
@@ -202,15 +202,16 @@ func (r *Runner) progress(id string, pct int) {
 	}
 }
 
-func (r *Runner) execute(ctx context.Context, cmd api.AgentCommand) (msg, dev string, err error) {
+func (r *Runner) execute(ctx context.Context, cmd api.AgentCommand) (msg, dev string, erased []api.AgentErasedDisk, err error) {
 	switch cmd.Kind {
 	case api.AgentWriteImage:
-		return r.writeImage(ctx, cmd)
+		msg, dev, err := r.writeImage(ctx, cmd)
+		return msg, dev, nil, err
 	case api.AgentErase:
-		msg, err := r.erase(ctx, cmd)
-		return msg, "", err
+		msg, erased, err := r.erase(ctx, cmd)
+		return msg, "", erased, err
 	}
-	return "", "", fmt.Errorf("unknown command kind %q (this agent knows %s)", cmd.Kind, strings.Join(api.AgentCommandKinds(), ", "))
+	return "", "", nil, fmt.Errorf("unknown command kind %q (this agent knows %s)", cmd.Kind, strings.Join(api.AgentCommandKinds(), ", "))
 }
 
 func (r *Runner) writeImage(ctx context.Context, cmd api.AgentCommand) (msg, dev string, err error) {
@@ -287,7 +288,7 @@ func (r *Runner) scrub(dev string, log *slog.Logger) {
 	// and it takes a fraction of a second.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := disk.EraseMetadata(ctx, dev); err != nil {
+	if _, err := disk.EraseMetadata(ctx, dev); err != nil {
 		log.Warn("could not wipe the signatures of the failed write", "disk", dev, "error", err)
 	}
 }
@@ -361,17 +362,20 @@ func getBounded(ctx context.Context, client *http.Client, rawURL string, limit i
 	return b, false, nil
 }
 
-func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, error) {
+// erase erases every non-removable disk and reports, per disk, what it
+// did and read back afterwards (the controller counts an erase only with
+// that).
+func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, []api.AgentErasedDisk, error) {
 	method := cmd.Erase
 	if method == "" {
 		method = EraseMetadata
 	}
 	if method != EraseMetadata && method != EraseFull {
-		return "", fmt.Errorf("unknown erase method %q (want %s or %s)", method, EraseMetadata, EraseFull)
+		return "", nil, fmt.Errorf("unknown erase method %q (want %s or %s)", method, EraseMetadata, EraseFull)
 	}
 	all, err := disk.ListDisks(r.sysRoot())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var disks []disk.Disk
 	var total int64
@@ -384,7 +388,7 @@ func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, error
 	if len(disks) == 0 {
 		// Success here would pass a node whose disk driver is missing
 		// from the agent image as clean, with the last tenant's data on it.
-		return "", &disk.Error{Kind: disk.ErrMachine, Code: disk.CodeNoRootDisk,
+		return "", nil, &disk.Error{Kind: disk.ErrMachine, Code: disk.CodeNoRootDisk,
 			Msg: fmt.Sprintf("erase: found no disk to erase (of %d block devices listed, all removable); is the disk's driver in the agent image?", len(all))}
 	}
 	slices.SortFunc(disks, func(a, b disk.Disk) int { return strings.Compare(a.Name, b.Name) })
@@ -392,27 +396,30 @@ func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, error
 	start := time.Now()
 	log := r.log().With("command", cmd.ID, "method", method)
 	var erased []string
+	var report []api.AgentErasedDisk
 	var failed []error
-	var before int64 // bytes of the disks already dealt with
+	var before, verified int64 // bytes of the disks already dealt with; bytes read back
+	sampled := 0
 	for i, d := range disks {
 		dev := r.devPath(d.Name)
 		log.Info("erasing disk", "disk", dev, "size", size(d.Size))
 		desc := fmt.Sprintf("%s %s", dev, size(d.Size))
+		var e disk.Erased
 		switch method {
 		case EraseMetadata:
-			err = disk.EraseMetadata(ctx, dev)
+			e, err = disk.EraseMetadata(ctx, dev)
+			e.How = EraseMetadata
 			r.progress(cmd.ID, (i+1)*100/len(disks))
 		case EraseFull:
-			var how string
-			how, err = disk.EraseFull(ctx, dev, func(done, _ int64) {
+			e, err = disk.EraseFull(ctx, dev, func(done, _ int64) {
 				r.progress(cmd.ID, int((before+done)*100/total))
 			})
-			desc += ": " + how
+			desc += ": " + e.How
 		}
 		before += d.Size
 		if err != nil {
 			if ctx.Err() != nil {
-				return "", err
+				return "", nil, err
 			}
 			// Go on with the other disks: the more is erased, the less
 			// a retry has to do and the less a failure leaves behind.
@@ -420,9 +427,13 @@ func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, error
 			continue
 		}
 		erased = append(erased, desc)
+		report = append(report, api.AgentErasedDisk{Path: dev, SizeBytes: d.Size, Method: e.How,
+			VerifiedBytes: e.VerifiedBytes, SampledBlocks: e.SampledBlocks})
+		verified += e.VerifiedBytes
+		sampled += e.SampledBlocks
 	}
 	if len(failed) > 0 {
-		return "", &joined{
+		return "", nil, &joined{
 			msg:  fmt.Sprintf("erase (%s): %d of %d disks failed", method, len(failed), len(disks)),
 			errs: failed,
 		}
@@ -431,8 +442,12 @@ func (r *Runner) erase(ctx context.Context, cmd api.AgentCommand) (string, error
 	if method == EraseFull {
 		what, sep = "erased every byte of", "; "
 	}
-	return fmt.Sprintf("%s %d %s (%s) in %s", what, len(erased), plural(len(erased), "disk"), strings.Join(erased, sep),
-		time.Since(start).Round(100*time.Millisecond)), nil
+	readBack := fmt.Sprintf("read back %s as zeros", size(verified))
+	if sampled > 0 {
+		readBack += fmt.Sprintf(", %d blocks sampled across the %s", sampled, plural(len(erased), "disk"))
+	}
+	return fmt.Sprintf("%s %d %s (%s) in %s; %s", what, len(erased), plural(len(erased), "disk"), strings.Join(erased, sep),
+		time.Since(start).Round(100*time.Millisecond), readBack), report, nil
 }
 
 // joined is several failures as one: every message on one line, and

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -644,6 +645,21 @@ func TestEraseCommands(t *testing.T) {
 	if want := "wiped partition tables and signatures of 2 disks (" + m.files["vda"] + " 32.0 MiB, " + m.files["vdb"] + " 32.0 MiB)"; !strings.HasPrefix(hb.Command.Message, want) {
 		t.Errorf("message %q, want it to start with %q", hb.Command.Message, want)
 	}
+	// What was read back, per disk: both 8 MiB ends (a 32 MiB disk
+	// without partitions), nothing sampled.
+	wantErased := func(method string, verified int64, sampled int) []api.AgentErasedDisk {
+		var out []api.AgentErasedDisk
+		for _, n := range []string{"vda", "vdb"} {
+			out = append(out, api.AgentErasedDisk{Path: m.files[n], SizeBytes: size, Method: method, VerifiedBytes: verified, SampledBlocks: sampled})
+		}
+		return out
+	}
+	if want := wantErased("metadata", 2*disk.MetadataRegion, 0); !slices.Equal(hb.Command.Erased, want) {
+		t.Errorf("metadata erase reported %+v, want %+v", hb.Command.Erased, want)
+	}
+	if !strings.HasSuffix(hb.Command.Message, "; read back 32.0 MiB as zeros") {
+		t.Errorf("message %q does not say what was read back", hb.Command.Message)
+	}
 	ab := bytes.Repeat([]byte{0xab}, size)
 	zero := make([]byte, size)
 	c.mu.Lock()
@@ -661,6 +677,13 @@ func TestEraseCommands(t *testing.T) {
 	hb, _ = c.waitFor("erase-2 succeeded", i, status(full.ID, api.AgentCommandSucceeded))
 	if want := "erased every byte of 2 disks (" + m.files["vda"] + " 32.0 MiB: overwritten with zeros; " + m.files["vdb"] + " 32.0 MiB: overwritten with zeros)"; !strings.HasPrefix(hb.Command.Message, want) {
 		t.Errorf("message %q, want it to start with %q", hb.Command.Message, want)
+	}
+	// Both ends, then the samples across the disk.
+	if want := wantErased(disk.ErasedByOverwrite, 2*disk.MetadataRegion+disk.Samples*disk.SampleBlock, disk.Samples); !slices.Equal(hb.Command.Erased, want) {
+		t.Errorf("full erase reported %+v, want %+v", hb.Command.Erased, want)
+	}
+	if !strings.Contains(hb.Command.Message, "; read back ") || !strings.HasSuffix(hb.Command.Message, " as zeros, 256 blocks sampled across the disks") {
+		t.Errorf("message %q does not say what was read back", hb.Command.Message)
 	}
 	for _, n := range []string{"vda", "vdb"} {
 		if !bytes.Equal(m.read(t, n), zero) {
@@ -784,5 +807,13 @@ func TestParseHints(t *testing.T) {
 		if _, err := ParseHints(bad); err == nil || disk.CodeOf(err) != disk.CodeNoRootDisk {
 			t.Errorf("ParseHints(%v) = %v, want a no_root_disk input error", bad, err)
 		}
+	}
+}
+
+// The controller checks erase reports against the API's region; the
+// erase zeroes the disk's.
+func TestEraseRegionIsTheAPIs(t *testing.T) {
+	if api.AgentEraseRegion != disk.MetadataRegion {
+		t.Fatalf("api.AgentEraseRegion %d, disk.MetadataRegion %d", api.AgentEraseRegion, disk.MetadataRegion)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"os"
@@ -43,9 +44,10 @@ func boot(version string) error {
 		return err
 	}
 	attachConsole()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "agent")
+	out := consoleLog(os.Stderr, readTrim(ActiveConsolesPath))
+	logger := slog.New(slog.NewTextHandler(out, nil)).With("component", "agent")
 	// u-root's DHCP client logs through the standard logger.
-	log.SetOutput(os.Stderr)
+	log.SetOutput(out)
 	logger.Info("agent starting", "version", version)
 
 	loadModules(logger)
@@ -152,6 +154,34 @@ func attachConsole() {
 	if fd > 2 {
 		_ = unix.Close(fd)
 	}
+}
+
+// consoleLog is the agent's log output: console (/dev/console) and,
+// best effort, the other consoles the kernel lists in active. They are
+// opened without blocking: a serial port held up by flow control must
+// not stall the agent, it loses lines instead.
+func consoleLog(console io.Writer, active string) io.Writer {
+	ws := []io.Writer{console}
+	for _, p := range OtherConsoles(active) {
+		f, err := os.OpenFile(p, os.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+		if err != nil {
+			continue
+		}
+		ws = append(ws, bestEffort{f})
+	}
+	if len(ws) == 1 {
+		return console
+	}
+	return io.MultiWriter(ws...)
+}
+
+// bestEffort never fails a write, so that io.MultiWriter goes on to the
+// next console after one that refused.
+type bestEffort struct{ w io.Writer }
+
+func (b bestEffort) Write(p []byte) (int, error) {
+	_, _ = b.w.Write(p)
+	return len(p), nil
 }
 
 // ModulesDir is where the image keeps the modules of its kernel.

@@ -40,6 +40,7 @@ func (c *Collector) Collect() api.AgentInventory {
 	}
 	inv.System.BootMode, inv.System.SecureBoot = c.bootMode()
 	inv.MemoryBytes = memTotal(filepath.Join(c.Proc, "meminfo"))
+	inv.InstalledMemoryBytes = InstalledMemory(smbiosTable(c.Sys))
 	inv.Disks = c.disks()
 	inv.NICs = c.nics()
 	return inv

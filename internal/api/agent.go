@@ -15,7 +15,14 @@ import (
 //
 //	POST /v1/agent/heartbeat   (Bearer: per-boot agent token) AgentHeartbeat → 200 AgentReply
 //	401                        token unknown or its session over: the agent retries with backoff
+//	403                        the report is refused: its inventory does not present the node's
+//	                           identity (system UUID, NIC MACs), or the boot's reports come from
+//	                           another address (the first report taken binds the session to its
+//	                           source address); no command is handed out
 //	anything else / no answer  retried with backoff
+//
+// Every heartbeat carries the inventory (Inventory), whose system UUID
+// and NIC MACs are how the controller knows the agent runs on the node.
 
 // AgentHeartbeatPath is where the agent reports.
 const AgentHeartbeatPath = "/v1/agent/heartbeat"
@@ -123,15 +130,48 @@ type AgentCommandStatus struct {
 	Input bool `json:"input,omitempty"`
 	// Disk is the device written (write_image), e.g. /dev/vda.
 	Disk string `json:"disk,omitempty"`
+	// Erased says, for a succeeded erase, what was done to each disk and
+	// read back afterwards. The controller counts an erase only with it:
+	// a succeeded erase without it is refused (the node is not clean).
+	Erased []AgentErasedDisk `json:"erased,omitempty"`
 }
+
+// AgentErasedDisk is what an erase did to one disk and read back.
+type AgentErasedDisk struct {
+	// Path is the device, e.g. /dev/sda.
+	Path      string `json:"path"`
+	SizeBytes int64  `json:"size_bytes"`
+	// Method is "metadata", or how a full erase erased the disk (e.g.
+	// "NVMe format, cryptographic erase", "discarded, then zeroed").
+	Method string `json:"method"`
+	// VerifiedBytes is how many bytes the agent read back as zeros after
+	// erasing, past the page cache: the metadata regions (AgentEraseRegion
+	// at both ends of the disk and of each partition) and, after a full
+	// erase, the sampled blocks.
+	VerifiedBytes int64 `json:"verified_bytes"`
+	// SampledBlocks is how many blocks at random offsets across the whole
+	// disk a full erase read back as zeros (0 after a metadata erase).
+	SampledBlocks int `json:"sampled_blocks,omitempty"`
+}
+
+// AgentEraseRegion is how much an erase zeroes and reads back at each
+// end of a disk (and a metadata erase at each end of every partition).
+const AgentEraseRegion = 8 << 20
 
 // AgentInventory is the hardware the agent sees.
 type AgentInventory struct {
-	System      AgentSystem `json:"system"`
-	CPUs        int         `json:"cpus"`
-	MemoryBytes int64       `json:"memory_bytes"`
-	Disks       []AgentDisk `json:"disks"`
-	NICs        []AgentNIC  `json:"nics"`
+	System AgentSystem `json:"system"`
+	CPUs   int         `json:"cpus"`
+	// MemoryBytes is the memory the agent's kernel can use (MemTotal):
+	// less than installed, by what the firmware and the kernel keep.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// InstalledMemoryBytes is the memory installed, the sum of the memory
+	// devices (DIMMs) the firmware's SMBIOS tables list, as a BMC counts
+	// it; 0 when the tables list none. Inspection records it as the
+	// node's memory_mb.
+	InstalledMemoryBytes int64       `json:"installed_memory_bytes,omitempty"`
+	Disks                []AgentDisk `json:"disks"`
+	NICs                 []AgentNIC  `json:"nics"`
 }
 
 // AgentSystem is the machine's DMI identity (empty where the firmware

@@ -97,9 +97,14 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 		t.Errorf("inventory NICs %+v; want the VM's one NIC, %s", inv.Inventory.NICs, vm.MAC)
 	}
 	// The kernel keeps some of the VM's memory for itself (MemTotal): most
-	// of it, never more.
+	// of it, never more. The SMBIOS tables list what is installed: the
+	// VM's -m, which inspection records as memory_mb.
 	if inv.Inventory.CPUs != vm.CPUs || inv.Inventory.MemoryBytes > int64(vm.MemoryMB)<<20 || inv.Inventory.MemoryBytes < int64(vm.MemoryMB)<<20*3/4 {
 		t.Errorf("inventory cpus %d, memory %d; the VM has %d CPUs, %d MiB", inv.Inventory.CPUs, inv.Inventory.MemoryBytes, vm.CPUs, vm.MemoryMB)
+	}
+	if inv.Inventory.InstalledMemoryBytes != int64(vm.MemoryMB)<<20 || n.Properties.MemoryMB != vm.MemoryMB {
+		t.Errorf("installed memory %d MiB, memory_mb %d; the VM has %d MiB (MemTotal %d MiB)",
+			inv.Inventory.InstalledMemoryBytes>>20, n.Properties.MemoryMB, vm.MemoryMB, inv.Inventory.MemoryBytes>>20)
 	}
 	if sb := inv.Inventory.System.SecureBoot; inv.Inventory.System.BootMode != api.BootModeUEFI || sb == nil || *sb {
 		t.Errorf("the agent reports boot mode %q, Secure Boot %v; the VM boots UEFI without Secure Boot", inv.Inventory.System.BootMode, sb)
@@ -117,7 +122,9 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	admin.call("GET", "/v1/nodes/"+node.ID+"/events", "", 200, &evs)
 	var reported, inspected bool
 	for _, e := range evs.Items {
-		reported = reported || e.Type == "agent" && strings.Contains(e.Message, "booted for inspect")
+		// Booted from virtual media, the agent presented the VM's UUID,
+		// the one the BMC reports, before it got anything.
+		reported = reported || e.Type == "agent" && strings.Contains(e.Message, "booted for inspect") && strings.Contains(e.Message, "(its identity checked: uuid:")
 		inspected = inspected || e.New == "available" && strings.Contains(e.Message, "inspected: ")
 	}
 	if !reported || !inspected {
@@ -133,6 +140,11 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	}
 	if strings.Contains(serial, "agt_") {
 		t.Error("the agent token appears on the console")
+	}
+	// The served ISO's command line puts the serial port last: the
+	// agent's own log reaches it, not only the kernel's.
+	if !strings.Contains(serial, "agent starting") || !strings.Contains(serial, "controller accepted the first heartbeat") {
+		t.Error("the agent's log does not reach the serial console")
 	}
 	t.Logf("inspection took %s (POST to available, through a real VM boot under TCG)", took.Round(time.Millisecond))
 }

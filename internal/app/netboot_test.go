@@ -131,12 +131,15 @@ func inspectByNetboot(t *testing.T, env *testenv.Env, admin client, nodeID, sys 
 	}
 	var evs api.EventList
 	admin.call("GET", "/v1/nodes/"+nodeID+"/events", "", 200, &evs)
-	var booted bool
+	var booted, checked bool
 	for _, e := range evs.Items {
 		booted = booted || strings.Contains(e.Message, "booted the deploy agent from the network")
+		// The agent got its work by presenting the machine's SMBIOS UUID,
+		// which is the one the BMC reports (in some byte order).
+		checked = checked || e.Type == "agent" && strings.Contains(e.Message, "(its identity checked: uuid:")
 	}
-	if !booted {
-		t.Errorf("no event says the agent was booted from the network: %+v", evs.Items)
+	if !booted || !checked {
+		t.Errorf("no event says the agent was booted from the network (%v), or that its identity was checked (%v): %+v", booted, checked, evs.Items)
 	}
 	// Once the agent is done the same machine gets no agent any more.
 	mac := inv.Inventory.NICs[0].MAC

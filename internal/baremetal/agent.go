@@ -49,6 +49,21 @@ type AgentSession struct {
 	// iPXE script endpoint finds the session by them. Empty for a boot
 	// from virtual media.
 	NetbootIDs []string
+	// IdentityIDs are the identities (NetbootID forms) the agent must
+	// present in its first report (its inventory's system UUID or a NIC's
+	// MAC) before the controller hands it any work: the node's system
+	// UUID as its BMC reports it and the UUID and MACs of its last
+	// inspection. Empty when none was known at the boot (a virtual media
+	// boot of a node never inspected, whose BMC gives no UUID): the first
+	// report is then taken, the BMC having booted only its own machine.
+	IdentityIDs []string
+	// AgentAddr is the source address of the first report that was
+	// accepted: the session is bound to it, and reports from any other
+	// address are refused. "" until then; a new boot starts unbound.
+	AgentAddr string
+	// Refused is why the last refused report was refused ("" none): told
+	// once in the node's events, and named when the work gives up waiting.
+	Refused    string
 	LastSeenAt *time.Time
 	CreatedAt  time.Time
 	UpdatedAt  time.Time

@@ -78,3 +78,19 @@ func ValidNetbootID(id string) bool {
 	}
 	return false
 }
+
+// InventoryIDs are the netboot ids a machine presents of itself (the
+// deploy agent's inventory): its system UUID as the kernel reads it from
+// SMBIOS and its NICs' MACs, those that are well formed.
+func InventoryIDs(systemUUID string, macs ...string) []string {
+	var out []string
+	if id := NetbootUUID(systemUUID); id != "" {
+		out = append(out, id)
+	}
+	for _, m := range macs {
+		if id := NetbootMAC(m); id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}

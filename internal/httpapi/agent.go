@@ -88,6 +88,14 @@ func (s *Server) agentBoot(w http.ResponseWriter, r *http.Request, _ service.Cal
 		s.writeError(w, r, err)
 		return
 	}
+	if file != api.AgentISOFile && sess.AgentAddr != "" {
+		// A network boot's files are loaded by iPXE before the agent
+		// runs: once the agent has reported, nobody needs them, and the
+		// initramfs holds the token. (The ISO stays: a BMC may read its
+		// virtual media for as long as it is inserted.)
+		s.writeError(w, r, baremetal.Errorf(baremetal.CodeNotFound, "no such agent image"))
+		return
+	}
 	cfg := agent.Config{API: s.agentURL, Token: sess.Token, CACerts: s.agentCACerts}
 	var (
 		img   []byte

@@ -136,7 +136,7 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"InspectAccepted": api.InspectAccepted{}, "NodeInventory": api.NodeInventory{},
 		"AgentInventory": api.AgentInventory{}, "AgentSystem": api.AgentSystem{}, "AgentDisk": api.AgentDisk{},
 		"AgentNIC": api.AgentNIC{}, "AgentHeartbeat": api.AgentHeartbeat{}, "AgentReply": api.AgentReply{},
-		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{},
+		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{}, "AgentErasedDisk": api.AgentErasedDisk{},
 	}
 	var doc struct {
 		Components struct {

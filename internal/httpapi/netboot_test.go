@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
@@ -46,8 +45,9 @@ func testAgentNetbootScript(t *testing.T, open func(testing.TB) store.Store) {
 	const uuid = "4c4c4544-0042-3010-8056-b4c04f4d3132"
 	a, b := e.createNode("nb-a"), e.createNode("nb-b")
 	token, hash := baremetal.NewAgentToken()
+	ids := append(baremetal.NetbootUUIDs(uuid), baremetal.NetbootMAC("52:54:00:00:00:0a"))
 	sess := &baremetal.AgentSession{NodeID: a.ID, Purpose: baremetal.AgentClean, Token: token, TokenHash: hash,
-		NetbootIDs: append(baremetal.NetbootUUIDs(uuid), baremetal.NetbootMAC("52:54:00:00:00:0a"))}
+		NetbootIDs: ids, IdentityIDs: ids}
 	if err := e.st.PutAgentSession(ctx, sess); err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +111,34 @@ func testAgentNetbootScript(t *testing.T, open func(testing.TB) store.Store) {
 	if err := e.st.DeleteAgentSession(ctx, b.ID); err != nil {
 		t.Fatal(err)
 	}
-	// Once the agent has called in, its files are no longer handed out.
-	seen := time.Now()
-	sess.LastSeenAt = &seen
-	if err := e.st.UpdateAgentSession(ctx, sess); err != nil {
-		t.Fatal(err)
+	// A machine that fetched the initramfs with the node's MAC, and
+	// reports with the token but as itself, is refused (403, a problem)
+	// and the boot goes on as before.
+	beat := func(inventory string) resp {
+		return e.do("POST", api.AgentHeartbeatPath, token, `{"agent_version":"t","inventory":`+inventory+`}`)
+	}
+	if r := beat(`{"system":{"uuid":"11111111-2222-3333-4444-555555555555"},"cpus":1,"memory_bytes":1,"disks":[],"nics":[]}`); r.status != 403 ||
+		!strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") || strings.Contains(string(r.body), "command") {
+		t.Fatalf("a report of another machine: %d %s", r.status, r.body)
+	}
+	if s := script("?uuid=" + uuid); !boots(s) {
+		t.Fatalf("script after a refused report:\n%s", s)
+	}
+	// Once the node's agent has called in (its UUID), bound to the
+	// address it reports from, its files are no longer handed out: not
+	// the script, nor the kernel and the initramfs that holds the token.
+	if r := beat(`{"system":{"uuid":"` + uuid + `"},"cpus":1,"memory_bytes":1,"disks":[],"nics":[]}`); r.status != 200 {
+		t.Fatalf("the node's report: %d %s", r.status, r.body)
+	}
+	if cur, err := e.st.GetAgentSession(ctx, a.ID); err != nil || cur.AgentAddr != "127.0.0.1" || cur.LastSeenAt == nil {
+		t.Fatalf("after the node's report: %+v %v; want it bound to the address it came from", cur, err)
 	}
 	if s := script("?uuid=" + uuid); boots(s) {
 		t.Fatalf("script after the agent called in:\n%s", s)
+	}
+	for _, f := range []string{"initrd", "vmlinuz"} {
+		if r := e.do("GET", base+f, "", ""); r.status != 404 || strings.Contains(string(r.body), token) {
+			t.Fatalf("%s after the agent called in: %d, want 404", f, r.status)
+		}
 	}
 }

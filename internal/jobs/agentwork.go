@@ -27,14 +27,25 @@ import (
 // or the node asks for its iPXE script; when the boot fails it is removed
 // again, so the next attempt boots with a new session and token. It
 // returns how the agent was booted, for the node's event.
+//
+// The session carries the node's identity (nodeIdentity), which the
+// agent must present before it gets cmd (service.AgentHeartbeat), on
+// every boot: the token travels in the boot media, which a machine other
+// than the node can get hold of, by the network boot's script (anyone
+// who knows the node's UUID or MAC may ask) and by the ISO's URL (on its
+// way to the BMC, and in the BMC).
 func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose baremetal.AgentPurpose, cmd *api.AgentCommand) (string, error) {
 	ms, err := w.ejectMediaSupported(ctx, n)
 	if err != nil {
 		return "", err
 	}
 	vm := ms.ok
+	ids, err := w.nodeIdentity(ctx, n)
+	if err != nil {
+		return "", err
+	}
 	token, hash := baremetal.NewAgentToken()
-	sess := &baremetal.AgentSession{NodeID: n.ID, Purpose: purpose, Token: token, TokenHash: hash}
+	sess := &baremetal.AgentSession{NodeID: n.ID, Purpose: purpose, Token: token, TokenHash: hash, IdentityIDs: ids}
 	if cmd != nil {
 		b, err := json.Marshal(cmd)
 		if err != nil {
@@ -49,9 +60,15 @@ func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose ba
 				"and this controller does not boot the agent from the network (--agent-netboot, with the provisioning network's DHCP chaining iPXE to %s)",
 				n.Driver, n.Name, api.AgentNetbootPath)}
 		}
-		if sess.NetbootIDs, err = w.netbootIDs(ctx, n); err != nil {
-			return "", err
+		// With no identity the node cannot be told from any other
+		// machine booting on the network, so it is not booted: a deploy
+		// agent handed to the wrong machine would write or erase the
+		// wrong disks.
+		if len(ids) == 0 {
+			return "", &permanentError{fmt.Sprintf("node %s cannot be booted into the deploy agent from the network: "+
+				"its %s BMC reports no system UUID and it has no inspected NIC MACs, so the controller could not tell it from another machine asking for its boot script", n.Name, n.Driver)}
 		}
+		sess.NetbootIDs = ids
 		how = "from the network"
 	}
 	if vm && w.cfg.AgentBIOSOnly {
@@ -98,13 +115,12 @@ func (w *nodeWork) checkAgentBootMode(ctx context.Context, n *baremetal.Node) er
 	return nil
 }
 
-// netbootIDs are the identities by which node n will be recognised when
-// it asks for its iPXE script: the system UUID its BMC reports now (in
-// every byte order BMCs use), and the UUID and NIC MACs of its last
-// inspection. With none of them the node cannot be told from any other
-// machine booting on the network, so it is not booted: a deploy agent
-// handed to the wrong machine would write or erase the wrong disks.
-func (w *nodeWork) netbootIDs(ctx context.Context, n *baremetal.Node) ([]string, error) {
+// nodeIdentity is what node n is known by (NetbootID forms): the system
+// UUID its BMC reports now (in every byte order BMCs use), and the UUID
+// and NIC MACs of its last inspection. Its network boot finds it by them
+// when it asks for its iPXE script, and its agent must present one of
+// them in its first report. Empty when none is known.
+func (w *nodeWork) nodeIdentity(ctx context.Context, n *baremetal.Node) ([]string, error) {
 	var ids []string
 	add := func(list ...string) {
 		for _, id := range list {
@@ -151,10 +167,6 @@ func (w *nodeWork) netbootIDs(ctx context.Context, n *baremetal.Node) ([]string,
 		for _, nic := range inv.NICs {
 			add(baremetal.NetbootMAC(nic.MAC))
 		}
-	}
-	if len(ids) == 0 {
-		return nil, &permanentError{fmt.Sprintf("node %s cannot be booted into the deploy agent from the network: "+
-			"its %s BMC reports no system UUID and it has no inspected NIC MACs, so the controller could not tell it from another machine asking for its boot script", n.Name, n.Driver)}
 	}
 	return ids, nil
 }
@@ -237,7 +249,7 @@ const agentSilence = 15 * time.Second
 // sync records its trouble).
 func (w *nodeWork) agentGone(ctx context.Context, n *baremetal.Node, sess *baremetal.AgentSession, out agentOutcome, doing string) string {
 	if out.lost {
-		return fmt.Sprintf("the deploy agent stopped reporting for %s while %s", w.cfg.agentTimeout(), doing)
+		return fmt.Sprintf("the deploy agent stopped reporting for %s while %s", w.cfg.agentTimeout(), doing) + refusedNote(sess)
 	}
 	if out.stalled > 0 {
 		return fmt.Sprintf("the deploy agent on node %s reported, then fell silent for %s while %s (it reports every few seconds): it hung, or its machine crashed or lost the network",
@@ -299,4 +311,15 @@ func (w *nodeWork) agentBooted(ctx context.Context, nodeID string, state baremet
 		return nil
 	})
 	return err
+}
+
+// refusedNote names, for a message about an agent that did not report,
+// the last report of its boot the controller refused (service.agentRefusal),
+// if any: a node whose BMC reports another UUID than the machine's, say,
+// has its agent's reports refused until the work gives up.
+func refusedNote(sess *baremetal.AgentSession) string {
+	if sess.Refused == "" {
+		return ""
+	}
+	return "; the controller refused " + sess.Refused
 }

@@ -155,6 +155,8 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 		}
 	case out.status.State == api.AgentCommandFailed:
 		failed = "erasing the disks failed: " + out.status.Message
+	default:
+		failed = eraseReadBack(out.status, w.cfg.eraseMode(n))
 	}
 	if err := w.store.DeleteAgentSession(ctx, n.ID); err != nil {
 		return "", false, err
@@ -164,4 +166,28 @@ func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], 
 		return "", false, w.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %s", n.Name, failed))
 	}
 	return "disks erased (" + w.cfg.eraseMode(n) + "): " + out.status.Message, true, nil
+}
+
+// eraseReadBack says why an erase the agent reported succeeded does not
+// count ("" when it does). The report must say, per disk, what the agent
+// read back as zeros after erasing: both ends of the disk
+// (api.AgentEraseRegion each, the whole of a smaller disk) at least,
+// and after a full erase blocks sampled across it. "Done" alone, from an
+// agent that skipped the check or from whoever holds the boot's token,
+// does not make the node clean for the next tenant.
+func eraseReadBack(st *api.AgentCommandStatus, mode string) string {
+	if len(st.Erased) == 0 {
+		return "the deploy agent reported the erase done without what it read back from the disks afterwards: not counted as erased"
+	}
+	for _, d := range st.Erased {
+		ends := min(d.SizeBytes, 2*api.AgentEraseRegion)
+		switch {
+		case d.SizeBytes <= 0 || d.VerifiedBytes < ends:
+			return fmt.Sprintf("the deploy agent reported disk %s (%d bytes) erased, but read back only %d bytes of it as zeros, less than its ends (%d bytes): not counted as erased",
+				d.Path, d.SizeBytes, d.VerifiedBytes, ends)
+		case mode == string(baremetal.CleanEraseFull) && d.SampledBlocks <= 0:
+			return fmt.Sprintf("the deploy agent reported disk %s erased in full, but read back no blocks sampled across it: not counted as erased", d.Path)
+		}
+	}
+	return ""
 }

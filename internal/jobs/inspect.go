@@ -73,7 +73,7 @@ func (w *inspectWorker) inspect(ctx context.Context, job *river.Job[InspectArgs]
 		if sess.LastSeenAt != nil {
 			msg = fmt.Sprintf("the deploy agent reported no inventory within %s", w.cfg.agentTimeout())
 		}
-		return w.endInspection(ctx, job, n, nil, msg)
+		return w.endInspection(ctx, job, n, nil, msg+refusedNote(sess))
 	}
 	return river.JobSnooze(agentPoll)
 }
@@ -202,6 +202,13 @@ func (w *inspectWorker) inspectError(ctx context.Context, job *river.Job[Inspect
 // (CPUs, memory in MiB, and the largest fixed disk in GiB) as inspected:
 // they replace what an earlier inspection found, and show wherever the
 // operator set no override (what the operator set always wins).
+//
+// Memory is the memory installed, as the machine's SMBIOS tables list it
+// and as BMCs, operators and schedulers count it, not what the agent's
+// kernel can use (MemTotal: 960 MiB of 1 GiB). Where the tables list none,
+// what the BMC or an earlier inspection found stays; MemTotal is taken
+// only when nothing is known at all. The controller decides this, not
+// the agent: only it knows what the BMC said.
 func fillFromAgent(n *baremetal.Node, inv *api.AgentInventory) {
 	var largest int64
 	for _, d := range inv.Disks {
@@ -209,7 +216,11 @@ func fillFromAgent(n *baremetal.Node, inv *api.AgentInventory) {
 			largest = max(largest, d.SizeBytes)
 		}
 	}
-	n.RecordInspection(validOnly(baremetal.Properties{CPUs: inv.CPUs, MemoryMB: int(inv.MemoryBytes >> 20), LocalGB: int(largest >> 30)}), false)
+	mem := int(inv.InstalledMemoryBytes >> 20)
+	if mem == 0 && n.Inspected.MemoryMB == 0 {
+		mem = int(inv.MemoryBytes >> 20)
+	}
+	n.RecordInspection(validOnly(baremetal.Properties{CPUs: inv.CPUs, MemoryMB: mem, LocalGB: int(largest >> 30)}), false)
 }
 
 // validOnly keeps the members of p the domain accepts. Inventories are
@@ -245,8 +256,12 @@ func InventorySummary(inv *api.AgentInventory) string {
 	for _, d := range inv.Disks {
 		largest = max(largest, d.SizeBytes)
 	}
+	mem := inv.InstalledMemoryBytes
+	if mem == 0 {
+		mem = inv.MemoryBytes
+	}
 	return fmt.Sprintf("%d CPUs, %s memory, %d disks (largest %s), %d NICs",
-		inv.CPUs, gib(inv.MemoryBytes), len(inv.Disks), gib(largest), len(inv.NICs))
+		inv.CPUs, gib(mem), len(inv.Disks), gib(largest), len(inv.NICs))
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }

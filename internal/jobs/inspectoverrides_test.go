@@ -46,7 +46,9 @@ func TestInspectionKeepsOverrides(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			sess, _ = h.st.GetAgentSession(h.ctx, n.ID)
 		}
-		inv, err := json.Marshal(api.AgentInventory{CPUs: 4, MemoryBytes: 8 << 30,
+		// The memory installed (SMBIOS), not what the agent's kernel
+		// can use, is the node's memory.
+		inv, err := json.Marshal(api.AgentInventory{CPUs: 4, MemoryBytes: 7900 << 20, InstalledMemoryBytes: 8 << 30,
 			Disks: []api.AgentDisk{{Name: "vda", Path: "/dev/vda", SizeBytes: 100 << 30}}})
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -119,4 +120,47 @@ func systemUUID(t *testing.T, h *harness, sys string) string {
 		t.Fatal(err)
 	}
 	return doc.UUID
+}
+
+// Every agent boot, from virtual media too, carries the node's identity,
+// which its agent must present before it gets work (service.AgentHeartbeat):
+// the BMC's system UUID in its three byte orders and the last
+// inspection's MACs. Only a network boot is found by them (NetbootIDs).
+// An inspection whose agent's reports were all refused says so when it
+// gives up.
+func TestAgentSessionCarriesTheNodesIdentity(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, sys := newSimHarness(t, open(t), 1, func(c *Config) {
+			c.AgentBoot, c.PublicURL, c.AgentTimeout = true, "http://controller.invalid", 4*time.Second
+		})
+		n := h.addNode("n-idn", sys[0], baremetal.StateInspecting, false)
+		data, _ := json.Marshal(api.AgentInventory{NICs: []api.AgentNIC{{Name: "eno1", MAC: "52:54:00:AA:BB:CC"}}})
+		if err := h.st.SetInventory(h.ctx, &baremetal.Inventory{NodeID: n.ID, Data: string(data), InspectedAt: n.CreatedAt}); err != nil {
+			t.Fatal(err)
+		}
+		h.start()
+		h.enqueue(InspectArgs{NodeID: n.ID})
+		var sess *baremetal.AgentSession
+		h.waitNode(n.ID, wait, "agent booted", func(*baremetal.Node) bool {
+			s, err := h.st.GetAgentSession(h.ctx, n.ID)
+			if err == nil && s.Purpose == baremetal.AgentInspect {
+				sess = s
+			}
+			return sess != nil
+		})
+		want := append(baremetal.NetbootUUIDs(systemUUID(t, h, sys[0])), "mac:52:54:00:aa:bb:cc")
+		if len(want) != 4 || !slices.Equal(sess.IdentityIDs, want) || len(sess.NetbootIDs) != 0 {
+			t.Fatalf("virtual media session: identity %v, netboot ids %v; want identity %v and no netboot ids", sess.IdentityIDs, sess.NetbootIDs, want)
+		}
+		// The agent's reports are refused (as service.AgentHeartbeat
+		// records it): the inspection gives up, and says why.
+		sess.Refused = "a report from 10.0.2.99 of a machine that is not the node"
+		if err := h.st.UpdateAgentSession(h.ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		got := h.waitNode(n.ID, 3*wait, "inspection given up", func(cur *baremetal.Node) bool { return cur.ProvisionState == baremetal.StateAvailable })
+		if !strings.Contains(got.LastError, "did not report within 4s") || !strings.Contains(got.LastError, "the controller refused a report from 10.0.2.99 of a machine that is not the node") {
+			t.Fatalf("last_error %q: want the timeout and the refusal", got.LastError)
+		}
+	})
 }

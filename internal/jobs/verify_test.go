@@ -38,7 +38,7 @@ func TestFillFromAgentKeepsOverrides(t *testing.T) {
 	var n baremetal.Node
 	n.SetOverrides(baremetal.Properties{CPUs: 128})
 	fillProperties(&n, &bmc.Inventory{CPUs: 32, MemoryMB: 65536, CPUArch: "x86_64"})
-	fillFromAgent(&n, &api.AgentInventory{CPUs: 4, MemoryBytes: 8 << 30, Disks: []api.AgentDisk{
+	fillFromAgent(&n, &api.AgentInventory{CPUs: 4, MemoryBytes: 7900 << 20, InstalledMemoryBytes: 8 << 30, Disks: []api.AgentDisk{
 		{Name: "sr0", SizeBytes: 900 << 30, Removable: true}, {Name: "vda", SizeBytes: 64 << 30}, {Name: "vdb", SizeBytes: 32 << 30}}})
 	if want := (baremetal.Properties{CPUs: 128, MemoryMB: 8192, LocalGB: 64, CPUArch: "x86_64"}); n.Properties != want {
 		t.Fatalf("after the agent's inventory: %+v, want %+v", n.Properties, want)
@@ -49,5 +49,42 @@ func TestFillFromAgentKeepsOverrides(t *testing.T) {
 	n.SetOverrides(baremetal.Properties{})
 	if n.Properties != n.Inspected {
 		t.Fatalf("override cleared: %+v, want the inspected %+v", n.Properties, n.Inspected)
+	}
+}
+
+// Inspection records the memory installed (the SMBIOS memory devices the
+// agent reads), as the BMC and operators count it, not the kernel's
+// MemTotal; where the agent found no memory devices, the BMC's figure
+// (or an earlier inspection's) stays, and MemTotal is taken only when
+// nothing else is known. Measured on sushy-tools over a 1 GiB VM: the BMC
+// says 1024, MemTotal 960 (954 on UEFI).
+func TestFillFromAgentRecordsInstalledMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		bmcMB               int // 0: the BMC reported none
+		memTotal, installed int64
+		want                int
+	}{
+		{"installed, as the BMC says", 1024, 960 << 20, 1 << 30, 1024},
+		{"installed, more than the BMC says (a module added)", 1024, 1990 << 20, 2 << 30, 2048},
+		{"installed, BMC silent", 0, 954 << 20, 1 << 30, 1024},
+		{"no memory devices: the BMC's figure stays", 1024, 960 << 20, 0, 1024},
+		{"no memory devices, BMC silent: MemTotal", 0, 960 << 20, 0, 960},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n baremetal.Node
+			fillProperties(&n, &bmc.Inventory{CPUs: 1, MemoryMB: tc.bmcMB})
+			fillFromAgent(&n, &api.AgentInventory{CPUs: 1, MemoryBytes: tc.memTotal, InstalledMemoryBytes: tc.installed})
+			if n.Properties.MemoryMB != tc.want || n.Inspected.MemoryMB != tc.want {
+				t.Errorf("memory_mb %d (inspected %d), want %d", n.Properties.MemoryMB, n.Inspected.MemoryMB, tc.want)
+			}
+		})
+	}
+	// A second inspection without memory devices keeps the first's.
+	var n baremetal.Node
+	fillFromAgent(&n, &api.AgentInventory{CPUs: 1, MemoryBytes: 960 << 20, InstalledMemoryBytes: 1 << 30})
+	fillFromAgent(&n, &api.AgentInventory{CPUs: 1, MemoryBytes: 960 << 20})
+	if n.Properties.MemoryMB != 1024 {
+		t.Errorf("memory_mb %d after an inspection without memory devices, want the earlier 1024", n.Properties.MemoryMB)
 	}
 }

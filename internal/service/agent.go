@@ -141,8 +141,72 @@ func (s *Service) AgentSessionForNetboot(ctx context.Context, ids []string) (*ba
 		strings.Join(ids, ", "), len(nodes), strings.Join(nodes, ", "))
 }
 
+// errAgentRefused answers a heartbeat that holds a boot's token but is
+// not taken (agentRefusal): it says no more than that, and where to look,
+// to a caller that may not be the node.
+var errAgentRefused = baremetal.Errorf(baremetal.CodeForbidden,
+	"this deploy agent boot's work is not handed to this machine: its identity (system UUID, NIC MACs) is not the node's, "+
+		"or the boot's reports come from another address; the node's events say which")
+
+// agentRefusal says why a heartbeat of sess's agent from address from is
+// refused ("" takes it). The boot's token travels in its boot media, which
+// a machine other than the node may get hold of (the network boot's
+// script serves whoever presents the node's UUID or MAC; the ISO's URL
+// passes through the BMC), so the token alone gets no work:
+//
+//   - the first report taken must present, in its inventory, the node's
+//     system UUID or one of its NICs' MACs (sess.IdentityIDs: the BMC's
+//     UUID in every byte order BMCs use, the last inspection's UUID and
+//     MACs); a boot of a node with no identity known (virtual media, never
+//     inspected, a BMC without a UUID) is taken on its first report, as
+//     its BMC booted only its own machine;
+//   - the session is then bound to that report's source address: every
+//     later report must come from it (behind NAT or a proxy, every agent
+//     has that one address, and the binding tells no two apart).
+//
+// Nothing the agent reports about itself is a secret (a MAC is on the
+// wire, a UUID in the BMC): this keeps the work from a machine that is
+// not the node and from a second holder of the token once the agent has
+// reported; it does not make the provisioning network safe to share.
+func agentRefusal(sess *baremetal.AgentSession, hb api.AgentHeartbeat, from string) (refusal, checked string) {
+	if sess.AgentAddr != "" {
+		if from != sess.AgentAddr {
+			return fmt.Sprintf("a report from %s, while this boot's agent reports from %s (the session is bound to the address of its first report)", from, sess.AgentAddr), ""
+		}
+		return "", ""
+	}
+	if len(sess.IdentityIDs) == 0 {
+		return "", "its identity not checked: the node had none known when the agent was booted (no system UUID from its BMC, never inspected)"
+	}
+	if hb.Inventory == nil {
+		return fmt.Sprintf("a first report from %s without an inventory: the machine's identity (system UUID, NIC MACs) cannot be checked against the node's", from), ""
+	}
+	presented := baremetal.InventoryIDs(hb.Inventory.System.UUID, nicMACs(hb.Inventory)...)
+	for _, id := range presented {
+		if slices.Contains(sess.IdentityIDs, id) {
+			return "", "its identity checked: " + id + " is the node's"
+		}
+	}
+	shown := "no system UUID and no NIC MAC"
+	if len(presented) > 0 {
+		shown = strings.Join(presented, ", ")
+	}
+	return fmt.Sprintf("a report from %s of a machine that is not the node: it presents %s, and the node is %s", from, shown, strings.Join(sess.IdentityIDs, ", ")), ""
+}
+
+func nicMACs(inv *api.AgentInventory) []string {
+	macs := make([]string, 0, len(inv.NICs))
+	for _, nic := range inv.NICs {
+		macs = append(macs, nic.MAC)
+	}
+	return macs
+}
+
 // AgentHeartbeat records a heartbeat of the agent holding token (from
 // the address from) and answers with the command it is to run, if any.
+// A heartbeat agentRefusal refuses changes nothing but the session's
+// last refusal, told once in the node's events, and is answered
+// errAgentRefused: no command, no inventory taken.
 func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.AgentHeartbeat, from string) (api.AgentReply, error) {
 	if !strings.HasPrefix(token, baremetal.AgentTokenPrefix) {
 		return api.AgentReply{}, errBadAgentToken
@@ -159,12 +223,14 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 		return api.AgentReply{}, err
 	}
 	var (
-		reply  api.AgentReply
-		first  bool
-		nodeID string
+		reply   api.AgentReply
+		first   bool
+		nodeID  string
+		refusal string
+		told    bool // the refusal is new: logged, and an event
 	)
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
-		reply, first = api.AgentReply{NextHeartbeatSeconds: agentHeartbeatSeconds}, false
+		reply, first, refusal, told = api.AgentReply{NextHeartbeatSeconds: agentHeartbeatSeconds}, false, "", false
 		sess, err := tx.GetAgentSessionByTokenHash(ctx, hash)
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
 			return errBadAgentToken // replaced by a new boot meanwhile
@@ -172,8 +238,28 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 		if err != nil {
 			return err
 		}
+		nodeID = sess.NodeID
+		var checked string
+		if refusal, checked = agentRefusal(sess, hb, from); refusal != "" {
+			if sess.Refused == refusal {
+				return nil // told already
+			}
+			sess.Refused, told = refusal, true
+			if err := tx.UpdateAgentSession(ctx, sess); err != nil {
+				return err
+			}
+			_, _, err := tx.Mutate(ctx, sess.NodeID, ledger.Actor("agent:"+sess.NodeID), func(_ store.Tx, _ *baremetal.Node, c *ledger.Change) error {
+				c.Events = append(c.Events, &baremetal.Event{Type: "agent",
+					Message: fmt.Sprintf("refused a report of the deploy agent booted for %s, and handed it no work: %s", sess.Purpose, refusal)})
+				return nil
+			})
+			return err
+		}
 		now := s.now()
-		first, nodeID = sess.LastSeenAt == nil, sess.NodeID
+		first = sess.AgentAddr == ""
+		if first {
+			sess.AgentAddr = from
+		}
 		sess.LastSeenAt, sess.BootID = &now, hb.BootID
 		if hb.Inventory != nil {
 			b, err := json.Marshal(hb.Inventory)
@@ -208,13 +294,19 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 		_, _, err = tx.Mutate(ctx, sess.NodeID, ledger.Actor("agent:"+sess.NodeID), func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 			baremetal.AgentReported(n)
 			c.Events = append(c.Events, &baremetal.Event{Type: "agent",
-				Message: fmt.Sprintf("deploy agent %s booted for %s, reporting from %s: %s", hb.AgentVersion, sess.Purpose, from, jobs.InventorySummary(hb.Inventory))})
+				Message: fmt.Sprintf("deploy agent %s booted for %s, reporting from %s (%s): %s", hb.AgentVersion, sess.Purpose, from, checked, jobs.InventorySummary(hb.Inventory))})
 			return nil
 		})
 		return err
 	})
 	if err != nil {
 		return api.AgentReply{}, err
+	}
+	if refusal != "" {
+		if told {
+			s.log.WarnContext(ctx, "deploy agent report refused", "node_id", nodeID, "from", from, "reason", refusal)
+		}
+		return api.AgentReply{}, errAgentRefused
 	}
 	if first {
 		s.log.InfoContext(ctx, "deploy agent reporting", "node_id", nodeID, "from", from, "version", hb.AgentVersion)

@@ -70,10 +70,10 @@ func AgentISO(t testing.TB, dir, kernel, controller string, cfg agent.Config) st
 	uefi, _ := image.ResolveUEFI("auto", "") // auto never fails
 	err = image.BuildISO(iso, image.ISOOptions{Kernel: kernel, Initrd: initrd, InitrdAppend: appendix,
 		// As `controller agent-image --uefi auto` builds it.
-		UEFI: uefi,
-		// Serial last: /dev/console, where the agent logs, is the serial
-		// port the test reads.
-		Cmdline: "console=tty0 console=ttyS0,115200 loglevel=4"})
+		// The default command line, as the controller's: its last console
+		// (/dev/console, where the agent logs) is the serial port the
+		// tests read.
+		UEFI: uefi})
 	if err != nil {
 		t.Fatalf("agent ISO: %v", err)
 	}

@@ -64,14 +64,17 @@ func usedDisk(t *testing.T) (path string, before []byte, p2 extent) {
 func TestEraseMetadata(t *testing.T) {
 	p, before, p2 := usedDisk(t)
 	size := int64(len(before))
-	if err := EraseMetadata(context.Background(), p); err != nil {
+	e, err := EraseMetadata(context.Background(), p)
+	if err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(p)
+	// 8 MiB at both ends of the disk and of each partition, as Ironic's
+	// metadata erase (and the README) says.
 	zeroed := []extent{
 		{0, MetadataRegion}, {size - MetadataRegion, size}, // the disk's ends
-		{19 * mib, 20 * mib},                               // the first partition's end (its start is in the disk's first 8 MiB)
-		{p2.start, p2.start + mib}, {p2.end - mib, p2.end}, // the second partition's ends
+		{mib, mib + 8*mib}, {20*mib - 8*mib, 20 * mib}, // the first partition's ends (1 to 20 MiB)
+		{p2.start, p2.start + 8*mib}, {p2.end - 8*mib, p2.end}, // the second partition's ends
 	}
 	inZeroed := func(off int64) bool {
 		for _, z := range zeroed {
@@ -90,6 +93,14 @@ func TestEraseMetadata(t *testing.T) {
 		} else if !bytes.Equal(blk, before[off:off+4096]) {
 			t.Fatalf("bytes at %d changed, outside the metadata regions", off)
 		}
+	}
+	// Everything it zeroed, it read back (the regions merged).
+	var verified int64
+	for _, z := range mergeExtents(zeroed) {
+		verified += z.end - z.start
+	}
+	if e != (Erased{VerifiedBytes: verified}) {
+		t.Errorf("read back %+v, want %d bytes", e, verified)
 	}
 	if g, err := readGPT(bytes.NewReader(after)); g != nil || err != nil {
 		t.Fatalf("a GPT is left: %v", err)
@@ -114,11 +125,15 @@ func TestEraseMetadata(t *testing.T) {
 func TestEraseMetadataSmallDisk(t *testing.T) {
 	// Smaller than the two regions together: all of it is zeroed.
 	p := writeImage(t, testImage(3*mib), 3*mib)
-	if err := EraseMetadata(context.Background(), p); err != nil {
+	e, err := EraseMetadata(context.Background(), p)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(p); !bytes.Equal(b, make([]byte, 3*mib)) {
 		t.Fatal("not all zero")
+	}
+	if e != (Erased{VerifiedBytes: 3 * mib}) {
+		t.Errorf("read back %+v, want the whole 3 MiB", e)
 	}
 }
 
@@ -126,7 +141,7 @@ func TestEraseFull(t *testing.T) {
 	const size = 10*mib + 4096
 	p := writeImage(t, testImage(size), size)
 	var last, calls int64
-	how, err := EraseFull(context.Background(), p, func(done, total int64) {
+	e, err := EraseFull(context.Background(), p, func(done, total int64) {
 		if total != size || done < last {
 			t.Fatalf("progress %d/%d after %d", done, total, last)
 		}
@@ -141,8 +156,9 @@ func TestEraseFull(t *testing.T) {
 	if last != size || calls < 3 {
 		t.Fatalf("progress ended at %d after %d calls", last, calls)
 	}
-	if how != ErasedByOverwrite {
-		t.Errorf("erased a file by %q, want %q", how, ErasedByOverwrite)
+	// Read back: the whole (small) disk as its two ends, then the samples.
+	if want := (Erased{How: ErasedByOverwrite, VerifiedBytes: size + Samples*SampleBlock, SampledBlocks: Samples}); e != want {
+		t.Errorf("erased a file: %+v, want %+v", e, want)
 	}
 }
 
@@ -153,13 +169,13 @@ func TestEraseCanceled(t *testing.T) {
 	if _, err := EraseFull(ctx, p, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("EraseFull: %v", err)
 	}
-	if err := EraseMetadata(ctx, p); !errors.Is(err, context.Canceled) {
+	if _, err := EraseMetadata(ctx, p); !errors.Is(err, context.Canceled) {
 		t.Fatalf("EraseMetadata: %v", err)
 	}
 }
 
 func TestEraseMissingDisk(t *testing.T) {
-	err := EraseMetadata(context.Background(), "/nonexistent/sdz")
+	_, err := EraseMetadata(context.Background(), "/nonexistent/sdz")
 	assertErr(t, err, ErrMachine, CodeDiskGone)
 	_, err = EraseFull(context.Background(), "/nonexistent/sdz", nil)
 	assertErr(t, err, ErrMachine, CodeDiskGone)
@@ -175,5 +191,41 @@ func TestMergeExtents(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("%v", got)
 		}
+	}
+}
+
+// A disk that does not read back zeros where it was zeroed (it lost the
+// writes, or its format left data) fails the erase: the samples across
+// it, and the regions, must all read as zeros. Where they do, they are
+// counted.
+func TestEraseReadBack(t *testing.T) {
+	const size = 4 * mib
+	p := writeImage(t, testImage(size), size)
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	if _, _, err := sampleZeros(ctx, f, p, size); CodeOf(err) != CodeEraseVerify {
+		t.Fatalf("samples of a disk full of data: %v, want %s", err, CodeEraseVerify)
+	}
+	if err := readZeros(ctx, f, p, extent{size - mib, size}, make([]byte, 64<<10)); CodeOf(err) != CodeEraseVerify {
+		t.Fatalf("a region of data: %v, want %s", err, CodeEraseVerify)
+	}
+	z := writeImage(t, make([]byte, size), size)
+	zf, err := os.Open(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zf.Close()
+	read, n, err := sampleZeros(ctx, zf, z, size)
+	if err != nil || n != Samples || read != Samples*SampleBlock {
+		t.Fatalf("samples of a zeroed disk: %d bytes, %d blocks, %v", read, n, err)
+	}
+	// A disk smaller than a sample block is read whole each time.
+	read, _, err = sampleZeros(ctx, zf, z, 4096)
+	if err != nil || read != Samples*4096 {
+		t.Fatalf("samples of a 4 KiB disk: %d bytes, %v", read, err)
 	}
 }

@@ -431,3 +431,81 @@ func TestGrubConfigQuotesTheCommandLine(t *testing.T) {
 		t.Error("a quote in the command line was accepted")
 	}
 }
+
+// The kernel sends a process's output to the last console= of its
+// command line (/dev/console): the agent's log reaches serial-over-LAN
+// and the BMC's console log only when the serial port is last, on the
+// BIOS path (isolinux) and the UEFI path (GRUB) alike. The kernel still
+// prints to the screen, tty0, named first.
+func TestDefaultCmdlinePutsTheSerialConsoleLast(t *testing.T) {
+	lastConsole := func(args []string) string {
+		last := ""
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(strings.Trim(a, "'"), "console="); ok {
+				last = v
+			}
+		}
+		return last
+	}
+	line := func(t *testing.T, cfg, prefix string) []string {
+		t.Helper()
+		for _, l := range strings.Split(cfg, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(l), prefix); ok {
+				return strings.Fields(rest)
+			}
+		}
+		t.Fatalf("no %q line in:\n%s", prefix, cfg)
+		return nil
+	}
+	const serial = "ttyS0,115200n8"
+	if got := lastConsole(strings.Fields(DefaultCmdline)); got != serial {
+		t.Errorf("DefaultCmdline %q: last console %q, want %q", DefaultCmdline, got, serial)
+	}
+	if !strings.Contains(DefaultCmdline, "console=tty0 ") {
+		t.Errorf("DefaultCmdline %q: no console=tty0 for the screen", DefaultCmdline)
+	}
+
+	dir := t.TempDir()
+	loader := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(name+strings.Repeat("\x00", 2048)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	kernel := fakeKernel(t, "6.1.0-99-amd64")
+	initrd := filepath.Join(dir, "initrd")
+	if err := os.WriteFile(initrd, []byte("BASE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := func(t *testing.T, boot UEFIBoot) map[string][]byte {
+		out := filepath.Join(t.TempDir(), "agent.iso")
+		// No Cmdline: the default, as agent-image and the controller build it.
+		if err := BuildISO(out, ISOOptions{Kernel: kernel, Initrd: initrd, UEFI: boot,
+			IsolinuxBin: loader("isolinux.bin"), Ldlinux: loader("ldlinux.c32")}); err != nil {
+			t.Fatal(err)
+		}
+		return readISO(t, out)
+	}
+	t.Run("bios", func(t *testing.T) {
+		cfg := string(build(t, UEFIOff)["isolinux/isolinux.cfg"])
+		if got := lastConsole(line(t, cfg, "APPEND ")); got != serial {
+			t.Errorf("isolinux.cfg boots with last console %q, want %q:\n%s", got, serial, cfg)
+		}
+	})
+	t.Run("uefi", func(t *testing.T) {
+		cfg, err := grubConfig(DefaultCmdline, "boot/agent-1.id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lastConsole(line(t, cfg, "linux /boot/vmlinuz ")); got != serial {
+			t.Errorf("grub.cfg boots with last console %q, want %q:\n%s", got, serial, cfg)
+		}
+		// On the CD, where Debian's signed GRUB reads it.
+		require(t, SecureBootAvailable("", ""))
+		cd := string(build(t, UEFISecureBoot)["boot/grub/grub.cfg"])
+		if got := lastConsole(line(t, cd, "linux /boot/vmlinuz ")); got != serial {
+			t.Errorf("the CD's grub.cfg boots with last console %q, want %q:\n%s", got, serial, cd)
+		}
+	})
+}

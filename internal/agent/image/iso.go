@@ -12,12 +12,15 @@ import (
 	"github.com/diskfs/go-diskfs/filesystem/iso9660"
 )
 
-// DefaultCmdline is the kernel command line baked into the ISO. Serial
-// first and the VGA console last makes /dev/console (where the agent
-// logs) the screen a BMC's KVM shows, while ttyS0 still gets the kernel's
-// messages for serial-over-LAN. loglevel=4 keeps the kernel from printing
-// its command line.
-const DefaultCmdline = "console=ttyS0,115200 console=tty0 loglevel=4 panic=10"
+// DefaultCmdline is the kernel command line baked into the ISO (and
+// handed to the kernel on a network boot). The kernel prints to every
+// console named; /dev/console, where init's output goes, is the last one.
+// The serial port comes last so that the agent's own log reaches
+// serial-over-LAN and the BMC's console log, which is what operators and
+// tools read (the agent copies its log to the other consoles, the screen a
+// BMC's KVM shows). loglevel=4 keeps the kernel from printing its command
+// line.
+const DefaultCmdline = "console=tty0 console=ttyS0,115200n8 loglevel=4 panic=10"
 
 // Where isolinux lives on a Debian host (packages isolinux and
 // syslinux-common).

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -247,10 +248,9 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 	}
 	start := time.Now()
 	build := exec.Command(bin, "agent-image", "--kernel", kernel, "--out", iso, "--initrd-out", initrd,
-		"--agent-config", cfgPath, "--uefi", uefi, "--ca-bundle", caFile,
-		// Serial last: /dev/console, where the agent logs, is the
-		// serial port the test reads.
-		"--cmdline", "console=tty0 console=ttyS0,115200 loglevel=4")
+		// The default command line, whose last console (/dev/console,
+		// where the agent logs) must be the serial port the test reads.
+		"--agent-config", cfgPath, "--uefi", uefi, "--ca-bundle", caFile)
 	out, err := build.CombinedOutput()
 	if err != nil {
 		t.Fatalf("agent-image: %v\n%s", err, out)
@@ -314,6 +314,11 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 		}
 		if inv.MemoryBytes <= 0 || inv.CPUs != 1 || hb.body.BootID == "" {
 			t.Errorf("heartbeat memory %d, cpus %d, boot id %q", inv.MemoryBytes, inv.CPUs, hb.body.BootID)
+		}
+		// Installed memory from the SMBIOS tables: qemu's -m (testvm's
+		// 512 MiB), not the kernel's MemTotal.
+		if inv.InstalledMemoryBytes != 512<<20 {
+			t.Errorf("heartbeat installed memory %d MiB (MemTotal %d MiB), want the VM's 512", inv.InstalledMemoryBytes>>20, inv.MemoryBytes>>20)
 		}
 		reason, err := vm.ShutdownReason(ctx)
 		if err != nil {
@@ -387,6 +392,10 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 				if !bytes.Equal(b[region:len(b)-region], bytes.Repeat([]byte{0xab}, len(b)-2*region)) {
 					t.Error("a metadata erase touched the middle of the disk")
 				}
+				// Read back past the page cache, and said so.
+				if want := []api.AgentErasedDisk{{Path: "/dev/vda", SizeBytes: 64 << 20, Method: "metadata", VerifiedBytes: 2 * region}}; !slices.Equal(st.Erased, want) {
+					t.Errorf("erase reported %+v, want %+v", st.Erased, want)
+				}
 			})
 		bootMode(t, inv, api.BootModeBIOS, false)
 	})
@@ -416,6 +425,15 @@ func TestAgentBootsAndReportsInAVM(t *testing.T) {
 				zero := make([]byte, 64<<20)
 				if !bytes.Equal(b, zero) {
 					t.Error("the virtio disk is not all zeros after a full erase")
+				}
+				// Both disks read back: their ends and sampled blocks.
+				if len(st.Erased) != 2 {
+					t.Errorf("erase reported %+v, want both disks", st.Erased)
+				}
+				for _, e := range st.Erased {
+					if e.SampledBlocks == 0 || e.VerifiedBytes < 16<<20 {
+						t.Errorf("disk %s: read back %d bytes, %d blocks sampled", e.Path, e.VerifiedBytes, e.SampledBlocks)
+					}
 				}
 				if nb, err := os.ReadFile(nvme); err != nil || !bytes.Equal(nb, zero) {
 					t.Errorf("the NVMe drive is not all zeros after its format (%v)", err)

@@ -2,19 +2,21 @@
 -- by the next boot (whose new token makes the old one useless).
 
 -- name: PutAgentSession :exec
+-- A new boot's session starts unbound (agent_addr and refused empty).
 INSERT INTO agent_sessions (
     node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id,
-    last_seen_at, created_at, updated_at, version, netboot_ids
+    last_seen_at, created_at, updated_at, version, netboot_ids, identity_ids, agent_addr, refused
 ) VALUES (
     sqlc.arg(node_id), sqlc.arg(purpose), sqlc.arg(token_sealed), sqlc.arg(token_hash), sqlc.arg(command),
     sqlc.arg(status), sqlc.arg(inventory), sqlc.arg(boot_id), sqlc.narg(last_seen_at), sqlc.arg(created_at),
-    sqlc.arg(created_at), 1, sqlc.arg(netboot_ids)
+    sqlc.arg(created_at), 1, sqlc.arg(netboot_ids), sqlc.arg(identity_ids), '', ''
 )
 ON CONFLICT (node_id) DO UPDATE SET
     purpose = excluded.purpose, token_sealed = excluded.token_sealed, token_hash = excluded.token_hash,
     command = excluded.command, status = excluded.status, inventory = excluded.inventory,
     boot_id = excluded.boot_id, last_seen_at = excluded.last_seen_at, created_at = excluded.created_at,
-    updated_at = excluded.updated_at, version = 1, netboot_ids = excluded.netboot_ids;
+    updated_at = excluded.updated_at, version = 1, netboot_ids = excluded.netboot_ids,
+    identity_ids = excluded.identity_ids, agent_addr = '', refused = '';
 
 -- name: GetAgentSession :one
 SELECT * FROM agent_sessions WHERE node_id = sqlc.arg(node_id);
@@ -30,7 +32,7 @@ SELECT * FROM agent_sessions WHERE netboot_ids LIKE sqlc.arg(pattern);
 -- name: UpdateAgentSession :execrows
 UPDATE agent_sessions SET
     command = sqlc.arg(command), status = sqlc.arg(status), inventory = sqlc.arg(inventory), boot_id = sqlc.arg(boot_id), last_seen_at = sqlc.narg(last_seen_at), updated_at = sqlc.arg(updated_at),
-    version = version + 1
+    agent_addr = sqlc.arg(agent_addr), refused = sqlc.arg(refused), version = version + 1
 WHERE node_id = sqlc.arg(node_id) AND version = sqlc.arg(version);
 
 -- name: AgentSessionVersion :one

@@ -211,6 +211,9 @@ type sessionRow = struct {
 	UpdatedAt   Time
 	Version     int64
 	NetbootIDs  string
+	IdentityIDs string
+	AgentAddr   string
+	Refused     string
 }
 
 type inventoryRow = struct {
@@ -266,9 +269,9 @@ type Plain interface {
 	SetQuota(ctx context.Context, project string, instances int64) error
 
 	PutAgentSession(ctx context.Context, nodeID, purpose, tokenSealed, tokenHash, command, status, inventory, bootID string,
-		lastSeenAt *Time, createdAt Time, netbootIDs string) error
+		lastSeenAt *Time, createdAt Time, netbootIDs, identityIDs string) error
 	UpdateAgentSession(ctx context.Context, command, status, inventory, bootID string, lastSeenAt *Time, updatedAt Time,
-		nodeID string, version int64) (int64, error)
+		agentAddr, refused, nodeID string, version int64) (int64, error)
 	AgentSessionVersion(ctx context.Context, nodeID string) (int64, error)
 	DeleteAgentSession(ctx context.Context, nodeID string) error
 

@@ -105,7 +105,8 @@ func (q Queries[Q]) CountTokens(ctx context.Context) (int, error) {
 func (q Queries[Q]) session(r *sessionRow) (*baremetal.AgentSession, error) {
 	s := &baremetal.AgentSession{NodeID: r.NodeID, Purpose: baremetal.AgentPurpose(r.Purpose), TokenHash: r.TokenHash,
 		Command: r.Command, Status: r.Status, Inventory: r.Inventory, BootID: r.BootID,
-		NetbootIDs: store.DecodeNetbootIDs(r.NetbootIDs), LastSeenAt: (*time.Time)(r.LastSeenAt),
+		NetbootIDs: store.DecodeNetbootIDs(r.NetbootIDs), IdentityIDs: store.DecodeNetbootIDs(r.IdentityIDs),
+		AgentAddr: r.AgentAddr, Refused: r.Refused, LastSeenAt: (*time.Time)(r.LastSeenAt),
 		CreatedAt: time.Time(r.CreatedAt), UpdatedAt: time.Time(r.UpdatedAt), Version: r.Version}
 	var err error
 	if s.Token, err = q.box.Open(r.TokenSealed); err != nil {
@@ -124,7 +125,7 @@ func (q Queries[Q]) PutAgentSession(ctx context.Context, s *baremetal.AgentSessi
 	}
 	now := store.Now()
 	err = q.w.PutAgentSession(ctx, s.NodeID, string(s.Purpose), sealed, s.TokenHash, s.Command, s.Status, s.Inventory,
-		s.BootID, (*Time)(s.LastSeenAt), Time(now), store.EncodeNetbootIDs(s.NetbootIDs))
+		s.BootID, (*Time)(s.LastSeenAt), Time(now), store.EncodeNetbootIDs(s.NetbootIDs), store.EncodeNetbootIDs(s.IdentityIDs))
 	switch {
 	case err == nil:
 	case q.b.dialect.ForeignKeyViolation(err):
@@ -136,6 +137,7 @@ func (q Queries[Q]) PutAgentSession(ctx context.Context, s *baremetal.AgentSessi
 	}
 	s.CreatedAt, s.UpdatedAt, s.Version = now, now, 1
 	s.LastSeenAt = store.TimestampPtr(s.LastSeenAt)
+	s.AgentAddr, s.Refused = "", "" // a new boot starts unbound
 	return nil
 }
 
@@ -183,7 +185,7 @@ func (q Queries[Q]) FindAgentSessionsByNetbootID(ctx context.Context, id string)
 func (q Queries[Q]) UpdateAgentSession(ctx context.Context, s *baremetal.AgentSession) error {
 	now := store.Now()
 	changed, err := q.w.UpdateAgentSession(ctx, s.Command, s.Status, s.Inventory, s.BootID, (*Time)(s.LastSeenAt), Time(now),
-		s.NodeID, s.Version)
+		s.AgentAddr, s.Refused, s.NodeID, s.Version)
 	if err != nil {
 		return q.wrap("update agent session", err)
 	}

@@ -48,6 +48,28 @@ func testAgentSessions(t *testing.T, s store.Store) {
 	sess.Command = "stale"
 	wantCode(t, s.UpdateAgentSession(ctx, sess), baremetal.CodeConflict, "version")
 
+	// The identity an agent of this boot must present, and the address
+	// it is bound to once it has: kept through updates, and a new boot
+	// (put) starts unbound again.
+	idn := &baremetal.AgentSession{NodeID: n.ID, Purpose: baremetal.AgentDeploy, Token: token + "-id", TokenHash: strings.Repeat("c", 64),
+		IdentityIDs: []string{"uuid:4c4c4544-0042-3010-8056-b4c04f4d3132", "mac:52:54:00:12:34:56"}}
+	must(t, s.PutAgentSession(ctx, idn))
+	got, err = s.GetAgentSession(ctx, n.ID)
+	must(t, err)
+	same(t, "session with identity", idn, got)
+	got.AgentAddr, got.Refused, got.LastSeenAt = "10.0.2.15", "a report from 10.0.2.16: the session is bound to another address", &seen
+	must(t, s.UpdateAgentSession(ctx, got))
+	bound, err := s.GetAgentSessionByTokenHash(ctx, idn.TokenHash)
+	must(t, err)
+	same(t, "bound session", got, bound)
+	if found, err := s.FindAgentSessionsByNetbootID(ctx, idn.IdentityIDs[1]); err != nil || len(found) != 0 {
+		t.Fatalf("a session found by an identity that is not a netboot id: %v %v", found, err)
+	}
+	must(t, s.PutAgentSession(ctx, bound))
+	if again, err := s.GetAgentSession(ctx, n.ID); err != nil || again.AgentAddr != "" || again.Refused != "" || len(again.IdentityIDs) != 2 {
+		t.Fatalf("a new boot of a bound session: %+v %v; want it unbound, with its identity", again, err)
+	}
+
 	// A new boot replaces the session: the old token finds nothing.
 	next := &baremetal.AgentSession{NodeID: n.ID, Purpose: baremetal.AgentInspect, Token: token + "-2", TokenHash: strings.Repeat("9", 64)}
 	must(t, s.PutAgentSession(ctx, next))

@@ -32,7 +32,7 @@ func (q *Queries) DeleteAgentSession(ctx context.Context, nodeID string) error {
 }
 
 const findAgentSessionsByNetbootID = `-- name: FindAgentSessionsByNetbootID :many
-SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE netboot_ids LIKE $1
+SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids, identity_ids, agent_addr, refused FROM agent_sessions WHERE netboot_ids LIKE $1
 `
 
 // netboot_ids is space-framed (" a b "): pattern is "% id %"
@@ -60,6 +60,9 @@ func (q *Queries) FindAgentSessionsByNetbootID(ctx context.Context, pattern stri
 			&i.UpdatedAt,
 			&i.Version,
 			&i.NetbootIDs,
+			&i.IdentityIDs,
+			&i.AgentAddr,
+			&i.Refused,
 		); err != nil {
 			return nil, err
 		}
@@ -72,7 +75,7 @@ func (q *Queries) FindAgentSessionsByNetbootID(ctx context.Context, pattern stri
 }
 
 const getAgentSession = `-- name: GetAgentSession :one
-SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE node_id = $1
+SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids, identity_ids, agent_addr, refused FROM agent_sessions WHERE node_id = $1
 `
 
 func (q *Queries) GetAgentSession(ctx context.Context, nodeID string) (*AgentSession, error) {
@@ -92,12 +95,15 @@ func (q *Queries) GetAgentSession(ctx context.Context, nodeID string) (*AgentSes
 		&i.UpdatedAt,
 		&i.Version,
 		&i.NetbootIDs,
+		&i.IdentityIDs,
+		&i.AgentAddr,
+		&i.Refused,
 	)
 	return &i, err
 }
 
 const getAgentSessionByTokenHash = `-- name: GetAgentSessionByTokenHash :one
-SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids FROM agent_sessions WHERE token_hash = $1
+SELECT node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id, last_seen_at, created_at, updated_at, version, netboot_ids, identity_ids, agent_addr, refused FROM agent_sessions WHERE token_hash = $1
 `
 
 func (q *Queries) GetAgentSessionByTokenHash(ctx context.Context, tokenHash string) (*AgentSession, error) {
@@ -117,6 +123,9 @@ func (q *Queries) GetAgentSessionByTokenHash(ctx context.Context, tokenHash stri
 		&i.UpdatedAt,
 		&i.Version,
 		&i.NetbootIDs,
+		&i.IdentityIDs,
+		&i.AgentAddr,
+		&i.Refused,
 	)
 	return &i, err
 }
@@ -125,22 +134,24 @@ const putAgentSession = `-- name: PutAgentSession :exec
 
 INSERT INTO agent_sessions (
     node_id, purpose, token_sealed, token_hash, command, status, inventory, boot_id,
-    last_seen_at, created_at, updated_at, version, netboot_ids
+    last_seen_at, created_at, updated_at, version, netboot_ids, identity_ids, agent_addr, refused
 ) VALUES (
     $1, $2, $3, $4, $5,
     $6, $7, $8, $9, $10,
-    $10, 1, $11
+    $10, 1, $11, $12, '', ''
 )
 ON CONFLICT (node_id) DO UPDATE SET
     purpose = excluded.purpose, token_sealed = excluded.token_sealed, token_hash = excluded.token_hash,
     command = excluded.command, status = excluded.status, inventory = excluded.inventory,
     boot_id = excluded.boot_id, last_seen_at = excluded.last_seen_at, created_at = excluded.created_at,
-    updated_at = excluded.updated_at, version = 1, netboot_ids = excluded.netboot_ids
+    updated_at = excluded.updated_at, version = 1, netboot_ids = excluded.netboot_ids,
+    identity_ids = excluded.identity_ids, agent_addr = '', refused = ''
 `
 
 // The deploy agent's session on a node: at most one per node, replaced
 // by the next boot (whose new token makes the old one useless).
-func (q *Queries) PutAgentSession(ctx context.Context, nodeID string, purpose string, tokenSealed string, tokenHash string, command string, status string, inventory string, bootID string, lastSeenAt *sqlstore.Time, createdAt sqlstore.Time, netbootIDs string) error {
+// A new boot's session starts unbound (agent_addr and refused empty).
+func (q *Queries) PutAgentSession(ctx context.Context, nodeID string, purpose string, tokenSealed string, tokenHash string, command string, status string, inventory string, bootID string, lastSeenAt *sqlstore.Time, createdAt sqlstore.Time, netbootIDs string, identityIDs string) error {
 	_, err := q.db.Exec(ctx, putAgentSession,
 		nodeID,
 		purpose,
@@ -153,6 +164,7 @@ func (q *Queries) PutAgentSession(ctx context.Context, nodeID string, purpose st
 		lastSeenAt,
 		createdAt,
 		netbootIDs,
+		identityIDs,
 	)
 	return err
 }
@@ -160,11 +172,11 @@ func (q *Queries) PutAgentSession(ctx context.Context, nodeID string, purpose st
 const updateAgentSession = `-- name: UpdateAgentSession :execrows
 UPDATE agent_sessions SET
     command = $1, status = $2, inventory = $3, boot_id = $4, last_seen_at = $5, updated_at = $6,
-    version = version + 1
-WHERE node_id = $7 AND version = $8
+    agent_addr = $7, refused = $8, version = version + 1
+WHERE node_id = $9 AND version = $10
 `
 
-func (q *Queries) UpdateAgentSession(ctx context.Context, command string, status string, inventory string, bootID string, lastSeenAt *sqlstore.Time, updatedAt sqlstore.Time, nodeID string, version int64) (int64, error) {
+func (q *Queries) UpdateAgentSession(ctx context.Context, command string, status string, inventory string, bootID string, lastSeenAt *sqlstore.Time, updatedAt sqlstore.Time, agentAddr string, refused string, nodeID string, version int64) (int64, error) {
 	result, err := q.db.Exec(ctx, updateAgentSession,
 		command,
 		status,
@@ -172,6 +184,8 @@ func (q *Queries) UpdateAgentSession(ctx context.Context, command string, status
 		bootID,
 		lastSeenAt,
 		updatedAt,
+		agentAddr,
+		refused,
 		nodeID,
 		version,
 	)

@@ -22,6 +22,9 @@ type AgentSession struct {
 	UpdatedAt   sqlstore.Time
 	Version     int64
 	NetbootIDs  string
+	IdentityIDs string
+	AgentAddr   string
+	Refused     string
 }
 
 type Event struct {
