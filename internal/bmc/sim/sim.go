@@ -11,6 +11,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,11 @@ type Options struct {
 	// package doc). Keep such fleets small: each running VM is a qemu
 	// process of up to MaxVMMemoryMB.
 	VM *VMOptions
+	// Machine, when set, gives every system simulated hardware that boots
+	// the deploy agent from its virtual CD or the network and the
+	// simulated OS from its disks (see MachineOptions and the package
+	// doc). Not with VM.
+	Machine *MachineOptions
 }
 
 // Fleet is a running simulated Redfish service.
@@ -109,6 +115,10 @@ type Fleet struct {
 
 	netbootMu sync.Mutex
 	netboot   string // VMOptions.NetbootURL, or as set later
+
+	// machineTemp is the machines' directory when the fleet made it
+	// (removed at Close).
+	machineTemp string
 
 	// life ends when the fleet closes; background work (simulated OSes,
 	// image fetches) runs under it and bg counts those goroutines.
@@ -162,6 +172,9 @@ type system struct {
 	// vm is the qemu machine behind the system (Options.VM), else nil.
 	// It is set at Start and never changes.
 	vm *vmachine
+	// machine is the simulated hardware (Options.Machine), else nil. It
+	// is set at Start and never changes.
+	machine *machine
 
 	// The simulated OS.
 	osEnabled   bool
@@ -219,6 +232,15 @@ func Start(opts Options) (*Fleet, error) {
 			return nil, err
 		}
 	}
+	var machineOpts MachineOptions
+	if opts.Machine != nil {
+		if opts.VM != nil {
+			return nil, errors.New("sim: Options.Machine and Options.VM exclude each other")
+		}
+		if machineOpts, err = resolveMachineOptions(*opts.Machine); err != nil {
+			return nil, err
+		}
+	}
 	osEnabled := !opts.NoOS && opts.OSBootDelay >= 0 && opts.VM == nil
 	f := &Fleet{
 		opts:        opts,
@@ -234,6 +256,15 @@ func Start(opts Options) (*Fleet, error) {
 	}
 	f.life, f.stopLife = context.WithCancel(context.Background())
 	f.netboot = vmOpts.NetbootURL
+	if opts.Machine != nil {
+		if f.netboot = machineOpts.NetbootURL; machineOpts.Dir == "" {
+			if machineOpts.Dir, err = os.MkdirTemp("", "baremetal-sim-machines-"); err != nil {
+				f.stopLife()
+				return nil, fmt.Errorf("sim: machines: %w", err)
+			}
+			f.machineTemp = machineOpts.Dir
+		}
+	}
 	for i, id := range ids {
 		if id == "" || strings.ContainsAny(id, "/?#% ") {
 			return nil, fmt.Errorf("sim: invalid system id %q", id)
@@ -260,6 +291,13 @@ func Start(opts Options) (*Fleet, error) {
 			s.bootTarget, s.bootEnabled = "Hdd", "Continuous"
 		}
 		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia)
+		if opts.Machine != nil {
+			if s.machine, err = f.newMachine(s, machineOpts, machineOpts.Dir); err != nil {
+				f.stopLife()
+				f.closeMachines()
+				return nil, err
+			}
+		}
 		if opts.VM != nil {
 			if s.vm, err = f.newVM(s, vmOpts); err != nil {
 				f.stopLife()
@@ -281,6 +319,7 @@ func Start(opts Options) (*Fleet, error) {
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		f.stopLife()
+		f.closeMachines()
 		return nil, fmt.Errorf("sim: listen: %w", err)
 	}
 	scheme := "http"
@@ -289,6 +328,7 @@ func Start(opts Options) (*Fleet, error) {
 		if err != nil {
 			ln.Close()
 			f.stopLife()
+			f.closeMachines()
 			return nil, err
 		}
 		f.certPool = pool
@@ -544,6 +584,7 @@ func (f *Fleet) Close() error {
 			s.mu.Unlock()
 		}
 		f.bg.Wait()
+		f.closeMachines()
 	})
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
