@@ -43,6 +43,9 @@ type MachineOptions struct {
 	// a network boot (the controller's api.AgentNetbootPath URL); the
 	// same as VMOptions.NetbootURL, and Fleet.SetNetbootURL sets it later.
 	NetbootURL string
+	// Legacy starts the systems in BootSourceOverrideMode Legacy (BIOS)
+	// rather than UEFI, for agent ISOs without a UEFI loader.
+	Legacy bool
 	// AgentVersion is what the agent reports as its version (default
 	// "sim"): the machine runs the agent's code built into this process,
 	// not the binary in the ISO.

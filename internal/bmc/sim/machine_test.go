@@ -31,7 +31,6 @@ import (
 // command until its outcome is reported, serves files (agent ISO, boot
 // files, images, config drives) and counts calls of a ready URL.
 type fakeController struct {
-	t     *testing.T
 	srv   *httptest.Server
 	token string
 
@@ -46,8 +45,8 @@ type fakeController struct {
 	paused   chan struct{}
 }
 
-func newFakeController(t *testing.T) *fakeController {
-	c := &fakeController{t: t, token: "agt_test-" + fmt.Sprint(time.Now().UnixNano()), outcomes: map[string]api.AgentCommandStatus{}, files: map[string][]byte{}}
+func newFakeController(t testing.TB) *fakeController {
+	c := &fakeController{token: "agt_test-" + fmt.Sprint(time.Now().UnixNano()), outcomes: map[string]api.AgentCommandStatus{}, files: map[string][]byte{}}
 	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
 	t.Cleanup(func() {
 		c.mu.Lock()
@@ -164,7 +163,7 @@ func (c *fakeController) readyCalls() []string {
 // agentImages is the controller's own agent image builder, as a
 // controller serving simulated machines runs it: the real kernel file,
 // a stub /init and no modules (the machine runs neither).
-func agentImages(t *testing.T, uefi image.UEFIBoot) *agentboot.Builder {
+func agentImages(t testing.TB, uefi image.UEFIBoot) *agentboot.Builder {
 	t.Helper()
 	kernel := testvm.RequireKernel(t)
 	testvm.RequireISOLinux(t)
@@ -178,7 +177,7 @@ func agentImages(t *testing.T, uefi image.UEFIBoot) *agentboot.Builder {
 
 // autoUEFI is the UEFI boot a controller started with --agent-uefi auto
 // gives its ISOs on this host.
-func autoUEFI(t *testing.T) image.UEFIBoot {
+func autoUEFI(t testing.TB) image.UEFIBoot {
 	u, err := image.ResolveUEFI("auto", "")
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +187,7 @@ func autoUEFI(t *testing.T) image.UEFIBoot {
 
 // machineFleet starts a fleet of simulated machines and a Redfish driver
 // client for its first system.
-func machineFleet(t *testing.T, o sim.Options) (*sim.Fleet, bmc.Client) {
+func machineFleet(t testing.TB, o sim.Options) (*sim.Fleet, bmc.Client) {
 	t.Helper()
 	if o.Machine == nil {
 		o.Machine = &sim.MachineOptions{}

@@ -297,6 +297,9 @@ func Start(opts Options) (*Fleet, error) {
 				f.closeMachines()
 				return nil, err
 			}
+			if machineOpts.Legacy {
+				s.bootMode = "Legacy"
+			}
 		}
 		if opts.VM != nil {
 			if s.vm, err = f.newVM(s, vmOpts); err != nil {
