@@ -324,8 +324,14 @@ func runSim(ctx context.Context, args []string) error {
 	vmMemoryMB := f.Int("vm-memory-mb", sim.MaxVMMemoryMB, fmt.Sprintf("with --qemu-vm: memory of each VM in MiB (at most %d)", sim.MaxVMMemoryMB))
 	vmCPUs := f.Int("vm-cpus", 1, "with --qemu-vm: virtual CPUs of each VM (1 or 2)")
 	vmUEFI := f.Bool("vm-uefi", false, "with --qemu-vm: start systems in UEFI boot mode (OVMF firmware, Debian package ovmf) instead of Legacy BIOS")
+	machines := f.Bool("machines", false, "give each system simulated hardware without qemu: it boots the deploy agent from the agent ISO in its virtual CD (or from the network), running the agent's code in this process on the machine's disk files (<machine-dir>/<id>/disk*.img, 4 and 8 GiB sparse), and the simulated OS from a disk the agent wrote")
+	machineDir := f.String("machine-dir", "", "with --machines: directory for each system's disk files and console.log (default: a temporary directory, removed at exit; existing disk files are kept)")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	var machine *sim.MachineOptions
+	if *machines {
+		machine = &sim.MachineOptions{Dir: *machineDir}
 	}
 	var vm *sim.VMOptions
 	if *qemuVM {
@@ -357,7 +363,7 @@ func runSim(ctx context.Context, args []string) error {
 		}
 	}
 	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls,
-		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm})
+		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm, Machine: machine})
 	if err != nil {
 		return err
 	}
@@ -367,6 +373,14 @@ func runSim(ctx context.Context, args []string) error {
 	fmt.Printf("silent OS (never reports ready): curl -X POST %s/sim/systems/<id>/os -d '{\"enabled\":false}'\n", fleet.URL())
 	ids := fleet.SystemIDs()
 	for _, id := range ids {
+		if machine != nil {
+			st, err := fleet.Machine(id)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%s  machine: disks %s, %s; console %s\n", id, st.Disks[0].File, st.Disks[1].File, st.Console)
+			continue
+		}
 		if vm == nil {
 			fmt.Println(id)
 			continue

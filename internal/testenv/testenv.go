@@ -61,7 +61,8 @@ type Options struct {
 	// or /init: the image is made of this host's kernel file
 	// (testvm.RequireKernel: the test is skipped without one, or fails
 	// in CI), a stub static /init (testvm.StubAgent) and no modules, so
-	// an ISO costs tens of milliseconds to build rather than seconds. It
+	// the controller starts at once and an ISO costs 50-250 ms (the
+	// README's Performance table) rather than seconds to make. It
 	// replaces AgentKernel and AgentBinary.
 	SimAgent bool
 }

@@ -14,7 +14,7 @@ import (
 // agent's code in-process), so tests that serve them the agent need a
 // real kernel file (its version names the modules directory) but neither
 // the controller binary nor any module: StubAgent and NoModules make the
-// ISO small and quick to build (tens of milliseconds per boot).
+// ISO small and quick to build (50-250 ms per boot, the README says).
 
 // RequireKernel returns the kernel Require would, without needing qemu:
 // for agent images that no VM boots. In CI a missing kernel fails the

@@ -22,20 +22,31 @@ import (
 func BenchmarkAgentISOPerBoot(b *testing.B) {
 	kernel := testvm.RequireKernel(b)
 	testvm.RequireISOLinux(b)
-	for _, uefi := range []image.UEFIBoot{image.UEFIOff, image.UEFIGrub, image.UEFISecureBoot} {
-		name := string(uefi)
-		if uefi == image.UEFIOff {
-			name = "bios-only"
-		}
-		b.Run(name, func(b *testing.B) {
-			if _, err := image.ResolveUEFI(string(uefi), ""); uefi != image.UEFIOff && err != nil {
+	for _, tc := range []struct {
+		name    string
+		uefi    image.UEFIBoot
+		modules bool // the kernel's modules, as a bootable agent image has them
+	}{
+		{"bios-only", image.UEFIOff, false},
+		{"grub", image.UEFIGrub, false},
+		{"secure-boot", image.UEFISecureBoot, false},
+		{"secure-boot-with-modules", image.UEFISecureBoot, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if _, err := image.ResolveUEFI(string(tc.uefi), ""); tc.uefi != image.UEFIOff && err != nil {
 				b.Skip(err)
 			}
 			dir := b.TempDir()
-			images, err := agentboot.New(agentboot.Options{Kernel: kernel, ModulesDir: testvm.NoModules(b, dir, kernel), Agent: testvm.StubAgent(b, dir), Dir: dir, UEFI: uefi})
-			if err != nil {
-				b.Fatal(err)
+			o := agentboot.Options{Kernel: kernel, ModulesDir: testvm.NoModules(b, dir, kernel), Agent: testvm.StubAgent(b, dir), Dir: dir, UEFI: tc.uefi}
+			if tc.modules {
+				o.ModulesDir = "" // the kernel's own, under /lib/modules
 			}
+			start := time.Now()
+			images, err := agentboot.New(o)
+			if err != nil {
+				b.Skip(err) // no modules for this kernel
+			}
+			base := time.Since(start)
 			var size int
 			b.ResetTimer()
 			for i := range b.N {
@@ -46,6 +57,7 @@ func BenchmarkAgentISOPerBoot(b *testing.B) {
 				size = len(iso)
 			}
 			b.ReportMetric(float64(size)/(1<<20), "MiB/iso")
+			b.ReportMetric(float64(base.Milliseconds()), "ms-once/base-initrd")
 		})
 	}
 }
