@@ -416,7 +416,6 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 		if !allow(w, r, http.MethodGet) {
 			return
 		}
-		cores, threads := s.socketCoresThreads()
 		writeJSON(w, http.StatusOK, map[string]any{
 			"@odata.id":             s.path + "/Processors/" + rest[1],
 			"@odata.type":           "#Processor.v1_18_0.Processor",
@@ -428,8 +427,8 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 			"InstructionSet":        "x86-64",
 			"Manufacturer":          "Simulated",
 			"Model":                 "Sim Xeon 8C",
-			"TotalCores":            cores,
-			"TotalThreads":          threads,
+			"TotalCores":            8,
+			"TotalThreads":          16,
 			"Status":                map[string]any{"State": "Enabled", "Health": "OK"},
 		})
 	default:
@@ -453,8 +452,6 @@ func (s *system) systemJSON(ctx context.Context) map[string]any {
 		cpus := s.vm.opts.CPUs
 		procs = map[string]any{"Count": 1, "CoreCount": cpus, "LogicalProcessorCount": cpus, "Model": "QEMU TCG"}
 		memGiB = float64(s.vm.opts.MemoryMB) / 1024
-	} else if s.machine != nil {
-		procs, memGiB = s.machine.redfishSummary()
 	}
 	d := map[string]any{
 		"@odata.id":        s.path,

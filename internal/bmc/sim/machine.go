@@ -28,11 +28,11 @@ type MachineOptions struct {
 	// agent's log) and the files of the current boot. Default: a
 	// temporary directory, removed at Close.
 	Dir string
-	// CPUs is the logical CPU count, a multiple of 4: two sockets of
-	// CPUs/4 cores with two threads each (default 32, the Redfish
-	// Processors of systems without a machine).
-	CPUs int
-	// MemoryMiB is the memory (default 65536, 64 GiB).
+	// CPUs is the logical CPU count the agent sees, and MemoryMiB the
+	// memory (defaults: what the system's Redfish reports, 32 and 65536).
+	// Redfish does not follow other values: a BMC and a host that
+	// disagree, as on some real machines.
+	CPUs      int
 	MemoryMiB int
 	// Disks are the machine's disks, in the kernel's order (default
 	// DefaultMachineDisks). Their files are sparse.
@@ -77,23 +77,22 @@ var DefaultMachineDisks = []MachineDisk{
 }
 
 const (
-	defaultMachineCPUs   = 32
-	defaultMachineMemory = 64 << 10
-	defaultMachineNICs   = 2
-	maxMachineNICs       = 16
-	nicSpeedMbps         = 25000
+	defaultMachineNICs = 2
+	maxMachineNICs     = 16
+	nicSpeedMbps       = 25000
 )
 
 // resolveMachineOptions fills defaults and checks the description.
 func resolveMachineOptions(o MachineOptions) (MachineOptions, error) {
+	threads, memory := redfishHardware()
 	if o.CPUs == 0 {
-		o.CPUs = defaultMachineCPUs
+		o.CPUs = threads
 	}
-	if o.CPUs < 4 || o.CPUs%4 != 0 {
-		return o, fmt.Errorf("sim: machine CPUs %d: want a positive multiple of 4 (two sockets, two threads a core)", o.CPUs)
+	if o.CPUs < 1 {
+		return o, fmt.Errorf("sim: machine CPUs %d: want at least 1", o.CPUs)
 	}
 	if o.MemoryMiB == 0 {
-		o.MemoryMiB = defaultMachineMemory
+		o.MemoryMiB = memory
 	}
 	if o.MemoryMiB < 64 {
 		return o, fmt.Errorf("sim: machine memory %d MiB: want at least 64", o.MemoryMiB)
@@ -353,20 +352,10 @@ func (f *Fleet) MachineConsole(system string) (string, error) {
 	return string(b), err
 }
 
-// redfishCPUs is what the system's Redfish Processors say: two sockets.
-func (s *system) socketCoresThreads() (cores, threads int) {
-	if s.machine == nil {
-		return 8, 16
-	}
-	return s.machine.opts.CPUs / 4, s.machine.opts.CPUs / 2
-}
-
-// redfishSummary is the machine's ProcessorSummary and memory in GiB.
-func (m *machine) redfishSummary() (map[string]any, float64) {
-	cpus := m.opts.CPUs
-	return map[string]any{"Count": 2, "CoreCount": cpus / 2, "LogicalProcessorCount": cpus, "Model": "Sim Xeon"},
-		float64(m.opts.MemoryMiB) / 1024
-}
+// redfishHardware is what the system's Redfish documents report of its
+// CPUs (hardware threads: two sockets of 8 cores, 2 threads each) and
+// memory: a machine's defaults, so that an inspection agrees with the BMC.
+func redfishHardware() (threads, memoryMiB int) { return 32, 64 << 10 }
 
 // bootMode is the firmware of the system's next boot, as the agent
 // reports it.

@@ -678,17 +678,17 @@ func TestMachineNetbootsTheAgent(t *testing.T) {
 // disks are sparse files of their size; bad descriptions are refused.
 func TestMachineDescription(t *testing.T) {
 	t.Parallel()
-	f, c := machineFleet(t, sim.Options{Systems: 2, Machine: &sim.MachineOptions{CPUs: 8, MemoryMiB: 4096, NICs: 1,
+	f, c := machineFleet(t, sim.Options{Systems: 2, Machine: &sim.MachineOptions{NICs: 1,
 		Disks: []sim.MachineDisk{{Name: "nvme0n1", Bytes: 1 << 30}, {Bytes: 2 << 30, Rotational: true, Model: "SIM HDD"}}}})
 	ctx := context.Background()
 	inv, err := c.(bmc.InventoryGetter).Inventory(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inv.CPUs != 8 || inv.MemoryMB != 4096 {
-		t.Errorf("Redfish inventory %+v; want 8 CPUs, 4096 MiB", inv)
-	}
 	a, _ := f.Machine("1")
+	if inv.CPUs != a.CPUs || int64(inv.MemoryMB) != a.MemoryBytes>>20 {
+		t.Errorf("Redfish inventory %+v; the machine has %d CPUs, %d bytes", inv, a.CPUs, a.MemoryBytes)
+	}
 	b, _ := f.Machine("2")
 	if inv.SystemUUID != a.UUID || len(a.Disks) != 2 || a.Disks[1].Name != "sdb" || a.Disks[1].Model != "SIM HDD" {
 		t.Errorf("machine 1: %+v (Redfish UUID %s)", a, inv.SystemUUID)
@@ -708,7 +708,7 @@ func TestMachineDescription(t *testing.T) {
 	if _, err := f.Disk("1", 2); err == nil {
 		t.Error("Disk 2 of a machine with two: no error")
 	}
-	for _, bad := range []sim.MachineOptions{{CPUs: 6}, {MemoryMiB: 8}, {NICs: 17}, {Disks: []sim.MachineDisk{{Bytes: 1000}}},
+	for _, bad := range []sim.MachineOptions{{CPUs: -1}, {MemoryMiB: 8}, {NICs: 17}, {Disks: []sim.MachineDisk{{Bytes: 1000}}},
 		{Disks: []sim.MachineDisk{{Name: "sda", Bytes: 1 << 20}, {Name: "sda", Bytes: 1 << 20}}}} {
 		o := bad
 		o.Dir = t.TempDir()
