@@ -366,8 +366,63 @@ func (s *system) firmwareLocked() string {
 	return api.BootModeBIOS
 }
 
-// closeMachines ends the machines' consoles once every boot has returned,
-// and removes the fleet's temporary machine directory.
+// startMachines gives every system its machine (Options.Machine) before
+// the fleet serves, and a goroutine that ends them at Close.
+func (f *Fleet) startMachines() error {
+	if f.opts.Machine == nil {
+		return nil
+	}
+	if f.opts.VM != nil {
+		return errors.New("sim: Options.Machine and Options.VM exclude each other")
+	}
+	o, err := resolveMachineOptions(*f.opts.Machine)
+	if err != nil {
+		return err
+	}
+	if o.NetbootURL != "" {
+		f.SetNetbootURL(o.NetbootURL)
+	}
+	if o.Dir == "" {
+		if o.Dir, err = os.MkdirTemp("", "baremetal-sim-machines-"); err != nil {
+			return fmt.Errorf("sim: machines: %w", err)
+		}
+		f.machineTemp = o.Dir
+	}
+	for _, s := range f.order {
+		m, err := f.newMachine(s, o, o.Dir)
+		if err != nil {
+			f.closeMachines()
+			return err
+		}
+		s.mu.Lock()
+		s.machine = m
+		if o.Legacy {
+			s.bootMode = "Legacy"
+		}
+		s.mu.Unlock()
+	}
+	f.goBackground(f.endMachines)
+	return nil
+}
+
+// endMachines waits for the fleet to close and for the machines' last
+// boots to return (Close cancels them), then closes their consoles and
+// removes the fleet's temporary machine directory. Close waits for it.
+func (f *Fleet) endMachines() {
+	<-f.life.Done()
+	for _, s := range f.order {
+		s.mu.Lock()
+		last := s.machine.last
+		s.mu.Unlock()
+		if last != nil {
+			<-last
+		}
+	}
+	f.closeMachines()
+}
+
+// closeMachines closes the machines' consoles and removes the fleet's
+// temporary machine directory.
 func (f *Fleet) closeMachines() {
 	for _, s := range f.order {
 		if s.machine != nil {

@@ -11,7 +11,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,16 +82,16 @@ type Options struct {
 	OSBootDelay time.Duration
 	// NoOS starts every system without a simulated OS (SetOS turns it on).
 	NoOS bool
-	// VM, when set, backs every system with a real qemu virtual machine
-	// instead of the simulated power state and OS (see VMOptions and the
-	// package doc). Keep such fleets small: each running VM is a qemu
-	// process of up to MaxVMMemoryMB.
-	VM *VMOptions
 	// Machine, when set, gives every system simulated hardware that boots
 	// the deploy agent from its virtual CD or the network and the
 	// simulated OS from its disks (see MachineOptions and the package
 	// doc). Not with VM.
 	Machine *MachineOptions
+	// VM, when set, backs every system with a real qemu virtual machine
+	// instead of the simulated power state and OS (see VMOptions and the
+	// package doc). Keep such fleets small: each running VM is a qemu
+	// process of up to MaxVMMemoryMB.
+	VM *VMOptions
 }
 
 // Fleet is a running simulated Redfish service.
@@ -232,15 +231,6 @@ func Start(opts Options) (*Fleet, error) {
 			return nil, err
 		}
 	}
-	var machineOpts MachineOptions
-	if opts.Machine != nil {
-		if opts.VM != nil {
-			return nil, errors.New("sim: Options.Machine and Options.VM exclude each other")
-		}
-		if machineOpts, err = resolveMachineOptions(*opts.Machine); err != nil {
-			return nil, err
-		}
-	}
 	osEnabled := !opts.NoOS && opts.OSBootDelay >= 0 && opts.VM == nil
 	f := &Fleet{
 		opts:        opts,
@@ -256,15 +246,6 @@ func Start(opts Options) (*Fleet, error) {
 	}
 	f.life, f.stopLife = context.WithCancel(context.Background())
 	f.netboot = vmOpts.NetbootURL
-	if opts.Machine != nil {
-		if f.netboot = machineOpts.NetbootURL; machineOpts.Dir == "" {
-			if machineOpts.Dir, err = os.MkdirTemp("", "baremetal-sim-machines-"); err != nil {
-				f.stopLife()
-				return nil, fmt.Errorf("sim: machines: %w", err)
-			}
-			f.machineTemp = machineOpts.Dir
-		}
-	}
 	for i, id := range ids {
 		if id == "" || strings.ContainsAny(id, "/?#% ") {
 			return nil, fmt.Errorf("sim: invalid system id %q", id)
@@ -291,16 +272,6 @@ func Start(opts Options) (*Fleet, error) {
 			s.bootTarget, s.bootEnabled = "Hdd", "Continuous"
 		}
 		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia)
-		if opts.Machine != nil {
-			if s.machine, err = f.newMachine(s, machineOpts, machineOpts.Dir); err != nil {
-				f.stopLife()
-				f.closeMachines()
-				return nil, err
-			}
-			if machineOpts.Legacy {
-				s.bootMode = "Legacy"
-			}
-		}
 		if opts.VM != nil {
 			if s.vm, err = f.newVM(s, vmOpts); err != nil {
 				f.stopLife()
@@ -322,7 +293,6 @@ func Start(opts Options) (*Fleet, error) {
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		f.stopLife()
-		f.closeMachines()
 		return nil, fmt.Errorf("sim: listen: %w", err)
 	}
 	scheme := "http"
@@ -331,7 +301,6 @@ func Start(opts Options) (*Fleet, error) {
 		if err != nil {
 			ln.Close()
 			f.stopLife()
-			f.closeMachines()
 			return nil, err
 		}
 		f.certPool = pool
@@ -343,6 +312,11 @@ func Start(opts Options) (*Fleet, error) {
 		scheme = "https"
 	}
 	f.ln = ln
+	if err := f.startMachines(); err != nil {
+		ln.Close()
+		f.stopLife()
+		return nil, err
+	}
 	f.url = scheme + "://" + ln.Addr().String()
 	f.srv = &http.Server{
 		Handler:           f,
@@ -587,7 +561,6 @@ func (f *Fleet) Close() error {
 			s.mu.Unlock()
 		}
 		f.bg.Wait()
-		f.closeMachines()
 	})
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
