@@ -84,17 +84,11 @@ const (
 
 // resolveMachineOptions fills defaults and checks the description.
 func resolveMachineOptions(o MachineOptions) (MachineOptions, error) {
-	threads, memory := redfishHardware()
-	if o.CPUs == 0 {
-		o.CPUs = threads
-	}
-	if o.CPUs < 1 {
+	// Zero CPUs or memory: each system's own, as its Redfish says.
+	if o.CPUs < 0 {
 		return o, fmt.Errorf("sim: machine CPUs %d: want at least 1", o.CPUs)
 	}
-	if o.MemoryMiB == 0 {
-		o.MemoryMiB = memory
-	}
-	if o.MemoryMiB < 64 {
+	if o.MemoryMiB != 0 && o.MemoryMiB < 64 {
 		return o, fmt.Errorf("sim: machine memory %d MiB: want at least 64", o.MemoryMiB)
 	}
 	if o.NICs == 0 {
@@ -178,6 +172,13 @@ func (f *Fleet) newMachine(s *system, o MachineOptions, dir string) (*machine, e
 		return nil, fmt.Errorf("sim: machine directory: %w", err)
 	}
 	m := &machine{f: f, s: s, opts: o, dir: dir}
+	threads, memory := s.redfishHardware()
+	if m.opts.CPUs == 0 {
+		m.opts.CPUs = threads
+	}
+	if m.opts.MemoryMiB == 0 {
+		m.opts.MemoryMiB = memory
+	}
 	for i, d := range o.Disks {
 		file := filepath.Join(dir, fmt.Sprintf("disk%d.img", i))
 		if err := sparseFile(file, d.Bytes); err != nil {
@@ -353,9 +354,10 @@ func (f *Fleet) MachineConsole(system string) (string, error) {
 }
 
 // redfishHardware is what the system's Redfish documents report of its
-// CPUs (hardware threads: two sockets of 8 cores, 2 threads each) and
-// memory: a machine's defaults, so that an inspection agrees with the BMC.
-func redfishHardware() (threads, memoryMiB int) { return 32, 64 << 10 }
+// CPUs (hardware threads: two sockets of 8 cores, 2 threads each, as
+// serveSystem's Processors say) and memory (MemorySummary): its machine's
+// defaults, so that an inspection agrees with the BMC.
+func (s *system) redfishHardware() (threads, memoryMiB int) { return 32, 64 << 10 }
 
 // bootMode is the firmware of the system's next boot, as the agent
 // reports it.

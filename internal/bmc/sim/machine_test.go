@@ -639,7 +639,7 @@ func TestMachineNetbootsTheAgent(t *testing.T) {
 	kURL, iURL := ctl.put("/boot/vmlinuz", kernel), ctl.put("/boot/initrd", initrd)
 	ctl.put("/netboot?", []byte("#!ipxe\nchain --autofree "+ctl.srv.URL+"/netboot?uuid=${uuid}&mac=${mac}\n"))
 	ctl.put("/netboot", []byte("#!ipxe\necho booting the agent\nkernel "+kURL+" initrd=initrd "+images.Cmdline()+"\ninitrd "+iURL+"\nboot\n"))
-	f, c := machineFleet(t, sim.Options{NoVirtualMedia: true, Machine: &sim.MachineOptions{NetbootURL: ctl.srv.URL + "/netboot"}})
+	f, c := machineFleet(t, sim.Options{NoVirtualMedia: true, Machine: &sim.MachineOptions{NetbootURL: ctl.srv.URL + "/netboot", CPUs: 8, MemoryMiB: 4096}})
 	desc, _ := f.Machine("1")
 	if err := c.SetBootDevice(ctx, bmc.BootPXE, false); err != nil {
 		t.Fatal(err)
@@ -657,6 +657,9 @@ func TestMachineNetbootsTheAgent(t *testing.T) {
 	}
 	if st, _ := f.Machine("1"); st.BootDevice != "network" || st.Booted != sim.BootedAgent {
 		t.Errorf("machine %+v", st)
+	}
+	if inv := ctl.heartbeats()[0].Inventory; inv == nil || inv.CPUs != 8 || inv.MemoryBytes != 4096<<20 {
+		t.Errorf("inventory %+v; want the machine's 8 CPUs and 4 GiB", inv)
 	}
 
 	// No agent boot due: the script exits and the machine boots its
