@@ -355,8 +355,14 @@ func runSim(ctx context.Context, args []string) error {
 	vmCPUs := f.Int("vm-cpus", 1, "with --qemu-vm: virtual CPUs of each VM (1 or 2)")
 	vmUEFI := f.Bool("vm-uefi", false, "with --qemu-vm: start systems in UEFI boot mode (OVMF firmware, Debian package ovmf) instead of Legacy BIOS")
 	stateFile := f.String("state-file", "", "keep each system's power, boot override, media and faults in this file across restarts (not with --qemu-vm); default: every start powers every system off")
+	machines := f.Bool("machines", false, "give each system simulated hardware without qemu: it boots the deploy agent from the agent ISO in its virtual CD (or from the network), running the agent's code in this process on the machine's disk files (<machine-dir>/<id>/disk*.img, 4 and 8 GiB sparse), and the simulated OS from a disk the agent wrote")
+	machineDir := f.String("machine-dir", "", "with --machines: directory for each system's disk files and console.log (default: a temporary directory, removed at exit; existing disk files are kept)")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	var machine *sim.MachineOptions
+	if *machines {
+		machine = &sim.MachineOptions{Dir: *machineDir}
 	}
 	var vm *sim.VMOptions
 	if *qemuVM {
@@ -388,7 +394,7 @@ func runSim(ctx context.Context, args []string) error {
 		}
 	}
 	fleet, err := sim.Start(sim.Options{Listen: *listen, Systems: *systems, Latency: *latency, PowerDelay: *powerDelay, TLS: *tls,
-		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm, StateFile: *stateFile})
+		MediaSlots: slots, OSBootDelay: *osBootDelay, Dialect: d, FetchCDMedia: *fetchMedia, VM: vm, Machine: machine, StateFile: *stateFile})
 	if err != nil {
 		return err
 	}
@@ -398,6 +404,14 @@ func runSim(ctx context.Context, args []string) error {
 	fmt.Printf("silent OS (never reports ready): curl -X POST %s/sim/systems/<id>/os -d '{\"enabled\":false}'\n", fleet.URL())
 	ids := fleet.SystemIDs()
 	for _, id := range ids {
+		if machine != nil {
+			st, err := fleet.Machine(id)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%s  machine: disks %s, %s; console %s\n", id, st.Disks[0].File, st.Disks[1].File, st.Console)
+			continue
+		}
 		if vm == nil {
 			fmt.Println(id)
 			continue

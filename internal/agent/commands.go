@@ -65,6 +65,8 @@ type Runner struct {
 	// logged once rather than on every heartbeat.
 	refused string
 	wake    chan struct{}
+	// running counts the goroutines of started commands (Wait).
+	running sync.WaitGroup
 }
 
 // Status is the report on the current command for the next heartbeat, or
@@ -143,8 +145,14 @@ func (r *Runner) startLocked(ctx context.Context, cmd api.AgentCommand) {
 	r.cur = &api.AgentCommandStatus{ID: cmd.ID, State: api.AgentCommandRunning}
 	r.reported = false
 	log.Info("command started", "command", cmd.ID, "kind", cmd.Kind)
-	go r.run(ctx, cmd)
+	r.running.Go(func() { r.run(ctx, cmd) })
 }
+
+// Wait returns once no command runs: after its context ends, a command
+// stops soon. The agent as PID 1 never waits; a simulated machine
+// (internal/bmc/sim) that loses power does, so that nothing of the lost
+// boot touches its disks afterwards.
+func (r *Runner) Wait() { r.running.Wait() }
 
 // run executes cmd and records its outcome. A panic is the command's
 // failure, not the agent's end: as PID 1 the agent must not exit.

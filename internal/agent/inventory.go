@@ -20,6 +20,10 @@ type Collector struct {
 	// Addrs returns an interface's addresses (net.InterfaceByName in the
 	// agent; tests stub it).
 	Addrs func(name string) []string
+	// CPUs counts the logical CPUs; nil means runtime.NumCPU, which is
+	// the machine's own in the agent. A simulated machine (internal/bmc/sim)
+	// runs the agent in a process that is not its kernel, so it says.
+	CPUs func() int
 }
 
 // DefaultCollector reads the running system.
@@ -30,7 +34,11 @@ func DefaultCollector() *Collector {
 // Collect never fails: a field it cannot read stays empty, because a
 // partial inventory still tells the operator more than none.
 func (c *Collector) Collect() api.AgentInventory {
-	inv := api.AgentInventory{CPUs: runtime.NumCPU()}
+	cpus := runtime.NumCPU
+	if c.CPUs != nil {
+		cpus = c.CPUs
+	}
+	inv := api.AgentInventory{CPUs: cpus()}
 	dmi := filepath.Join(c.Sys, "class/dmi/id")
 	inv.System = api.AgentSystem{
 		Vendor:  c.read(dmi, "sys_vendor"),

@@ -40,7 +40,12 @@ type Loop struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Accepted is called after each heartbeat the controller accepted.
 	Accepted func(n int)
-	Log      *slog.Logger
+	// Boot returns the kernel's id of this boot and the seconds since it
+	// started; nil reads them from /proc, as the agent does. A simulated
+	// machine (internal/bmc/sim), whose agent runs in a process that is
+	// not its kernel, gives its own.
+	Boot func() (id string, uptime float64)
+	Log  *slog.Logger
 }
 
 // Run loops until ctx is done.
@@ -100,7 +105,12 @@ func (l *Loop) once(ctx context.Context) (r api.AgentReply, firstOutcome bool, e
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
-	hb := api.AgentHeartbeat{AgentVersion: l.Version, BootID: readTrim("/proc/sys/kernel/random/boot_id"), UptimeSeconds: uptime()}
+	hb := api.AgentHeartbeat{AgentVersion: l.Version}
+	if l.Boot != nil {
+		hb.BootID, hb.UptimeSeconds = l.Boot()
+	} else {
+		hb.BootID, hb.UptimeSeconds = readTrim("/proc/sys/kernel/random/boot_id"), uptime()
+	}
 	if l.Collect != nil {
 		inv := l.Collect()
 		hb.Inventory = &inv

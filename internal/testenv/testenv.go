@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/app"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testvm"
 )
 
 // Options tune the environment; zero values get test-friendly defaults.
@@ -54,9 +56,20 @@ type Options struct {
 	AgentKernel, AgentBinary, AgentHost string
 	AgentTimeout                        time.Duration
 	// AgentNetboot boots the agent from the network on systems without
-	// virtual media; the fleet's VMs get the controller's netboot script
-	// as their DHCP boot file (needs AgentHost).
+	// virtual media; the fleet's VMs (or simulated machines) get the
+	// controller's netboot script as their DHCP boot file (VMs need
+	// AgentHost).
 	AgentNetboot bool
+	// SimAgent serves the deploy agent to the fleet's simulated machines
+	// (sim.Options.Machine, turned on with a per-test directory unless
+	// SimOptions set it), which boot its ISO without running its kernel
+	// or /init: the image is made of this host's kernel file
+	// (testvm.RequireKernel: the test is skipped without one, or fails
+	// in CI), a stub static /init (testvm.StubAgent) and no modules, so
+	// the controller starts at once and an ISO costs 50-250 ms (the
+	// README's Performance table) rather than seconds to make. It
+	// replaces AgentKernel and AgentBinary.
+	SimAgent bool
 }
 
 // Env is a running controller plus its simulated BMCs.
@@ -78,6 +91,24 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	so := opts.SimOptions
 	so.Systems = opts.Systems
+	var agentModules string
+	if opts.SimAgent {
+		kernel := testvm.RequireKernel(t)
+		testvm.RequireISOLinux(t)
+		dir := t.TempDir()
+		opts.AgentKernel, opts.AgentBinary = kernel, testvm.StubAgent(t, dir)
+		agentModules = testvm.NoModules(t, dir, kernel)
+		if so.Machine == nil {
+			so.Machine = &sim.MachineOptions{Dir: t.TempDir()}
+		}
+		// As the controller resolves its default, --agent-uefi auto: a
+		// BIOS-only ISO needs machines that boot Legacy BIOS.
+		if u, err := image.ResolveUEFI("auto", ""); err == nil && u == image.UEFIOff {
+			m := *so.Machine
+			m.Legacy = true
+			so.Machine = &m
+		}
+	}
 	fleet, err := sim.Start(so)
 	if err != nil {
 		t.Fatalf("testenv: start sim: %v", err)
@@ -109,6 +140,7 @@ func Start(t testing.TB, opts Options) *Env {
 		cfg.ImageURLAllow = opts.ImageURLAllow
 	}
 	cfg.AgentKernel, cfg.AgentBinary, cfg.AgentTimeout = opts.AgentKernel, opts.AgentBinary, opts.AgentTimeout
+	cfg.AgentModulesDir = agentModules
 	if opts.AgentHost != "" {
 		// The agent's URL names the controller's port, so the port is
 		// chosen first (free a moment ago; a clash fails the start).
@@ -122,11 +154,13 @@ func Start(t testing.TB, opts Options) *Env {
 		cfg.AgentURL = fmt.Sprintf("http://%s:%d", opts.AgentHost, port)
 	}
 	if opts.AgentNetboot {
-		if opts.AgentHost == "" {
+		if opts.AgentHost == "" && !opts.SimAgent {
 			t.Fatal("testenv: AgentNetboot needs AgentHost (where the VMs reach the controller)")
 		}
 		cfg.AgentNetboot = true
-		fleet.SetNetbootURL(cfg.AgentURL + api.AgentNetbootPath)
+		if cfg.AgentURL != "" {
+			fleet.SetNetbootURL(cfg.AgentURL + api.AgentNetbootPath)
+		}
 	}
 	w := io.Writer(io.Discard)
 	if opts.Verbose || os.Getenv("BAREMETAL_TEST_LOG") != "" {
@@ -150,6 +184,10 @@ func Start(t testing.TB, opts Options) *Env {
 		defer cancel()
 		_ = a.Stop(sctx)
 	})
+	if opts.AgentNetboot && cfg.AgentURL == "" {
+		// The simulated machines reach the controller where it listens.
+		fleet.SetNetbootURL(a.URL() + api.AgentNetbootPath)
+	}
 	admin, err := a.Service.Authenticate(ctx, cfg.BootstrapToken)
 	if err != nil {
 		t.Fatalf("testenv: admin token: %v", err)

@@ -50,6 +50,11 @@ func Require(t testing.TB) (kernel string) {
 	if _, err := exec.LookPath(Qemu); err != nil {
 		return missing("%s not found", Qemu)
 	}
+	return findKernel(missing)
+}
+
+// findKernel is Require's kernel, or what missing says.
+func findKernel(missing func(format string, args ...any) string) string {
 	if k := os.Getenv("BAREMETAL_TEST_KERNEL"); k != "" {
 		if _, err := os.Stat(k); err != nil {
 			return missing("BAREMETAL_TEST_KERNEL: %v", err)

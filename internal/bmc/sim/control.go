@@ -26,6 +26,8 @@ type SystemStatus struct {
 	Requests   int64       `json:"requests"`
 	// VM is the qemu side of a VM-backed system (Options.VM).
 	VM *VMStatus `json:"vm,omitempty"`
+	// Machine is the simulated hardware (Options.Machine).
+	Machine *MachineStatus `json:"machine,omitempty"`
 }
 
 func (s *system) status() SystemStatus {
@@ -46,11 +48,16 @@ func (s *system) status() SystemStatus {
 	if power == "" {
 		power = powerString(s.power)
 	}
+	var machine *MachineStatus
+	if s.machine != nil {
+		st := s.machine.statusLocked()
+		machine = &st
+	}
 	return SystemStatus{
 		ID: s.id, Path: s.path, Power: power, Fault: string(s.fault), VM: vm,
 		IgnorePower: s.ignorePower, BootTarget: s.bootTarget, BootEnabled: s.bootEnabled,
 		MediaImage: cd.image, Inserted: cd.inserted, MediaSlots: slots,
-		OS: s.osStatusLocked(), Requests: s.requests.Load(),
+		OS: s.osStatusLocked(), Requests: s.requests.Load(), Machine: machine,
 	}
 }
 

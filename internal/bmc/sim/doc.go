@@ -29,7 +29,7 @@
 // A small unauthenticated control API on the same server drives demos:
 //
 //	GET  /sim/systems                      all systems (id, power, fault, ...)
-//	GET  /sim/systems/{id}                 one system
+//	GET  /sim/systems/{id}                 one system (with its machine, if any)
 //	POST /sim/systems/{id}/fault           {"fault":"hang"}   ("" or "none" clears)
 //	POST /sim/systems/{id}/power           {"power":"On"}     (or "Off")
 //	POST /sim/systems/{id}/ignore-power    {"ignore":true}
@@ -102,6 +102,55 @@
 // real CPUs and memory, and the guest's DMI serial and UUID are the
 // system's. Fault injection works as on any system: it breaks the BMC,
 // not the VM.
+//
+// Simulated machines (Options.Machine, `controller sim --machines`): each
+// system without a VM gets simulated hardware (MachineOptions: CPUs,
+// memory, sparse disk files under <Dir>/<id>/, NICs with stable MACs, the
+// system's UUID and serial as its DMI identity, the boot mode of
+// BootSourceOverrideMode) that boots what the BMC is told to boot, in
+// milliseconds. Power on or a restart boots the override's device (a
+// Once override is used up, as real BMCs clear it), else the first
+// bootable of disk, CD, network:
+//
+//	cd       the first CD slot's image, fetched from its URL at boot (an
+//	         unfetchable one boots nothing). An agent ISO is booted as its
+//	         firmware would: the El Torito entry of the boot mode (a
+//	         BIOS-only ISO does not boot on UEFI), the isolinux or GRUB
+//	         config naming the kernel, its initramfs and command line, the
+//	         kernel checked to be a bzImage, the initramfs unpacked as the
+//	         kernel does (concatenated gzip, zstd or plain cpio archives),
+//	         /init a static x86-64 executable. The agent's own code
+//	         (internal/agent: Loop, Runner, Collector, HTTPController)
+//	         then runs in this process with the configuration of the
+//	         initramfs's /etc/baremetal/agent.json and the command line,
+//	         the initramfs's trust store, and a sysfs, procfs and /dev
+//	         built from the description, so its inventory is the
+//	         machine's and its disk commands write the disk files with the
+//	         agent's disk package. A broken agent ISO logs why and boots
+//	         nothing. Any other image boots the simulated OS.
+//	disk     a disk with a partition table boots the simulated OS, which
+//	         takes its config drive from a config-2 partition of the disks
+//	         (as cloud-init finds it; an image deploy's), else from the
+//	         virtual media.
+//	network  the iPXE script at the netboot URL (MachineOptions.NetbootURL,
+//	         SetNetbootURL): chain, kernel, initrd, boot, echo and exit,
+//	         ${uuid} and ${mac} (the first NIC's) expanded; an agent
+//	         kernel and initramfs boot the agent as from a CD, exit goes
+//	         on with disk and CD.
+//
+// Power off (ForceOff, GracefulShutdown, SetPower), a restart and Close
+// stop the running boot at once: its context is cancelled and the disks'
+// device nodes go first, so nothing of a lost boot (not even the agent's
+// scrub of a failed write) touches a disk afterwards; the next boot starts
+// once the last has returned. poweroff_after_heartbeat powers the machine
+// off through the sim, never the host. Machine, Disk and MachineConsole
+// (the machine's console.log: what it booted, the agent's log) tell tests
+// what happened; the control API shows it under "machine". Not emulated:
+// the kernel and /init of the ISO are never run (any bzImage and static
+// executable do), no drivers, DHCP or network identity (the agent reaches
+// the controller from this host), no other OS than the simulated one, no
+// Secure Boot, no disk controller errors, caches or speeds, no firmware
+// fallback from a failed override to the boot order.
 //
 // Lookups are map based and per-system state has its own lock, so one process
 // serves 10,000 systems; only the Systems and Managers collections (and

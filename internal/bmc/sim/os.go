@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
 )
 
 // The simulated OS: when a system powers on (or restarts) with a config
@@ -87,10 +89,15 @@ func (f *Fleet) applyPowerLocked(s *system, on, restart bool) {
 	switch {
 	case !on:
 		s.stopOSLocked()
+		s.machine.powerOffLocked()
 	case !was || restart:
 		s.powerOns++
 		s.stopOSLocked()
-		f.bootLocked(s)
+		if s.machine != nil {
+			f.bootMachineLocked(s) // boots what its boot device holds
+		} else {
+			f.bootLocked(s)
+		}
 	}
 }
 
@@ -110,14 +117,26 @@ func (f *Fleet) bootLocked(s *system) {
 	if !s.osEnabled {
 		return
 	}
-	var readyURL, token string
+	if d := s.slotDriveLocked(); d != nil {
+		f.startOSLocked(s, d.ReadyURL, d.ReadyToken)
+	}
+}
+
+// slotDriveLocked is the first slot's config drive with a ready URL, in
+// the BMC's order; nil when none. s.mu must be held.
+func (s *system) slotDriveLocked() *configdrive.Drive {
 	for _, m := range s.slots {
 		if m.inserted && m.drive != nil && m.drive.ReadyURL != "" {
-			readyURL, token = m.drive.ReadyURL, m.drive.ReadyToken
-			break
+			return m.drive
 		}
 	}
-	if readyURL == "" {
+	return nil
+}
+
+// startOSLocked starts the simulated OS's callback to readyURL, unless
+// the system's OS is disabled. s.mu must be held.
+func (f *Fleet) startOSLocked(s *system, readyURL, token string) {
+	if !s.osEnabled {
 		return
 	}
 	ctx, cancel := context.WithCancel(f.life)

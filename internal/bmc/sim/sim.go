@@ -88,6 +88,11 @@ type Options struct {
 	OSBootDelay time.Duration
 	// NoOS starts every system without a simulated OS (SetOS turns it on).
 	NoOS bool
+	// Machine, when set, gives every system simulated hardware that boots
+	// the deploy agent from its virtual CD or the network and the
+	// simulated OS from its disks (see MachineOptions and the package
+	// doc). Not with VM.
+	Machine *MachineOptions
 	// VM, when set, backs every system with a real qemu virtual machine
 	// instead of the simulated power state and OS (see VMOptions and the
 	// package doc). Keep such fleets small: each running VM is a qemu
@@ -121,6 +126,10 @@ type Fleet struct {
 
 	netbootMu sync.Mutex
 	netboot   string // VMOptions.NetbootURL, or as set later
+
+	// machineTemp is the machines' directory when the fleet made it
+	// (removed at Close).
+	machineTemp string
 
 	// life ends when the fleet closes; background work (simulated OSes,
 	// image fetches) runs under it and bg counts those goroutines.
@@ -183,6 +192,9 @@ type system struct {
 	// vm is the qemu machine behind the system (Options.VM), else nil.
 	// It is set at Start and never changes.
 	vm *vmachine
+	// machine is the simulated hardware (Options.Machine), else nil. It
+	// is set at Start and never changes.
+	machine *machine
 
 	// The simulated OS.
 	osEnabled   bool
@@ -371,6 +383,11 @@ func Start(opts Options) (*Fleet, error) {
 		scheme = "https"
 	}
 	f.ln = ln
+	if err := f.startMachines(); err != nil {
+		ln.Close()
+		f.stopLife()
+		return nil, err
+	}
 	f.url = scheme + "://" + ln.Addr().String()
 	f.srv = &http.Server{
 		Handler:           f,
