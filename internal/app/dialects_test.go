@@ -19,24 +19,6 @@ func quickDialect(q *sim.Quirks) {
 	}
 }
 
-func waitInstanceState(t *testing.T, c client, id string, timeout time.Duration, states ...api.InstanceState) api.Instance {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		var inst api.Instance
-		c.call("GET", "/v1/instances/"+id, "", 200, &inst)
-		for _, s := range states {
-			if inst.State == s {
-				return inst
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instance %s: state %s after %s, want %v (last_error %q)", inst.Name, inst.State, timeout, states, inst.LastError)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestVendorDialectsLifecycle drives a node of every vendor dialect
 // through the API alone, as an operator and a Terraform run would: enroll
 // without a system_id, the inventory the BMC gives, power on and a
