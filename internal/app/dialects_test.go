@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testvm"
 )
 
 // quickDialect shortens a dialect's delays (an AMI's 3 s insert) so the
@@ -20,32 +23,41 @@ func quickDialect(q *sim.Quirks) {
 }
 
 // TestVendorDialectsLifecycle drives a node of every vendor dialect
-// through the API alone, as an operator and a Terraform run would: enroll
-// without a system_id, the inventory the BMC gives, power on and a
-// graceful power off, a live deploy with user data (its config drive in a
-// second slot, or a clear failure before any power-on where the BMC cannot
-// carry it), the clean-up, and retiring the node. An operator's media in a
-// slot (an XCC's floppy) is never touched.
+// through the API alone, as an operator and a Terraform run would, on a
+// simulated machine that boots the real deploy agent: enroll without a
+// system_id, the inventory the BMC gives, power on and a graceful power
+// off, an inspection, an image deploy with user data and the OS's
+// callback, its erasing clean-up, a live deploy with user data (its config
+// drive in a second slot, or a clear failure before any power-on where the
+// BMC cannot carry it), and retiring the node. A BMC without usable
+// virtual media boots the agent from the network. An operator's media in
+// a slot (an XCC's floppy) is never touched.
 func TestVendorDialectsLifecycle(t *testing.T) {
 	for _, d := range sim.VendorDialects {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			q := sim.DialectQuirks(d)
-			env := testenv.Start(t, testenv.Options{Systems: 1, SimOptions: sim.Options{Dialect: d, Tweak: quickDialect}})
+			env := testenv.Start(t, testenv.Options{Systems: 1, SimAgent: true, AgentNetboot: true, AgentTimeout: time.Minute,
+				SimOptions: sim.Options{Dialect: d, Tweak: quickDialect}})
 			admin := client{t, env.URL, env.AdminToken}
 			member := client{t, env.URL, env.MemberToken(t, "p1")}
 			sys := env.Sim.SystemIDs()[0]
+			logMachineOnFailure(t, env, sys)
+			start := time.Now()
 
 			var n api.Node
 			admin.call("POST", "/v1/nodes", fmt.Sprintf(`{"name":"%s-1","driver":"redfish","resource_class":"rc","bmc":{"address":%q,"username":"admin","password":"password"}}`,
 				d, env.Sim.URL()), 201, &n)
 			n = admin.waitNode(n.ID, 30*time.Second, false, available)
-			wantCPUs := q.CPU.Threads()
-			if q.ZeroInventoryWhenOff {
-				wantCPUs = 0 // off at enroll: unknown, not 0 stored as a fact
+			wantCPUs, wantMem := q.CPU.Threads(), int(q.MemoryGiB*1024)
+			if wantMem == 0 {
+				wantMem = 64 << 10
 			}
-			if got := n.Properties.CPUs; got != wantCPUs {
-				t.Fatalf("cpus %d, want %d hardware threads (%+v)", got, wantCPUs, q.CPU)
+			if q.ZeroInventoryWhenOff {
+				wantCPUs, wantMem = 0, 0 // off at enroll: unknown, not 0 stored as a fact
+			}
+			if n.Properties.CPUs != wantCPUs || n.Properties.MemoryMB != wantMem {
+				t.Fatalf("after enroll: properties %+v, want %d hardware threads (%+v) and %d MiB", n.Properties, wantCPUs, q.CPU, wantMem)
 			}
 
 			admin.call("POST", "/v1/nodes/"+n.ID+"/power", `{"target":"on"}`, 202, nil)
@@ -53,8 +65,36 @@ func TestVendorDialectsLifecycle(t *testing.T) {
 			admin.call("POST", "/v1/nodes/"+n.ID+"/power", `{"target":"soft_off"}`, 202, nil)
 			admin.waitNode(n.ID, 30*time.Second, false, func(n api.Node) bool { return n.PowerState == "off" })
 
+			// Inspection: the agent reports the machine, whatever the
+			// BMC's ProcessorSummary said.
+			admin.call("POST", "/v1/nodes/"+n.ID+"/inspect", "", 202, nil)
+			n = admin.waitNode(n.ID, time.Minute, false, func(n api.Node) bool { return n.ProvisionState == api.StateAvailable })
+			if n.Fault != "" || n.LastError != "" {
+				t.Fatalf("inspection: fault %q, last_error %q", n.Fault, n.LastError)
+			}
+			if n.Properties.CPUs != q.CPU.Threads() || n.Properties.LocalGB == 0 {
+				t.Fatalf("after inspection: properties %+v, want %d CPUs and a disk", n.Properties, q.CPU.Threads())
+			}
+			desc, _ := env.Sim.Machine(sys)
+			if wantBoot := map[bool]string{true: "network", false: "cd"}[q.EmptyMediaCollection]; desc.BootDevice != wantBoot {
+				t.Errorf("the agent booted from %q, want %s", desc.BootDevice, wantBoot)
+			}
+
+			// An image deploy with user data that waits for the OS.
+			raw := testvm.DiskImage(4<<20, "BAREMETAL-DIALECT-IMAGE")
+			sum := sha256.Sum256(raw)
 			var inst api.Instance
-			member.call("POST", "/v1/instances", `{"name":"web","resource_class":"rc","image":{"url":"https://images.example/x.iso"},"user_data":"#!/bin/sh\necho hi\n"}`, 201, &inst)
+			member.call("POST", "/v1/instances", fmt.Sprintf(`{"name":"disk","resource_class":"rc","image":{"url":%q,"checksum":"sha256:%s"},
+				"deploy_method":"image","user_data":"#cloud-config\nhostname: d\n","deploy_timeout":"2m"}`, serveImage(t, raw), hex.EncodeToString(sum[:])), 201, &inst)
+			if got := waitInstanceState(t, member, inst.ID, time.Minute, "active", "error"); got.State != "active" {
+				t.Fatalf("image deploy: %s %q", got.State, got.LastError)
+			}
+			member.call("DELETE", "/v1/instances/"+inst.ID, "", 202, nil)
+			admin.waitNode(n.ID, time.Minute, false, available)
+
+			// A live deploy with user data needs a second virtual media slot.
+			live := env.Sim.URL() + sim.DemoImagePath
+			member.call("POST", "/v1/instances", fmt.Sprintf(`{"name":"web","resource_class":"rc","deploy_method":"live","image":{"url":%q},"user_data":"#!/bin/sh\necho hi\n"}`, live), 201, &inst)
 			slots, _ := env.Sim.MediaSlots(sys)
 			got := waitInstanceState(t, member, inst.ID, 30*time.Second, "active", "error")
 			switch {
@@ -71,7 +111,7 @@ func TestVendorDialectsLifecycle(t *testing.T) {
 				if got.State != "active" {
 					t.Fatalf("live deploy: %s %q", got.State, got.LastError)
 				}
-				if img, in, _ := env.Sim.Media(sys); !in || img != "https://images.example/x.iso" {
+				if img, in, _ := env.Sim.Media(sys); !in || img != live {
 					t.Fatalf("the boot CD holds %q (inserted %v)", img, in)
 				}
 			}
@@ -81,7 +121,7 @@ func TestVendorDialectsLifecycle(t *testing.T) {
 				}
 			}
 			member.call("DELETE", "/v1/instances/"+inst.ID, "", 202, nil)
-			admin.waitNode(n.ID, 30*time.Second, false, available)
+			admin.waitNode(n.ID, time.Minute, false, available)
 
 			admin.call("DELETE", "/v1/nodes/"+n.ID, "", 202, nil)
 			waitGone(t, env, n.ID)
@@ -98,6 +138,7 @@ func TestVendorDialectsLifecycle(t *testing.T) {
 					t.Errorf("slot %s still holds %s after the clean-up", s.ID, s.Image)
 				}
 			}
+			t.Logf("%s: enroll to retired in %s", d, time.Since(start).Round(time.Millisecond))
 		})
 	}
 }
