@@ -149,10 +149,12 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"user_data": schema.StringAttribute{
 				MarkdownDescription: "User data (e.g. cloud-init `#cloud-config`), at most 64 KiB. Delivered to the booted OS on a config drive " +
-					"(ISO 9660 labelled `config-2`, OpenStack layout: `openstack/latest/user_data`) that the node's BMC attaches as a second " +
-					"virtual media device; cloud-init, cloudbase-init and Ignition read it without configuration. Needs a Redfish BMC with a " +
-					"free virtual media slot and a controller started with a `--public-url` its BMCs can reach; otherwise the deploy fails " +
-					"saying which is missing. Sensitive: plans show it as `(sensitive value)`. Changing it replaces the instance.",
+					"(labelled `config-2`, OpenStack layout: `openstack/latest/user_data`) that cloud-init, cloudbase-init and Ignition read " +
+					"without configuration. With `deploy_method = \"image\"` the deploy agent writes it to the root disk as a partition, on any " +
+					"node; with `live` the node's BMC attaches it as a second virtual media device (ISO 9660), which needs a Redfish BMC with a " +
+					"free virtual media slot (IPMI nodes are not chosen for it) and a controller started with a `--public-url` its BMCs can " +
+					"reach; otherwise the deploy fails saying which is missing. Sensitive: plans show it as `(sensitive value)`. Changing it " +
+					"replaces the instance.",
 				Optional: true,
 				// Often holds secrets (keys, join tokens): never shown in plans.
 				Sensitive:     true,
@@ -309,9 +311,9 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 }
 
 // createInstance creates the instance. When no node can take it but the
-// controller counts nodes that will free up by themselves (being cleaned
-// or verified; typically right after Terraform destroyed the instance this
-// one replaces), it tries again until one takes it, within the create
+// controller counts nodes that will free up by themselves (being cleaned,
+// verified or inspected; typically right after Terraform destroyed the
+// instance this one replaces), it tries again until one takes it, within the create
 // timeout. Any other lack of capacity (maintenance, faults, a driver
 // without virtual media for the config drive, no such class) is reported
 // at once: the controller's counts (api.Capacity) decide, the provider
@@ -321,7 +323,7 @@ func (r *InstanceResource) createInstance(ctx context.Context, in api.InstanceCr
 	if !shouldWaitForCapacity(err) {
 		return inst, err
 	}
-	tflog.Info(ctx, "no node free yet, but some are being cleaned or verified; waiting", map[string]any{"name": in.Name})
+	tflog.Info(ctx, "no node free yet, but some are being cleaned, verified or inspected; waiting", map[string]any{"name": in.Name})
 	first := err
 	last, werr := waitFor(ctx, "a node to become available", func(ctx context.Context) (*createAttempt, error) {
 		inst, err := r.client.CreateInstance(ctx, in)
@@ -349,7 +351,7 @@ func (r *InstanceResource) createInstance(ctx context.Context, in api.InstanceCr
 		if last != nil && last.err != nil {
 			first = last.err // the latest counts
 		}
-		return nil, fmt.Errorf("%w\n\nWaited for nodes being cleaned or verified to become available, but: %v", first, werr)
+		return nil, fmt.Errorf("%w\n\nWaited for nodes being cleaned, verified or inspected to become available, but: %v", first, werr)
 	default:
 		// Among them a no_capacity whose counts say nothing will free up
 		// any more (say a node went into maintenance while cleaning).

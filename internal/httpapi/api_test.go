@@ -486,7 +486,7 @@ func testInstances(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	want := map[string]int{"nodes": 2, "maintenance": 1, "fault": 0, "unsuitable_driver": 0, "busy": 0,
-		"cleaning": 1, "enroll": 0, "deleting": 0, "pending": 1}
+		"cleaning": 1, "enroll": 0, "deleting": 0, "inspecting": 0, "pending": 1}
 	if fmt.Sprint(wire.Capacity) != fmt.Sprint(want) {
 		t.Fatalf("no capacity counts %v, want %v", wire.Capacity, want)
 	}
