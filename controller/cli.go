@@ -474,8 +474,9 @@ func nodeList(f *cliFlags) cliAction {
 				return err
 			}
 		}
-		// The API hides deleting nodes by default; an operator looking for
-		// faulted nodes must see one whose retire waits for its BMC.
+		// Nodes being retired are listed unless --include-deleting=false:
+		// an operator looking for faulted nodes must see one whose retire
+		// waits for its BMC.
 		filter := apiclient.NodeFilter{Fault: *fault, ProvisionState: api.ProvisionState(*state), ResourceClass: *class, IncludeDeleting: *includeDeleting}
 		if *maint != "" {
 			b, err := strconv.ParseBool(*maint)

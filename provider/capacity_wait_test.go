@@ -33,6 +33,9 @@ func TestCreateInstanceWaitsOnTheControllersCounts(t *testing.T) {
 	// A node cleaning after a failed deploy still carries its fault: the
 	// message says faulted, the counts say it frees up.
 	faultedCleaning := noCapacity(`no node of class "gpu" is available: 1 faulted (power_mismatch)`, &api.Capacity{Nodes: 1, Fault: 1, Pending: 1})
+	// A node being inspected is available again when the agent has
+	// reported (or the inspection gave up).
+	inspecting := noCapacity(`no node of class "gpu" is available: 1 inspecting`, &api.Capacity{Nodes: 1, Inspecting: 1, Pending: 1})
 	maintenance := noCapacity(`no node of class "gpu" is available: 1 in maintenance`, &api.Capacity{Nodes: 1, Maintenance: 1})
 	ipmiOnly := noCapacity(`no node of class "gpu" is available: 1 cleaning`, &api.Capacity{Nodes: 1, Cleaning: 1})
 	noCounts := noCapacity(`no node of class "gpu" is available: 1 cleaning`, nil)
@@ -48,6 +51,7 @@ func TestCreateInstanceWaitsOnTheControllersCounts(t *testing.T) {
 	}{
 		{"cleaning frees up", []answer{cleaning, cleaning, created}, 3, ""},
 		{"a fault left by a failed deploy clears with the cleanup", []answer{faultedCleaning, created}, 2, ""},
+		{"an inspection ends in available", []answer{inspecting, created}, 2, ""},
 		{"a short database outage while waiting", []answer{cleaning, unavailable, created}, 3, ""},
 		{"maintenance needs an operator", []answer{maintenance}, 1, "1 in maintenance"},
 		{"a node that can never carry the config drive", []answer{ipmiOnly}, 1, "1 cleaning"},
@@ -78,7 +82,7 @@ func TestCreateInstanceWaitsOnTheControllersCounts(t *testing.T) {
 		_, err := r.createInstance(ctx, api.InstanceCreate{Name: "web", ResourceClass: "gpu"})
 		if err == nil || !errors.Is(err, apiclient.ErrNoCapacity) ||
 			!strings.Contains(err.Error(), "1 faulted (power_mismatch)") ||
-			!strings.Contains(err.Error(), "Waited for nodes being cleaned or verified to become available") {
+			!strings.Contains(err.Error(), "Waited for nodes being cleaned, verified or inspected to become available") {
 			t.Fatalf("got %v", err)
 		}
 		if srv.posts() < 2 {

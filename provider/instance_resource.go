@@ -299,9 +299,9 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 }
 
 // createInstance creates the instance. When no node can take it but the
-// controller counts nodes that will free up by themselves (being cleaned
-// or verified; typically right after Terraform destroyed the instance this
-// one replaces), it tries again until one takes it, within the create
+// controller counts nodes that will free up by themselves (being cleaned,
+// verified or inspected; typically right after Terraform destroyed the
+// instance this one replaces), it tries again until one takes it, within the create
 // timeout. Any other lack of capacity (maintenance, faults, a driver
 // without virtual media for the config drive, no such class) is reported
 // at once: the controller's counts (api.Capacity) decide, the provider
@@ -311,7 +311,7 @@ func (r *InstanceResource) createInstance(ctx context.Context, in api.InstanceCr
 	if !shouldWaitForCapacity(err) {
 		return inst, err
 	}
-	tflog.Info(ctx, "no node free yet, but some are being cleaned or verified; waiting", map[string]any{"name": in.Name})
+	tflog.Info(ctx, "no node free yet, but some are being cleaned, verified or inspected; waiting", map[string]any{"name": in.Name})
 	first := err
 	last, werr := waitFor(ctx, "a node to become available", func(ctx context.Context) (*createAttempt, error) {
 		inst, err := r.client.CreateInstance(ctx, in)
@@ -339,7 +339,7 @@ func (r *InstanceResource) createInstance(ctx context.Context, in api.InstanceCr
 		if last != nil && last.err != nil {
 			first = last.err // the latest counts
 		}
-		return nil, fmt.Errorf("%w\n\nWaited for nodes being cleaned or verified to become available, but: %v", first, werr)
+		return nil, fmt.Errorf("%w\n\nWaited for nodes being cleaned, verified or inspected to become available, but: %v", first, werr)
 	default:
 		// Among them a no_capacity whose counts say nothing will free up
 		// any more (say a node went into maintenance while cleaning).

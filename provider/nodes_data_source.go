@@ -71,7 +71,7 @@ func (d *NodesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			},
 			"include_deleting": schema.BoolAttribute{
 				MarkdownDescription: "Whether nodes being retired (`provision_state` `deleting`: destroyed, waiting for their " +
-					"retire job to power them off) are listed. Defaults to `true` (the API's own default is `false`); " +
+					"retire job to power them off) are listed. Defaults to `true`, as in the API; " +
 					"with `false` only nodes in service are.",
 				Optional: true,
 			},

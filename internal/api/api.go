@@ -383,21 +383,24 @@ type Capacity struct {
 	// the fault clears by itself once the BMC behaves.
 	Fault int `json:"fault"`
 	// UnsuitableDriver: available and healthy, but its driver cannot
-	// attach the config drive the instance needs (no virtual media).
+	// attach the config drive a live deploy of the instance needs (no
+	// virtual media; an image deploy writes it to disk on any node).
 	UnsuitableDriver int `json:"unsuitable_driver"`
 	// Busy: the node hosts an instance (deploying, active or
 	// deploy_failed).
 	Busy int `json:"busy"`
-	// Cleaning, Enroll and Deleting count the nodes in those provision
-	// states.
-	Cleaning int `json:"cleaning"`
-	Enroll   int `json:"enroll"`
-	Deleting int `json:"deleting"`
+	// Cleaning, Enroll, Deleting and Inspecting count the nodes in those
+	// provision states (inspecting: the deploy agent reports the node's
+	// hardware, and the node is available again after).
+	Cleaning   int `json:"cleaning"`
+	Enroll     int `json:"enroll"`
+	Deleting   int `json:"deleting"`
+	Inspecting int `json:"inspecting"`
 	// Pending counts the nodes, among those above, that will be able to
 	// take the instance without anyone acting: being cleaned (a fault
-	// left by the failed deploy clears when the cleanup succeeds) or
-	// being verified without trouble. Waiting and trying again can help
-	// only when it is not 0.
+	// left by the failed deploy clears when the cleanup succeeds), or
+	// being verified or inspected without trouble. Waiting and trying
+	// again can help only when it is not 0.
 	Pending int `json:"pending"`
 }
 

@@ -50,9 +50,9 @@ var (
 		"(ISO 9660 labelled `config-2`, OpenStack layout: `openstack/latest/user_data`), which cloud-init, cloudbase-init " +
 		"and Ignition read without configuration. An `image` deploy has the deploy agent write the config drive as a " +
 		"`config-2` partition after the image on the root disk; a `live` deploy has the node's BMC attach it as a second " +
-		"virtual media device, which needs a free virtual media slot and a controller `--public-url` its BMCs can reach. " +
-		"Either way the node must be a `redfish` one: an instance that needs a config drive is not placed on an `ipmi` node. " +
-		"A deploy that cannot deliver it fails, saying why."
+		"virtual media device, which needs a free virtual media slot and a controller `--public-url` its BMCs can reach, " +
+		"so a `live` deploy is not placed on an `ipmi` node; an `image` deploy works on any node (an `ipmi` node boots the " +
+		"deploy agent from the network, with `--agent-netboot`). A deploy that cannot deliver it fails, saying why."
 )
 
 // orList shows values as "a, b or c".

@@ -532,6 +532,27 @@ func TestListStopsOnARepeatedCursor(t *testing.T) {
 	}
 }
 
+// Whether nodes being retired are listed is always said: the server's
+// default changed (they are listed unless include_deleting=false), and a
+// client asking for nodes in service only must get them from any server.
+func TestListNodesSaysIncludeDeleting(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.Query().Get("include_deleting"))
+		writeJSON(w, 200, api.NodeList{})
+	}))
+	defer srv.Close()
+	c, _ := newTestClient(t, srv, nil)
+	for _, inc := range []bool{false, true} {
+		if _, err := c.ListNodes(context.Background(), NodeFilter{IncludeDeleting: inc}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, ",") != "false,true" {
+		t.Fatalf("include_deleting sent as %q; want false, then true", got)
+	}
+}
+
 func TestListNodesEmptyIsNotNil(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, api.NodeList{})

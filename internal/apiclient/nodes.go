@@ -10,14 +10,19 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
-// NodeFilter narrows ListNodes. Zero fields do not filter.
+// NodeFilter narrows ListNodes. Zero fields do not filter, but
+// IncludeDeleting.
 type NodeFilter struct {
 	ProvisionState api.ProvisionState
 	Maintenance    *bool
 	// Fault is one of api.FaultFilters: api.FaultFilterAny (faulted
 	// nodes), api.FaultFilterNone (healthy ones) or one fault.
-	Fault           string
-	ResourceClass   string
+	Fault         string
+	ResourceClass string
+	// IncludeDeleting lists the nodes being retired (deleting) too. It is
+	// always sent, so that the list is the same whatever the server's
+	// default (the API lists them unless told not to; older controllers
+	// hid them unless told to).
 	IncludeDeleting bool
 	// PageSize is the page size asked of the server (its default when 0).
 	PageSize int
@@ -37,9 +42,7 @@ func (f NodeFilter) values() url.Values {
 	if f.ResourceClass != "" {
 		v.Set("resource_class", f.ResourceClass)
 	}
-	if f.IncludeDeleting {
-		v.Set("include_deleting", "true")
-	}
+	v.Set("include_deleting", strconv.FormatBool(f.IncludeDeleting))
 	if f.PageSize > 0 {
 		v.Set("limit", strconv.Itoa(f.PageSize))
 	}

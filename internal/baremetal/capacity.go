@@ -8,24 +8,25 @@ type Unfit string
 const (
 	UnfitMaintenance Unfit = "maintenance"       // an operator took it out of service
 	UnfitFault       Unfit = "fault"             // its BMC is in trouble (Node.Fault)
-	UnfitDriver      Unfit = "unsuitable_driver" // free, but no virtual media for the config drive the instance needs
+	UnfitDriver      Unfit = "unsuitable_driver" // free, but no virtual media for the config drive a live deploy needs
 	UnfitBusy        Unfit = "busy"              // it hosts an instance
 	UnfitCleaning    Unfit = "cleaning"
 	UnfitEnroll      Unfit = "enroll"
 	UnfitDeleting    Unfit = "deleting"
+	UnfitInspecting  Unfit = "inspecting" // the agent reports its hardware; available again after
 )
 
 // UnfitFor says why n cannot take inst, or "" when it can. A node has one
 // reason, the first that applies: maintenance (only an operator ends it),
 // then a fault, then a driver that cannot carry the config drive inst
-// needs, then its provision state.
+// needs (CanCarryConfigDrive), then its provision state.
 func (n *Node) UnfitFor(inst *Instance) Unfit {
 	switch {
 	case n.Maintenance:
 		return UnfitMaintenance
 	case n.Fault != FaultNone:
 		return UnfitFault
-	case n.Schedulable() && inst.NeedsConfigDrive() && !n.CanCarryConfigDrive():
+	case n.Schedulable() && !n.CanCarryConfigDrive(inst):
 		return UnfitDriver
 	case n.Schedulable():
 		return ""
@@ -37,6 +38,8 @@ func (n *Node) UnfitFor(inst *Instance) Unfit {
 		return UnfitEnroll
 	case StateDeleting:
 		return UnfitDeleting
+	case StateInspecting:
+		return UnfitInspecting
 	default:
 		// deploying, active, deploy_failed, or available while an
 		// instance is still recorded on it.
@@ -47,14 +50,22 @@ func (n *Node) UnfitFor(inst *Instance) Unfit {
 // FreesUpFor reports whether n, though it cannot take inst now, will be
 // able to without anyone acting: its cleanup is under way (a fault it
 // carries, e.g. from the deploy that failed, clears when the cleanup
-// succeeds), or its BMC is being verified without trouble so far. A node
-// in maintenance waits for an operator, and a driver without virtual
-// media never carries a config drive.
+// succeeds), or its BMC is being verified, or its hardware inspected,
+// without trouble so far (an inspection ends in available, the agent's
+// report or not). A node in maintenance waits for an operator, and a
+// driver without virtual media never carries a live deploy's config
+// drive.
 func (n *Node) FreesUpFor(inst *Instance) bool {
-	if n.Maintenance || (inst.NeedsConfigDrive() && !n.CanCarryConfigDrive()) {
+	if n.Maintenance || !n.CanCarryConfigDrive(inst) {
 		return false
 	}
-	return n.ProvisionState == StateCleaning || (n.ProvisionState == StateEnroll && n.Fault == FaultNone)
+	switch n.ProvisionState {
+	case StateCleaning:
+		return true
+	case StateEnroll, StateInspecting:
+		return n.Fault == FaultNone
+	}
+	return false
 }
 
 // Capacity counts, by reason, the nodes that could not take an instance;
@@ -69,6 +80,7 @@ type Capacity struct {
 	Cleaning         int
 	Enroll           int
 	Deleting         int
+	Inspecting       int
 	// Pending counts the nodes (whatever their reason) that free up
 	// without anyone acting (FreesUpFor): waiting can help only if > 0.
 	Pending int
@@ -94,6 +106,8 @@ func (c *Capacity) Count(n *Node, inst *Instance) Unfit {
 		c.Enroll++
 	case UnfitDeleting:
 		c.Deleting++
+	case UnfitInspecting:
+		c.Inspecting++
 	}
 	if u != "" && n.FreesUpFor(inst) {
 		c.Pending++

@@ -82,10 +82,22 @@ func (i *Instance) NeedsConfigDrive() bool {
 	return i.UserData != "" || i.DeployTimeout > 0
 }
 
-// CanCarryConfigDrive reports whether n's driver can attach a config
-// drive at all (as virtual media: Redfish; IPMI has none). Whether a
+// NeedsMediaDrive reports whether the instance's config drive must reach
+// its node as virtual media: a live deploy (the BMC boots the image) that
+// needs one. An image deploy's agent writes the drive to the disk as a
+// partition, whatever the BMC, and boots by network where the BMC has no
+// virtual media.
+func (i *Instance) NeedsMediaDrive() bool {
+	return i.NeedsConfigDrive() && i.DeployMethod != DeployImage
+}
+
+// CanCarryConfigDrive reports whether n can deliver the config drive
+// inst needs, if any: on any node for an image deploy, as virtual media
+// for a live one, which only Redfish BMCs have (IPMI has none). Whether a
 // given BMC has a free slot is only known when the deploy tries.
-func (n *Node) CanCarryConfigDrive() bool { return n.Driver == DriverRedfish }
+func (n *Node) CanCarryConfigDrive(inst *Instance) bool {
+	return !inst.NeedsMediaDrive() || n.Driver == DriverRedfish
+}
 
 // Role is what a token may do.
 type Role string

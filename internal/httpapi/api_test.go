@@ -250,22 +250,28 @@ func testNodes(t *testing.T, e *env) {
 	if len(cpu.Items) != 1 || cpu.Items[0].ID != n.ID {
 		t.Fatalf("filtered list: %+v", cpu.Items)
 	}
-	// Delete: 202 with a job; the node is hidden until its retire ends.
+	// Delete: 202 with a job; the node is listed, deleting, until its
+	// retire ends, unless the list asks for nodes in service only.
 	var acc api.Accepted
 	e.mustJSON("DELETE", "/v1/nodes/"+n.ID, adminSecret, "", 202, &acc)
 	if acc.JobID == 0 {
 		t.Fatalf("delete returned no job id: %+v", acc)
 	}
-	var all api.NodeList
-	e.mustJSON("GET", "/v1/nodes", adminSecret, "", 200, &all)
-	for _, x := range all.Items {
-		if x.ID == n.ID {
-			t.Fatal("deleting node listed without include_deleting")
+	listed := func(query string) bool {
+		var all api.NodeList
+		e.mustJSON("GET", "/v1/nodes"+query, adminSecret, "", 200, &all)
+		for _, x := range all.Items {
+			if x.ID == n.ID {
+				return x.ProvisionState == api.StateDeleting
+			}
 		}
+		return false
 	}
-	e.mustJSON("GET", "/v1/nodes?include_deleting=true&provision_state=deleting", adminSecret, "", 200, &all)
-	if len(all.Items) != 1 {
-		t.Fatalf("include_deleting: %+v", all.Items)
+	if !listed("") || !listed("?include_deleting=true&provision_state=deleting") || !listed("?provision_state=deleting") {
+		t.Fatal("deleting node not listed (by default, with include_deleting=true, by provision_state)")
+	}
+	if listed("?include_deleting=false") {
+		t.Fatal("deleting node listed with include_deleting=false")
 	}
 	// Re-enrolling the name while the old node is deleting: clear 409.
 	r = e.do("POST", "/v1/nodes", adminSecret, nodeBody("rack1-u12"))
@@ -486,7 +492,7 @@ func testInstances(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	want := map[string]int{"nodes": 2, "maintenance": 1, "fault": 0, "unsuitable_driver": 0, "busy": 0,
-		"cleaning": 1, "enroll": 0, "deleting": 0, "pending": 1}
+		"cleaning": 1, "enroll": 0, "deleting": 0, "inspecting": 0, "pending": 1}
 	if fmt.Sprint(wire.Capacity) != fmt.Sprint(want) {
 		t.Fatalf("no capacity counts %v, want %v", wire.Capacity, want)
 	}

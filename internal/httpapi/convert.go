@@ -141,11 +141,14 @@ func nodeFilter(r *http.Request) (store.NodeFilter, error) {
 		}
 		f.Fault = fl
 	}
+	// Nodes being retired are listed unless asked not to be: a node whose
+	// retire waits for its BMC is still a node, faulted and holding its
+	// name, and a list that hid it would show nothing wrong.
 	inc, err := boolParam(r, "include_deleting")
 	if err != nil {
 		return f, err
 	}
-	f.IncludeDeleting = inc != nil && *inc
+	f.IncludeDeleting = inc == nil || *inc
 	if f.ProvisionState == baremetal.StateDeleting {
 		f.IncludeDeleting = true
 	}

@@ -156,6 +156,10 @@ func (PowerSyncArgs) InsertOpts() river.InsertOpts {
 // PowerSyncBatchArgs reads the power state of a batch of nodes.
 type PowerSyncBatchArgs struct {
 	NodeIDs []string `json:"node_ids"`
+	// Waiting are nodes backing off behind the BMC of one of NodeIDs that
+	// had failed: the batch reads them too if that BMC answers again (see
+	// Runner.syncNodes).
+	Waiting []string `json:"waiting,omitempty"`
 }
 
 func (PowerSyncBatchArgs) Kind() string { return "power_sync_batch" }

@@ -36,11 +36,12 @@
 // Every PowerSyncInterval River's elected leader (one per database, so one
 // among all replicas) enqueues a power_sync job, unique per period so a
 // leadership change cannot double a pass. The replica that takes it lists
-// the nodes that are due (not deleting, NextCheckAt not in the future) and
-// enqueues them as power_sync_batch jobs of PowerSyncBatchSize node ids in
-// the power_sync queue. Any replica takes batches; River hands each job to
-// exactly one, so each node is read by exactly one replica per pass, and
-// the load spreads by itself over however many replicas run. If a pass is
+// the nodes that are due (NextCheckAt not in the future; those being
+// retired included) and enqueues them as power_sync_batch jobs of
+// PowerSyncBatchSize node ids in the power_sync queue. Any replica takes
+// batches; River hands each job to exactly one, so each node is read by
+// exactly one replica per pass, and the load spreads by itself over
+// however many replicas run. If a pass is
 // still running when the next is due, the next one is skipped rather than
 // piled up. A replica that dies mid-batch leaves the batch to River's
 // rescuer; the next pass covers it in any case (reads are idempotent).
@@ -51,8 +52,11 @@
 // hands them to the process's late writer and finishes, so a hung BMC
 // costs its batch nothing and the pass takes about the healthy time, its
 // hung reads ending within one BMCTimeout. Afterwards dead BMCs back off
-// and are skipped. Observed power states are written only when they
-// change. The replica that fanned a pass out waits for its batches and
+// and are skipped, until they answer again: a read that succeeds after
+// failures clears the node's fault, wakes its waiting jobs (a retire, a
+// cleanup, a deploy backing off) at once, and has the nodes backing off
+// behind the same BMC read at once too. Observed power states are written
+// only when they change. The replica that fanned a pass out waits for its batches and
 // observes baremetal_power_sync_pass_duration_seconds.
 //
 // SyncPass runs the same pass in-process (tests, benchmarks); Sync and the

@@ -31,17 +31,20 @@ type PassStats struct {
 	// background (lateWriter), so a hung BMC never holds a batch.
 	Detached int
 	// Changed is how many nodes were written (power state, fault, ...).
-	Changed  int
+	Changed int
+	// Woken nodes were read before their backoff ended because their BMC
+	// answered again for another node (see syncNodes).
+	Woken    int
 	Duration time.Duration
 }
 
-// SyncPass runs one full power-sync pass in this process: every node not
-// being deleted, maintenance included (observing is allowed in
-// maintenance), except those backing off. It is what the periodic
-// power_sync job distributes across replicas, run locally: for tests,
-// benchmarks and a controller without River leadership. Unlike a batch it
-// waits for every read, hung BMCs included (each bounded by BMCTimeout),
-// so its stats count every node.
+// SyncPass runs one full power-sync pass in this process: every node,
+// those in maintenance (observing is allowed in maintenance) and those
+// being retired included, except those backing off. It is what the
+// periodic power_sync job distributes across replicas, run locally: for
+// tests, benchmarks and a controller without River leadership. Unlike a
+// batch it waits for every read, hung BMCs included (each bounded by
+// BMCTimeout), so its stats count every node.
 func (r *Runner) SyncPass(ctx context.Context) (PassStats, error) {
 	start := time.Now()
 	nodes, err := r.listNodes(ctx)
@@ -49,7 +52,7 @@ func (r *Runner) SyncPass(ctx context.Context) (PassStats, error) {
 		return PassStats{}, err
 	}
 	due, skipped := dueNodes(nodes, start)
-	st, err := r.syncNodes(ctx, due, false)
+	st, err := r.syncNodes(ctx, due, waitingBehind(due, backingOffBehind(nodes, start)), false)
 	st.Nodes = len(nodes)
 	st.Skipped = skipped
 	st.Duration = time.Since(start)
@@ -57,11 +60,13 @@ func (r *Runner) SyncPass(ctx context.Context) (PassStats, error) {
 	return st, err
 }
 
-// listNodes pages through every node except those being deleted (retire
-// owns them).
+// listNodes pages through every node. Those being retired are read too:
+// while their BMC is dead their retire backs off like any job, and the
+// power sync is what sees the BMC answer again (their fault clears, and
+// the retire is woken: obsWriter.nudgeCleared).
 func (r *Runner) listNodes(ctx context.Context) ([]*baremetal.Node, error) {
 	var all []*baremetal.Node
-	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}}
+	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}, IncludeDeleting: true}
 	for {
 		page, next, err := r.store.ListNodes(ctx, f)
 		if err != nil {
@@ -89,12 +94,67 @@ func dueNodes(nodes []*baremetal.Node, now time.Time) (due []*baremetal.Node, sk
 	return due, skipped
 }
 
+// bmcOf names the BMC a node is reached through: its driver and endpoint
+// (scheme, host, port). One BMC may manage several systems, each its own
+// node (a chassis, an emulator): they share it.
+func bmcOf(n *baremetal.Node) string {
+	address, err := baremetal.NormalizeBMCAddress(n.Driver, n.BMC.Address)
+	if err != nil {
+		address = n.BMC.Address
+	}
+	return string(n.Driver) + " " + address
+}
+
+// backingOff reports whether n is skipped by the sync because its BMC
+// failed: NextCheckAt in the future.
+func backingOff(n *baremetal.Node, now time.Time) bool {
+	return n.BMCFailures > 0 && n.NextCheckAt != nil && n.NextCheckAt.After(now)
+}
+
+// backingOffBehind indexes the nodes of all that back off (backingOff) by
+// their BMC (bmcOf), for waitingBehind.
+func backingOffBehind(all []*baremetal.Node, now time.Time) map[string][]string {
+	idx := map[string][]string{}
+	for _, n := range all {
+		if backingOff(n, now) {
+			b := bmcOf(n)
+			idx[b] = append(idx[b], n.ID)
+		}
+	}
+	return idx
+}
+
+// waitingBehind returns the ids of the nodes (of idx, backingOffBehind)
+// that back off behind the BMC of one of the due nodes that had failed:
+// those a pass reads at once if that BMC answers again (obsWriter.wake).
+func waitingBehind(due []*baremetal.Node, idx map[string][]string) []string {
+	if len(idx) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var ids []string
+	for _, n := range due {
+		if n.BMCFailures == 0 {
+			continue // a BMC found back is one that had failed
+		}
+		if b := bmcOf(n); !seen[b] {
+			seen[b] = true
+			ids = append(ids, idx[b]...)
+		}
+	}
+	return ids
+}
+
 // observation is one power read of the sync.
 type observation struct {
 	node *baremetal.Node // as listed, before the read
 	ps   bmc.PowerState
 	err  error
 	at   time.Time
+	// behind is the pass's nodes backing off behind the BMCs it reads
+	// (waitingBehind): those read at once if this read finds the node's
+	// BMC back (obsWriter.wake).
+	behind []string
 }
 
 // writeBatch is how many observations share one write transaction: enough
@@ -137,7 +197,13 @@ const writeBatch = 20
 // a pass takes about the healthy time, and its hung reads all end within
 // one BMCTimeout of their start. Without detach (SyncPass) the pass waits
 // for them too: about the healthy time plus one BMCTimeout.
-func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node, detach bool) (PassStats, error) {
+//
+// A read that finds a node's BMC back after failures clears its fault and
+// wakes its waiting jobs (nudgeCleared). The BMC is likely back for the
+// other systems it manages too (a chassis, an emulator): the nodes of
+// waiting that back off behind it are read at once (obsWriter.wake), by
+// the batch or, for a detached read, by the lateWriter.
+func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node, waiting []string, detach bool) (PassStats, error) {
 	st := PassStats{Nodes: len(nodes)}
 	if len(nodes) == 0 {
 		return st, nil
@@ -178,14 +244,14 @@ func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node, detach 
 						go func() {
 							ps, err := r.readPower(readCtx, n)
 							<-r.syncStragglers
-							r.sendLate(observation{node: n, ps: ps, err: err, at: time.Now()})
+							r.sendLate(observation{node: n, ps: ps, err: err, at: time.Now(), behind: waiting})
 						}()
 						continue
 					}
 					wg.Go(func() {
 						ps, err := r.readPower(readCtx, n)
 						<-r.syncStragglers
-						obs <- observation{node: n, ps: ps, err: err, at: time.Now()}
+						obs <- observation{node: n, ps: ps, err: err, at: time.Now(), behind: waiting}
 					})
 					continue
 				default: // pool full: take a slot like everyone else
@@ -197,12 +263,12 @@ func (r *Runner) syncNodes(ctx context.Context, nodes []*baremetal.Node, detach 
 				return
 			}
 			wg.Go(func() {
-				ps, gone, err := r.readForSync(readCtx, n, detach)
+				ps, gone, err := r.readForSync(readCtx, n, detach, waiting)
 				if gone {
 					detached.Add(1)
 					return
 				}
-				obs <- observation{node: n, ps: ps, err: err, at: time.Now()}
+				obs <- observation{node: n, ps: ps, err: err, at: time.Now(), behind: waiting}
 			})
 		}
 	}()
@@ -233,11 +299,20 @@ loop:
 	w.flush(ctx)
 	st.Changed = w.changed
 	st.Detached = int(detached.Load())
-	w.nudgeCleared(ctx)
 	err := w.err
 	if err == nil {
 		err = ctx.Err()
 	}
+	if err == nil {
+		var woken PassStats
+		woken, err = w.wake(ctx, detach)
+		st.Woken += woken.Woken
+		st.OK += woken.OK
+		st.Failed += woken.Failed
+		st.Detached += woken.Detached
+		st.Changed += woken.Changed
+	}
+	w.nudgeCleared(ctx)
 	return st, err
 }
 
@@ -248,8 +323,12 @@ type obsWriter struct {
 	r       *Runner
 	pending []observation
 	cleared []string // nodes whose BMC fault the writes cleared
-	changed int
-	err     error // the first write error; later batches are dropped
+	// recovered holds the BMCs (bmcOf) of the cleared nodes, behind the
+	// nodes their passes saw backing off behind those BMCs (wake).
+	recovered map[string]bool
+	behind    map[string]bool
+	changed   int
+	err       error // the first write error; later batches are dropped
 }
 
 func (w *obsWriter) add(ctx context.Context, o observation) {
@@ -277,6 +356,18 @@ func (w *obsWriter) flush(ctx context.Context) {
 	w.changed += changed
 	w.r.metrics.syncNodes.WithLabelValues("changed").Add(float64(changed))
 	w.cleared = append(w.cleared, c...)
+	for _, o := range w.pending {
+		if len(o.behind) == 0 || !slices.Contains(c, o.node.ID) {
+			continue
+		}
+		if w.recovered == nil {
+			w.recovered, w.behind = map[string]bool{}, map[string]bool{}
+		}
+		w.recovered[bmcOf(o.node)] = true
+		for _, id := range o.behind {
+			w.behind[id] = true
+		}
+	}
 	if err != nil {
 		w.err = err
 	}
@@ -289,6 +380,46 @@ func (w *obsWriter) nudgeCleared(ctx context.Context) {
 		w.r.nudge(ctx, id)
 	}
 	w.cleared = w.cleared[:0]
+}
+
+// wake reads, at once, the nodes backing off behind the BMCs that the
+// written reads found back (recovered, behind): a BMC that answers again
+// for one of its systems is likely back for the others, which would
+// otherwise wait out their backoff, their faults and waiting work with
+// them. Each such node is read once for that recovery: one still dead
+// backs off again. The reads go as a pass's do (detach as for the pass);
+// it returns their stats, Woken counting the nodes read.
+func (w *obsWriter) wake(ctx context.Context, detach bool) (PassStats, error) {
+	recovered, behind := w.recovered, w.behind
+	w.recovered, w.behind = nil, nil
+	if len(recovered) == 0 {
+		return PassStats{}, nil
+	}
+	ids := make([]string, 0, len(behind))
+	for id := range behind {
+		ids = append(ids, id)
+	}
+	var wake []*baremetal.Node
+	now := time.Now()
+	for chunk := range slices.Chunk(ids, store.MaxPageLimit) {
+		loaded, err := w.r.store.GetNodes(ctx, chunk)
+		if err != nil {
+			return PassStats{}, fmt.Errorf("power sync: load %d nodes behind BMCs that answer again: %w", len(chunk), err)
+		}
+		for _, n := range loaded {
+			// Still backing off: not read (and found back) meanwhile.
+			if backingOff(n, now) && recovered[bmcOf(n)] {
+				wake = append(wake, n)
+			}
+		}
+	}
+	if len(wake) == 0 {
+		return PassStats{}, nil
+	}
+	w.r.log.InfoContext(ctx, "power sync: a BMC answers again; reading the nodes backing off behind it now", "nodes", len(wake))
+	st, err := w.r.syncNodes(ctx, wake, nil, detach)
+	st.Woken = len(wake)
+	return st, err
 }
 
 // sendLate hands a detached read's observation to the lateWriter; when the
@@ -316,6 +447,11 @@ func (r *Runner) lateWriter() {
 			r.log.WarnContext(ctx, "power sync: write late observations", "err", w.err)
 			w.err = nil
 		}
+		// The reads of nodes that had failed are the ones a batch detaches
+		// (syncNodes), so this is where most BMCs are found back.
+		if _, err := w.wake(ctx, true); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "power sync: read the nodes behind BMCs that answer again", "err", err)
+		}
 		w.nudgeCleared(ctx)
 	}
 	for {
@@ -342,7 +478,7 @@ func (r *Runner) lateWriter() {
 // for a slow one, which then waits in the straggler pool. With detach, a
 // read that moves to the straggler pool is not waited for: it reports
 // gone, and its observation goes to the lateWriter when it arrives.
-func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node, detach bool) (ps bmc.PowerState, gone bool, err error) {
+func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node, detach bool, behind []string) (ps bmc.PowerState, gone bool, err error) {
 	type result struct {
 		ps  bmc.PowerState
 		err error
@@ -386,7 +522,7 @@ func (r *Runner) readForSync(ctx context.Context, n *baremetal.Node, detach bool
 			go func() {
 				res := <-done
 				<-r.syncStragglers
-				r.sendLate(observation{node: n, ps: res.ps, err: res.err, at: res.at})
+				r.sendLate(observation{node: n, ps: res.ps, err: res.err, at: res.at, behind: behind})
 			}()
 			return "", true, nil
 		}
@@ -506,7 +642,9 @@ func (r *Runner) fanOut(ctx context.Context) error {
 		return err
 	}
 	r.reconcile(ctx, nodes)
-	due, skipped := dueNodes(nodes, time.Now())
+	now := time.Now()
+	due, skipped := dueNodes(nodes, now)
+	behind := backingOffBehind(nodes, now)
 	var params []river.InsertManyParams
 	for i := 0; i < len(due); i += r.cfg.PowerSyncBatchSize {
 		batch := due[i:min(i+r.cfg.PowerSyncBatchSize, len(due))]
@@ -514,7 +652,8 @@ func (r *Runner) fanOut(ctx context.Context) error {
 		for j, n := range batch {
 			ids[j] = n.ID
 		}
-		params = append(params, river.InsertManyParams{Args: PowerSyncBatchArgs{NodeIDs: ids}})
+		params = append(params, river.InsertManyParams{Args: PowerSyncBatchArgs{NodeIDs: ids,
+			Waiting: waitingBehind(batch, behind)}})
 	}
 	r.metrics.syncNodes.WithLabelValues("skipped").Add(float64(skipped))
 	if len(params) == 0 {
@@ -578,23 +717,20 @@ type powerSyncBatchWorker struct {
 }
 
 func (w *powerSyncBatchWorker) Work(ctx context.Context, job *river.Job[PowerSyncBatchArgs]) error {
-	return w.r.finish(ctx, job.JobRow, w.r.syncBatch(ctx, job.Args.NodeIDs))
+	return w.r.finish(ctx, job.JobRow, w.r.syncBatch(ctx, job.Args.NodeIDs, job.Args.Waiting))
 }
 
-func (r *Runner) syncBatch(ctx context.Context, ids []string) error {
+func (r *Runner) syncBatch(ctx context.Context, ids, waiting []string) error {
 	start := time.Now()
 	// One query for the whole batch (PowerSyncBatchSize ≤ MaxPageLimit).
-	loaded, err := r.store.GetNodes(ctx, ids)
+	nodes, err := r.store.GetNodes(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("power sync batch: load %d nodes: %w", len(ids), err)
 	}
-	nodes := slices.DeleteFunc(loaded, func(n *baremetal.Node) bool {
-		return n.ProvisionState == baremetal.StateDeleting
-	})
 	// The batch may have waited in the queue; a node may have failed
 	// (and backed off) since the pass was planned.
 	due, _ := dueNodes(nodes, time.Now())
-	_, err = r.syncNodes(ctx, due, true)
+	_, err = r.syncNodes(ctx, due, waiting, true)
 	r.metrics.syncBatch.Observe(time.Since(start).Seconds())
 	return err
 }

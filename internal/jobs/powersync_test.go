@@ -237,7 +237,7 @@ func TestHungReadStartedBeforeAnyAnswerHandsItsSlotOn(t *testing.T) {
 	r.syncSlots <- struct{}{} // readForSync's caller takes the slot
 	gone := make(chan bool, 1)
 	go func() {
-		_, g, _ := r.readForSync(h.ctx, n, true)
+		_, g, _ := r.readForSync(h.ctx, n, true, nil)
 		gone <- g
 	}()
 	// Only once the read is under way does a neighbour answer.

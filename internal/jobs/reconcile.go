@@ -19,14 +19,11 @@ import (
 // is idempotent: uniqueness drops the insert when the job is still
 // queued, and a job for a node that moved on meanwhile exits at once.
 //
-// It runs once per power-sync pass, on the replica that fans the pass out.
+// It runs once per power-sync pass, on the replica that fans the pass out,
+// on the pass's listing of every node (listNodes).
 func (r *Runner) reconcile(ctx context.Context, nodes []*baremetal.Node) {
-	deleting, _, err := r.store.ListNodes(ctx, store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}, ProvisionState: baremetal.StateDeleting})
-	if err != nil {
-		r.log.WarnContext(ctx, "reconcile: list deleting nodes", "err", err)
-	}
 	var candidates []*baremetal.Node
-	for _, n := range append(nodes, deleting...) {
+	for _, n := range nodes {
 		if jobFor(n) != nil {
 			candidates = append(candidates, n)
 		}

@@ -96,8 +96,10 @@ func (s *Service) ListInstances(ctx context.Context, c Caller, f store.InstanceF
 
 // CreateInstance places an instance on a schedulable node (the pinned one,
 // or one of its resource class) and queues its deploy. Two concurrent
-// creates never get the same node: the node write is version-checked and
-// the loser picks again.
+// creates never get the same node: a node of the class is claimed with
+// its row locked (store.Tx.ClaimNode), so a concurrent create takes
+// another one, and the node write is version-checked, so one that took
+// the pinned node meanwhile makes the loser look again.
 func (s *Service) CreateInstance(ctx context.Context, c Caller, in baremetal.Instance) (*baremetal.Instance, error) {
 	return s.CreateInstanceOnce(ctx, c, in, Once{})
 }
@@ -135,8 +137,11 @@ func (s *Service) CreateInstanceOnce(ctx context.Context, c Caller, in baremetal
 	inst.ReadyToken = newReadyToken()
 	inst.ReadyTokenHash = HashSecret(inst.ReadyToken)
 	var replay *baremetal.Instance
+	asked := inst
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
-		replay = nil
+		// A retried transaction places the instance as asked again: the
+		// node it lost the race for is not its pinned node.
+		replay, inst = nil, asked
 		if id, err := replayed(ctx, tx, c, "instance", o); err != nil || id != "" {
 			if err != nil {
 				return err
@@ -242,31 +247,25 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, c Caller, inst *bar
 			return nil, &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "node_id", Capacity: &capa,
 				Message: fmt.Sprintf("node %s cannot take an instance: %s", n.Name, unschedulableReason(n, hosted))}
 		}
-		if inst.NeedsConfigDrive() && !n.CanCarryConfigDrive() {
-			return nil, baremetal.FieldErrorf("node_id", "node %s is managed over %s, which has no virtual media for the config drive that %s needs; pin a redfish node",
-				n.Name, n.Driver, configDriveReason(inst))
+		if !n.CanCarryConfigDrive(inst) {
+			hint := "pin a redfish node"
+			if s.agent {
+				hint = "use deploy_method image (the deploy agent writes the config drive to disk), or pin a redfish node"
+			}
+			return nil, baremetal.FieldErrorf("node_id", "node %s is managed over %s, which has no virtual media for the config drive that %s needs with deploy_method live; %s",
+				n.Name, n.Driver, configDriveReason(inst), hint)
 		}
 		return n, nil
 	}
-	no := false
-	f := store.NodeFilter{Page: store.Page{Limit: 100}, ProvisionState: baremetal.StateAvailable,
-		ResourceClass: inst.ResourceClass, Maintenance: &no, Fault: "none"}
-	for {
-		nodes, next, err := tx.ListNodes(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range nodes {
-			if n.Schedulable() && (!inst.NeedsConfigDrive() || n.CanCarryConfigDrive()) {
-				return n, nil
-			}
-		}
-		if next == "" {
-			break
-		}
-		f.After = next
+	claim := store.NodeClaim{ResourceClass: inst.ResourceClass}
+	if inst.NeedsMediaDrive() {
+		claim.Driver = baremetal.DriverRedfish // CanCarryConfigDrive
 	}
-	return nil, s.noCapacity(ctx, tx, inst)
+	n, err := tx.ClaimNode(ctx, claim)
+	if baremetal.IsCode(err, baremetal.CodeNotFound) {
+		return nil, s.noCapacity(ctx, tx, inst)
+	}
+	return n, err
 }
 
 func configDriveReason(inst *baremetal.Instance) string {
@@ -316,7 +315,7 @@ func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.I
 			case baremetal.UnfitFault:
 				counts["faulted ("+string(n.Fault)+")"]++
 			case baremetal.UnfitDriver:
-				counts[fmt.Sprintf("available but %s (no virtual media for the config drive %s needs)", n.Driver, configDriveReason(inst))]++
+				counts[fmt.Sprintf("available but %s (no virtual media for the config drive %s needs with deploy_method live)", n.Driver, configDriveReason(inst))]++
 			default:
 				counts[string(n.ProvisionState)]++
 			}

@@ -191,15 +191,12 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 	}
 }
 
-// An instance that needs a config drive is never placed on an IPMI node
-// (no virtual media): the scheduler passes over them and says so when
-// nothing else is left; pinning one is refused naming the node.
-func TestConfigDriveInstancesAvoidIPMINodes(t *testing.T) {
-	st := storetest.OpenSQLite(t)
-	svc := service.New(st, &countingJobs{}, nil)
+// enrollIPMI enrolls an available IPMI node of class gpu.
+func enrollIPMI(t testing.TB, st store.Store, svc *service.Service, name, address string) *baremetal.Node {
+	t.Helper()
 	ctx := context.Background()
-	n, err := svc.CreateNode(ctx, admin, service.NodeSpec{Name: "ipmi-1", Driver: baremetal.DriverIPMI, ResourceClass: "gpu",
-		BMC: baremetal.BMC{Address: "ipmi://10.1.1.2", Username: "u", Password: "p"}})
+	n, err := svc.CreateNode(ctx, admin, service.NodeSpec{Name: name, Driver: baremetal.DriverIPMI, ResourceClass: "gpu",
+		BMC: baremetal.BMC{Address: address, Username: "u", Password: "p"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,17 +204,33 @@ func TestConfigDriveInstancesAvoidIPMINodes(t *testing.T) {
 	if err := st.UpdateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+// A live deploy that needs a config drive is never placed on an IPMI
+// node (no virtual media): the scheduler passes over them and says so
+// when nothing else is left; pinning one is refused naming the node.
+func TestConfigDriveInstancesAvoidIPMINodes(t *testing.T) {
+	st := storetest.OpenSQLite(t)
+	svc := service.New(st, &countingJobs{}, nil)
+	ctx := context.Background()
+	n := enrollIPMI(t, st, svc, "ipmi-1", "ipmi://10.1.1.2")
 	member := service.Caller{TokenID: "m", Role: baremetal.RoleMember, Project: "p1"}
 	withUserData := baremetal.Instance{Name: "web", ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}, UserData: "#cloud-config\n"}
 
-	_, err = svc.CreateInstance(ctx, member, withUserData)
-	if !baremetal.IsCode(err, baremetal.CodeNoCapacity) || !strings.Contains(err.Error(), "1 available but ipmi (no virtual media for the config drive its user_data needs)") {
+	_, err := svc.CreateInstance(ctx, member, withUserData)
+	if !baremetal.IsCode(err, baremetal.CodeNoCapacity) ||
+		!strings.Contains(err.Error(), "1 available but ipmi (no virtual media for the config drive its user_data needs with deploy_method live)") {
 		t.Fatalf("by class: %v", err)
+	}
+	if c := baremetal.ErrorCapacity(err); c == nil || c.UnsuitableDriver != 1 || c.Pending != 0 {
+		t.Fatalf("by class: counts %+v, want 1 unsuitable_driver and nothing pending", c)
 	}
 	pinned := withUserData
 	pinned.ResourceClass, pinned.NodeID, pinned.UserData, pinned.DeployTimeout = "", n.ID, "", 10*time.Minute
 	_, err = svc.CreateInstance(ctx, member, pinned)
-	if baremetal.ErrorField(err) != "node_id" || !strings.Contains(err.Error(), "node ipmi-1 is managed over ipmi") || !strings.Contains(err.Error(), "deploy_timeout") {
+	if baremetal.ErrorField(err) != "node_id" || !strings.Contains(err.Error(), "node ipmi-1 is managed over ipmi") ||
+		!strings.Contains(err.Error(), "deploy_timeout") || !strings.Contains(err.Error(), "pin a redfish node") {
 		t.Fatalf("pinned: %v", err)
 	}
 	// A Redfish node of the class takes it; the IPMI node takes plain instances.
@@ -229,5 +242,169 @@ func TestConfigDriveInstancesAvoidIPMINodes(t *testing.T) {
 	plain, err := svc.CreateInstance(ctx, member, baremetal.Instance{Name: "plain", ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}})
 	if err != nil || plain.NodeID != n.ID {
 		t.Fatalf("plain instance: %+v %v", plain, err)
+	}
+}
+
+// TestConcurrentCreatesFillEveryNode: more concurrent creates than free
+// nodes of a class place one instance on every node, never two on one,
+// and only the creates left over get no_capacity. On PostgreSQL every
+// create saw the same free nodes in the same order, and the losers of
+// the race for the first one were refused while 34 others were free.
+func TestConcurrentCreatesFillEveryNode(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) store.Store{"sqlite": storetest.OpenSQLite, "postgres": storetest.OpenPostgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st := open(t)
+			svc := service.New(st, &countingJobs{}, nil)
+			ctx := context.Background()
+			const nodes, creates = 35, 40
+			for i := range nodes {
+				enrollAvailable(t, st, svc, fmt.Sprintf("c%02d", i))
+			}
+			var wg sync.WaitGroup
+			var placed, refused atomic.Int32
+			start := make(chan struct{})
+			for i := range creates {
+				wg.Go(func() {
+					member := service.Caller{TokenID: fmt.Sprint("m", i), Role: baremetal.RoleMember, Project: "p1"}
+					<-start
+					_, err := svc.CreateInstance(ctx, member, baremetal.Instance{
+						Name: fmt.Sprintf("vm-%02d", i), ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}})
+					switch {
+					case err == nil:
+						placed.Add(1)
+					case baremetal.IsCode(err, baremetal.CodeNoCapacity):
+						refused.Add(1)
+						if !strings.Contains(err.Error(), `no node of class "gpu" is available`) {
+							t.Errorf("create %d refused for another reason: %v", i, err)
+						}
+					default:
+						t.Errorf("create %d: %v", i, err)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			t.Logf("%d creates on %d free nodes: %d placed, %d no_capacity", creates, nodes, placed.Load(), refused.Load())
+			if placed.Load() != nodes || refused.Load() != creates-nodes {
+				t.Errorf("%d placed and %d refused; want %d and %d", placed.Load(), refused.Load(), nodes, creates-nodes)
+			}
+			// Every instance on its own node, and that node records it.
+			insts, _, err := st.ListInstances(ctx, store.InstanceFilter{Page: store.Page{Limit: 100}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			on := map[string]string{}
+			for _, inst := range insts {
+				if other, ok := on[inst.NodeID]; ok {
+					t.Errorf("instances %s and %s both on node %s", other, inst.Name, inst.NodeID)
+				}
+				on[inst.NodeID] = inst.Name
+				n, err := st.GetNode(ctx, inst.NodeID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n.InstanceID != inst.ID || n.ProvisionState != baremetal.StateDeploying {
+					t.Errorf("node %s: instance %q, state %s; want instance %s (%s), deploying", n.Name, n.InstanceID, n.ProvisionState, inst.ID, inst.Name)
+				}
+			}
+			if len(insts) != int(placed.Load()) {
+				t.Errorf("%d instances stored, %d creates succeeded", len(insts), placed.Load())
+			}
+		})
+	}
+}
+
+// TestImageDeploysWithConfigDriveUseIPMINodes: an image deploy's agent
+// writes the config drive to disk as a partition (and boots by network
+// where the BMC has no virtual media), so user_data and deploy_timeout
+// need no virtual media: IPMI nodes take such instances, by class and
+// pinned. A live deploy with user_data is still refused on them, and the
+// refusal says that deploy_method image would fit.
+func TestImageDeploysWithConfigDriveUseIPMINodes(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) store.Store{"sqlite": storetest.OpenSQLite, "postgres": storetest.OpenPostgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st := open(t)
+			svc := service.New(st, &countingJobs{}, nil)
+			svc.EnableAgent()
+			ctx := context.Background()
+			var ipmi []*baremetal.Node
+			for i := range 3 {
+				ipmi = append(ipmi, enrollIPMI(t, st, svc, fmt.Sprintf("ipmi-%d", i), fmt.Sprintf("ipmi://10.1.1.%d", i+2)))
+			}
+			free := map[string]bool{ipmi[0].ID: true, ipmi[1].ID: true, ipmi[2].ID: true}
+			member := service.Caller{TokenID: "m", Role: baremetal.RoleMember, Project: "p1"}
+			img := baremetal.Image{URL: "https://i/disk.qcow2"}
+
+			// The default method (image, as the agent is served) with user_data, by class.
+			web, err := svc.CreateInstance(ctx, member, baremetal.Instance{Name: "web", ResourceClass: "gpu", Image: img, UserData: "#cloud-config\n"})
+			if err != nil {
+				t.Fatalf("image deploy with user_data by class: %v", err)
+			}
+			if web.DeployMethod != baremetal.DeployImage || !free[web.NodeID] {
+				t.Fatalf("image deploy with user_data placed %s on %s", web.DeployMethod, web.NodeID)
+			}
+			delete(free, web.NodeID)
+			// deploy_timeout (the readiness callback), pinned.
+			var pin, last string
+			for id := range free {
+				pin, last = last, id
+			}
+			db, err := svc.CreateInstance(ctx, member, baremetal.Instance{Name: "db", NodeID: pin, Image: img,
+				DeployMethod: baremetal.DeployImage, DeployTimeout: 10 * time.Minute})
+			if err != nil || db.NodeID != pin {
+				t.Fatalf("image deploy with deploy_timeout pinned to %s: %+v, %v", pin, db, err)
+			}
+
+			// A live deploy with user_data cannot have its drive on the node left.
+			live := baremetal.Instance{Name: "live", ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"},
+				DeployMethod: baremetal.DeployLive, UserData: "#cloud-config\n"}
+			_, err = svc.CreateInstance(ctx, member, live)
+			if !baremetal.IsCode(err, baremetal.CodeNoCapacity) ||
+				!strings.Contains(err.Error(), "1 available but ipmi (no virtual media for the config drive its user_data needs with deploy_method live)") {
+				t.Fatalf("live deploy with user_data by class: %v", err)
+			}
+			live.ResourceClass, live.NodeID = "", last
+			_, err = svc.CreateInstance(ctx, member, live)
+			if baremetal.ErrorField(err) != "node_id" || !strings.Contains(err.Error(), "use deploy_method image") {
+				t.Fatalf("live deploy with user_data pinned: %v", err)
+			}
+		})
+	}
+}
+
+// TestInspectingNodesArePending: a node being inspected is available
+// again once the agent has reported (or the inspection gave up), without
+// anyone acting: a create that finds only such nodes gets no_capacity
+// with them counted as inspecting and pending (so that the provider
+// waits), by class and pinned, not as busy.
+func TestInspectingNodesArePending(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) store.Store{"sqlite": storetest.OpenSQLite, "postgres": storetest.OpenPostgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st := open(t)
+			svc := service.New(st, &countingJobs{}, nil)
+			ctx := context.Background()
+			n := enrollAvailable(t, st, svc, "inspected")
+			n.ProvisionState = baremetal.StateInspecting
+			if err := st.UpdateNode(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+			member := service.Caller{TokenID: "m", Role: baremetal.RoleMember, Project: "p1"}
+			for _, inst := range []baremetal.Instance{
+				{Name: "by-class", ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}},
+				{Name: "pinned", NodeID: n.ID, Image: baremetal.Image{URL: "https://i/x.iso"}},
+			} {
+				_, err := svc.CreateInstance(ctx, member, inst)
+				if !baremetal.IsCode(err, baremetal.CodeNoCapacity) || !strings.Contains(err.Error(), "inspecting") {
+					t.Fatalf("%s: %v, want no_capacity saying inspecting", inst.Name, err)
+				}
+				want := baremetal.Capacity{Nodes: 1, Inspecting: 1, Pending: 1}
+				if c := baremetal.ErrorCapacity(err); c == nil || *c != want {
+					t.Errorf("%s: counts %+v, want %+v", inst.Name, c, want)
+				}
+			}
+		})
 	}
 }

@@ -59,9 +59,37 @@ type Tx interface {
 	// transactions hold the database's write lock from BEGIN; there it is
 	// GetNode.)
 	GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.Node, error)
+	// ClaimNode returns the first node, in id order, that can take a new
+	// instance as c asks (available, not in maintenance, without fault or
+	// instance), its row locked until the transaction ends; not found when
+	// none is left. On PostgreSQL a node another transaction holds locked
+	// is passed over while another is free (SKIP LOCKED), so concurrent
+	// creates claim different nodes; when none is free it waits for the
+	// locked ones, which their holders may leave free. (SQLite transactions
+	// hold the database's write lock from BEGIN; there it is a read.)
+	ClaimNode(ctx context.Context, c NodeClaim) (*baremetal.Node, error)
 	// Native returns the driver transaction for River's InsertTx:
 	// *sql.Tx for sqlite, pgx.Tx for postgres.
 	Native() any
+}
+
+// NodeClaim is what a new instance asks of its node (Tx.ClaimNode).
+type NodeClaim struct {
+	// ResourceClass and Driver are those the node must have; empty for
+	// any.
+	ResourceClass string
+	Driver        baremetal.Driver
+}
+
+// Fits reports whether n is a node c would claim.
+func (c NodeClaim) Fits(n *baremetal.Node) bool {
+	return n.Schedulable() && (c.ResourceClass == "" || n.ResourceClass == c.ResourceClass) &&
+		(c.Driver == "" || n.Driver == c.Driver)
+}
+
+// NoFreeNode is ClaimNode's not-found error.
+func NoFreeNode(c NodeClaim) error {
+	return baremetal.Errorf(baremetal.CodeNotFound, "no free node of class %q and driver %q", c.ResourceClass, c.Driver)
 }
 
 // Queries are the row operations available on a Store and inside a Tx.

@@ -214,5 +214,69 @@ func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.
 	return sqlstore.GetNodeWith(ctx, t.Queries, idOrName, (*dbsqlc.Queries).GetNodeForUpdate)
 }
 
+// ClaimNode claims a free node with FOR UPDATE SKIP LOCKED (see
+// store.Tx): a create that loses the race for a node takes the next one
+// at once, without a version conflict and a retry. When every free node
+// is locked by another transaction, it waits for them one by one, in id
+// order, and takes the first its holder left free.
+//
+// Each try runs in a savepoint, rolled back when it claims nothing: a
+// locking read also locks the rows it then passes over because a
+// concurrent commit took them, and holding those while waiting for
+// another row could close a cycle with a transaction that writes several
+// nodes (a power-sync batch) and waits for one of them: a deadlock. So
+// the transaction waits holding no node, and keeps only the one it
+// claims.
+func (t *Tx) ClaimNode(ctx context.Context, c store.NodeClaim) (*baremetal.Node, error) {
+	n, err := t.claimIn(ctx, func() (*baremetal.Node, error) {
+		return sqlstore.ClaimNodeWith(ctx, t.Queries, c, (*dbsqlc.Queries).ClaimNode)
+	})
+	if !baremetal.IsCode(err, baremetal.CodeNotFound) || !store.Storable(c.ResourceClass, string(c.Driver)) {
+		return n, err
+	}
+	after := ""
+	for {
+		id, err := t.Writer().NextFreeNode(ctx, after, c.ResourceClass, string(c.Driver))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, store.NoFreeNode(c)
+		}
+		if err != nil {
+			return nil, wrap("claim node", err)
+		}
+		n, err := t.claimIn(ctx, func() (*baremetal.Node, error) {
+			n, err := t.GetNodeForUpdate(ctx, id)
+			if err == nil && !c.Fits(n) {
+				return nil, store.NoFreeNode(c)
+			}
+			return n, err
+		})
+		if !baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return n, err
+		}
+		after = id
+	}
+}
+
+// claimIn runs claim in a savepoint, released when claim returns a node
+// (its locks then stay the transaction's) and rolled back otherwise, with
+// every lock taken in it.
+func (t *Tx) claimIn(ctx context.Context, claim func() (*baremetal.Node, error)) (*baremetal.Node, error) {
+	sp, err := t.tx.Begin(ctx)
+	if err != nil {
+		return nil, wrap("claim node: savepoint", err)
+	}
+	n, err := claim()
+	if err != nil {
+		if rerr := sp.Rollback(ctx); rerr != nil {
+			return nil, wrap("claim node: roll back to savepoint", rerr)
+		}
+		return nil, err
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return nil, wrap("claim node: release savepoint", err)
+	}
+	return n, nil
+}
+
 // Native returns the pgx.Tx, for River's InsertTx.
 func (t *Tx) Native() any { return t.tx }

@@ -253,5 +253,12 @@ func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.
 	return t.GetNode(ctx, idOrName)
 }
 
+// ClaimNode reads the first free node (see store.Tx): the transaction
+// already holds the database's write lock, so no other create can claim
+// it before this one ends.
+func (t *Tx) ClaimNode(ctx context.Context, c store.NodeClaim) (*baremetal.Node, error) {
+	return sqlstore.ClaimNodeWith(ctx, t.Queries, c, (*dbsqlc.Queries).ClaimNode)
+}
+
 // Native returns the *sql.Tx, for River's InsertTx.
 func (t *Tx) Native() any { return t.tx }

@@ -163,6 +163,28 @@ func GetNodeWith[Q Plain, R nodeShape](ctx context.Context, q Queries[Q], idOrNa
 	return q.getNode(ctx, idOrName, one(get, nodeOf[R]))
 }
 
+// ClaimNodeWith is a dialect's store.Tx.ClaimNode through its own query
+// (see nodes.<dialect>.sql), on the transaction.
+func ClaimNodeWith[Q Plain, R nodeShape](ctx context.Context, q Queries[Q], c store.NodeClaim,
+	claim func(Q, context.Context, string, string) (*R, error)) (*baremetal.Node, error) {
+	if !store.Storable(c.ResourceClass, string(c.Driver)) {
+		return nil, store.NoFreeNode(c)
+	}
+	r, err := claim(q.w, ctx, c.ResourceClass, string(c.Driver))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.NoFreeNode(c)
+	}
+	if err != nil {
+		return nil, q.wrap("claim node", err)
+	}
+	row := nodeRow(*r)
+	n, err := q.node(&row)
+	if err != nil {
+		return nil, q.wrap("claim node", err)
+	}
+	return n, nil
+}
+
 func (q Queries[Q]) getNode(ctx context.Context, idOrName string, get func(Q, context.Context, string) (nodeRow, error)) (*baremetal.Node, error) {
 	if !store.Storable(idOrName) {
 		return nil, store.NotFound("node", idOrName)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
@@ -53,6 +54,11 @@ func startTimer(b *testing.B) (report func()) {
 		}
 	}
 }
+
+// ProcessCPU is the CPU time this process has used, user and system
+// (false where it cannot be known), for benchmarks elsewhere that report
+// cpu-µs/op as these do.
+func ProcessCPU() (time.Duration, bool) { return processCPU() }
 
 // BenchGetNode measures GetNode by id, in parallel, on a store of
 // BenchNodes nodes. The BMC password is decrypted on every read.

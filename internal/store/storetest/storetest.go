@@ -64,6 +64,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TxRollback", testTxRollback},
 		{"TxPanic", testTxPanic},
 		{"TxNodeForUpdate", testTxNodeForUpdate},
+		{"TxClaimNode", testTxClaimNode},
+		{"TxClaimNodeRace", testTxClaimNodeRace},
 		{"PasswordEncryptedAtRest", testPasswordAtRest},
 		{"Persistence", testPersistence},
 		{"TimestampRoundTrip", testTimestamps},
@@ -1147,6 +1149,154 @@ func testTxNodeForUpdate(t *testing.T, s store.Store) {
 	must(t, <-done)
 	if got := getNode(t, s, n.ID); got.BMCFailures != 7 || got.Version != n.Version+1 {
 		t.Errorf("after the locked update: failures %d version %d, want 7 and %d", got.BMCFailures, got.Version, n.Version+1)
+	}
+}
+
+// testTxClaimNode: ClaimNode takes the first node in id order that can
+// take an instance of the class and driver asked (available, in service,
+// without fault or instance), and is not found when none is left.
+func testTxClaimNode(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	// free inserts an available node whose id puts it k-th in id order
+	// (the unfit ones first), changed by change.
+	free := func(k int, name, class string, driver baremetal.Driver, change func(*baremetal.Node)) *baremetal.Node {
+		n := newNode(name)
+		n.ID = fmt.Sprintf("00000000-0000-4000-8000-%012d", k)
+		n.ResourceClass, n.Driver, n.ProvisionState = class, driver, baremetal.StateAvailable
+		if driver == baremetal.DriverIPMI {
+			n.BMC = baremetal.BMC{Address: fmt.Sprintf("ipmi://10.9.0.%d", k), Username: "u", Password: "p"}
+		}
+		if change != nil {
+			change(n)
+		}
+		return insertNode(t, s, n)
+	}
+	free(1, "maint", "gpu", baremetal.DriverRedfish, func(n *baremetal.Node) { n.Maintenance, n.MaintenanceReason = true, "fan" })
+	free(2, "faulted", "gpu", baremetal.DriverRedfish, func(n *baremetal.Node) { n.Fault = baremetal.FaultBMCUnreachable })
+	free(3, "cleaning", "gpu", baremetal.DriverRedfish, func(n *baremetal.Node) { n.ProvisionState = baremetal.StateCleaning })
+	free(4, "hosting", "gpu", baremetal.DriverRedfish, func(n *baremetal.Node) { n.InstanceID = "some-instance" })
+	cpu := free(5, "other-class", "cpu", baremetal.DriverRedfish, nil)
+	ipmi := free(6, "ipmi", "gpu", baremetal.DriverIPMI, nil)
+	redfish := free(7, "redfish", "gpu", baremetal.DriverRedfish, nil)
+
+	claim := func(c store.NodeClaim) (*baremetal.Node, error) {
+		var got *baremetal.Node
+		err := s.InTx(ctx, func(tx store.Tx) error {
+			var err error
+			got, err = tx.ClaimNode(ctx, c)
+			return err
+		})
+		return got, err
+	}
+	for _, tc := range []struct {
+		c    store.NodeClaim
+		want *baremetal.Node
+	}{
+		{store.NodeClaim{ResourceClass: "gpu"}, ipmi},
+		{store.NodeClaim{ResourceClass: "gpu", Driver: baremetal.DriverRedfish}, redfish},
+		{store.NodeClaim{ResourceClass: "gpu", Driver: baremetal.DriverIPMI}, ipmi},
+		{store.NodeClaim{}, cpu},
+		{store.NodeClaim{ResourceClass: "cpu", Driver: baremetal.DriverIPMI}, nil},
+		{store.NodeClaim{ResourceClass: "none"}, nil},
+		{store.NodeClaim{ResourceClass: "bad\xff\x00"}, nil},
+	} {
+		got, err := claim(tc.c)
+		if tc.want == nil {
+			if !baremetal.IsCode(err, baremetal.CodeNotFound) {
+				t.Errorf("ClaimNode(%+v) = %v, %v; want not found", tc.c, got, err)
+			}
+			continue
+		}
+		must(t, err)
+		same(t, fmt.Sprintf("node claimed for %+v", tc.c), tc.want, got)
+	}
+}
+
+// testTxClaimNodeRace: a node claimed by an open transaction is not
+// claimed by another: that one takes the next free node (at once on
+// PostgreSQL, after the first commits on SQLite, whose transactions take
+// turns), and when the claimed node was the last, it waits for the
+// holder and gets the node if the holder rolls back, nothing if the
+// holder took it.
+func testTxClaimNodeRace(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	c := store.NodeClaim{ResourceClass: "race"}
+	add := func(name string) *baremetal.Node {
+		n := newNode(name)
+		n.ResourceClass, n.ProvisionState = "race", baremetal.StateAvailable
+		return insertNode(t, s, n)
+	}
+	// hold claims a node in a transaction of its own and keeps it open
+	// until release is closed; then it takes the node (commit) or not
+	// (rollback).
+	hold := func(take bool) (claimed *baremetal.Node, release chan struct{}, done chan error) {
+		got, release, done := make(chan *baremetal.Node, 1), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- s.InTx(ctx, func(tx store.Tx) error {
+				n, err := tx.ClaimNode(ctx, c)
+				got <- n
+				if err != nil {
+					return err
+				}
+				<-release
+				if !take {
+					return errRollback
+				}
+				n.ProvisionState, n.InstanceID = baremetal.StateDeploying, "taken"
+				return tx.UpdateNode(ctx, n)
+			})
+		}()
+		claimed = <-got
+		if claimed == nil {
+			t.Fatal("the holder claimed nothing")
+		}
+		return claimed, release, done
+	}
+	other := func() chan *baremetal.Node {
+		out := make(chan *baremetal.Node, 1)
+		go func() {
+			var n *baremetal.Node
+			err := s.InTx(ctx, func(tx store.Tx) error {
+				var err error
+				n, err = tx.ClaimNode(ctx, c)
+				return err
+			})
+			if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+				t.Errorf("second claim: %v", err)
+			}
+			out <- n
+		}()
+		return out
+	}
+	a, b := add("race-a"), add("race-b")
+	first, release, done := hold(true)
+	second := other()
+	time.Sleep(50 * time.Millisecond) // PostgreSQL: the second claim is done by now
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := <-second
+	if got == nil || got.ID == first.ID || (got.ID != a.ID && got.ID != b.ID) {
+		t.Fatalf("claimed %v while another transaction held %s; want the other node", got, first.Name)
+	}
+
+	// race-b (or race-a) is the last free node now: the second claim waits.
+	for _, take := range []bool{false, true} {
+		last, release, done := hold(take)
+		second := other()
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+		if err := <-done; err != nil && !errors.Is(err, errRollback) {
+			t.Fatal(err)
+		}
+		got := <-second
+		switch {
+		case !take && (got == nil || got.ID != last.ID):
+			t.Errorf("holder rolled back: second claim got %v, want %s", got, last.Name)
+		case take && got != nil:
+			t.Errorf("holder took the last node: second claim got %s, want none", got.Name)
+		}
 	}
 }
 

@@ -51,3 +51,33 @@ LIMIT sqlc.arg(page_limit)::bigint;
 SELECT * FROM node_rows
 WHERE id IN (SELECT jsonb_array_elements_text(sqlc.arg(ids_json)::text::jsonb))
 ORDER BY id;
+
+-- name: ClaimNode :one
+-- The first node, in id order, that can take a new instance of the
+-- resource class and driver (either empty for any): available, in
+-- service, without fault or instance. Its row stays locked until the
+-- transaction ends, and a row another transaction holds locked is passed
+-- over (SKIP LOCKED): concurrent creates, which all see the same free
+-- nodes in the same order, each take a different one instead of all
+-- taking the first and all but one failing on its version. (A row taken
+-- by a transaction that committed after this statement began is locked
+-- too, then passed over: see Tx.ClaimNode.)
+SELECT * FROM node_rows
+WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
+  AND CASE WHEN sqlc.arg(resource_class)::text = '' THEN true ELSE resource_class = sqlc.arg(resource_class) END
+  AND CASE WHEN sqlc.arg(driver)::text = '' THEN true ELSE driver = sqlc.arg(driver) END
+ORDER BY id
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: NextFreeNode :one
+-- The id of the first node after the cursor that ClaimNode's filter
+-- matches, as committed, locked or not: where ClaimNode found every free
+-- node locked by other transactions, those are waited for one by one
+-- (GetNodeForUpdate), as their holders may leave them free.
+SELECT id FROM nodes
+WHERE id > sqlc.arg(after) AND provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
+  AND CASE WHEN sqlc.arg(resource_class)::text = '' THEN true ELSE resource_class = sqlc.arg(resource_class) END
+  AND CASE WHEN sqlc.arg(driver)::text = '' THEN true ELSE driver = sqlc.arg(driver) END
+ORDER BY id
+LIMIT 1;

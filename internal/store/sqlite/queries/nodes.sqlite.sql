@@ -39,3 +39,16 @@ LIMIT sqlc.arg(page_limit);
 SELECT * FROM node_rows
 WHERE id IN (SELECT value FROM json_each(CAST(sqlc.arg(ids_json) AS TEXT)))
 ORDER BY id;
+
+-- name: ClaimNode :one
+-- The first node, in id order, that can take a new instance of the
+-- resource class and driver (either empty for any): available, in service, without
+-- fault or instance. No lock to take: the transaction holds the
+-- database's write lock (BEGIN IMMEDIATE), so no other create can take
+-- the node before it ends.
+SELECT * FROM node_rows
+WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
+  AND (CAST(sqlc.arg(resource_class) AS TEXT) = '' OR resource_class = sqlc.arg(resource_class))
+  AND (CAST(sqlc.arg(driver) AS TEXT) = '' OR driver = sqlc.arg(driver))
+ORDER BY id
+LIMIT 1;

@@ -11,6 +11,72 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
+const claimNode = `-- name: ClaimNode :one
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
+WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
+  AND CASE WHEN $1::text = '' THEN true ELSE resource_class = $1 END
+  AND CASE WHEN $2::text = '' THEN true ELSE driver = $2 END
+ORDER BY id
+LIMIT 1
+FOR UPDATE SKIP LOCKED
+`
+
+// The first node, in id order, that can take a new instance of the
+// resource class and driver (either empty for any): available, in
+// service, without fault or instance. Its row stays locked until the
+// transaction ends, and a row another transaction holds locked is passed
+// over (SKIP LOCKED): concurrent creates, which all see the same free
+// nodes in the same order, each take a different one instead of all
+// taking the first and all but one failing on its version. (A row taken
+// by a transaction that committed after this statement began is locked
+// too, then passed over: see Tx.ClaimNode.)
+func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver string) (*NodeRow, error) {
+	row := q.db.QueryRow(ctx, claimNode, resourceClass, driver)
+	var i NodeRow
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Driver,
+		&i.BMCAddress,
+		&i.BMCUsername,
+		&i.BMCPasswordSealed,
+		&i.BMCInsecure,
+		&i.BMCSystemID,
+		&i.BMCCipherSuite,
+		&i.ResourceClass,
+		&i.CPUs,
+		&i.MemoryMB,
+		&i.LocalGB,
+		&i.CPUArch,
+		&i.Maintenance,
+		&i.MaintenanceReason,
+		&i.PowerState,
+		&i.ProvisionState,
+		&i.Fault,
+		&i.LastError,
+		&i.FaultSince,
+		&i.BMCFailures,
+		&i.NextCheckAt,
+		&i.LastSeenAt,
+		&i.InstanceID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Version,
+		&i.CPUsOverride,
+		&i.MemoryMBOverride,
+		&i.LocalGBOverride,
+		&i.CPUArchOverride,
+		&i.InspectedCPUs,
+		&i.InspectedMemoryMB,
+		&i.InspectedLocalGB,
+		&i.InspectedCPUArch,
+		&i.CleanErase,
+		&i.InspectOnEnroll,
+		&i.InspectedAt,
+	)
+	return &i, err
+}
+
 const getNode = `-- name: GetNode :one
 
 SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
@@ -352,4 +418,24 @@ func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState
 		return nil, err
 	}
 	return items, nil
+}
+
+const nextFreeNode = `-- name: NextFreeNode :one
+SELECT id FROM nodes
+WHERE id > $1 AND provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
+  AND CASE WHEN $2::text = '' THEN true ELSE resource_class = $2 END
+  AND CASE WHEN $3::text = '' THEN true ELSE driver = $3 END
+ORDER BY id
+LIMIT 1
+`
+
+// The id of the first node after the cursor that ClaimNode's filter
+// matches, as committed, locked or not: where ClaimNode found every free
+// node locked by other transactions, those are waited for one by one
+// (GetNodeForUpdate), as their holders may leave them free.
+func (q *Queries) NextFreeNode(ctx context.Context, after string, resourceClass string, driver string) (string, error) {
+	row := q.db.QueryRow(ctx, nextFreeNode, after, resourceClass, driver)
+	var id string
+	err := row.Scan(&id)
+	return id, err
 }

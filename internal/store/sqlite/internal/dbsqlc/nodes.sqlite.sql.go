@@ -11,6 +11,67 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
+const claimNode = `-- name: ClaimNode :one
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
+WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
+  AND (CAST(?1 AS TEXT) = '' OR resource_class = ?1)
+  AND (CAST(?2 AS TEXT) = '' OR driver = ?2)
+ORDER BY id
+LIMIT 1
+`
+
+// The first node, in id order, that can take a new instance of the
+// resource class and driver (either empty for any): available, in service, without
+// fault or instance. No lock to take: the transaction holds the
+// database's write lock (BEGIN IMMEDIATE), so no other create can take
+// the node before it ends.
+func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver string) (*NodeRow, error) {
+	row := q.db.QueryRowContext(ctx, claimNode, resourceClass, driver)
+	var i NodeRow
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Driver,
+		&i.BMCAddress,
+		&i.BMCUsername,
+		&i.BMCPasswordSealed,
+		&i.BMCInsecure,
+		&i.BMCSystemID,
+		&i.BMCCipherSuite,
+		&i.ResourceClass,
+		&i.CPUs,
+		&i.MemoryMB,
+		&i.LocalGB,
+		&i.CPUArch,
+		&i.Maintenance,
+		&i.MaintenanceReason,
+		&i.PowerState,
+		&i.ProvisionState,
+		&i.Fault,
+		&i.LastError,
+		&i.FaultSince,
+		&i.BMCFailures,
+		&i.NextCheckAt,
+		&i.LastSeenAt,
+		&i.InstanceID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Version,
+		&i.CPUsOverride,
+		&i.MemoryMBOverride,
+		&i.LocalGBOverride,
+		&i.CPUArchOverride,
+		&i.InspectedCPUs,
+		&i.InspectedMemoryMB,
+		&i.InspectedLocalGB,
+		&i.InspectedCPUArch,
+		&i.CleanErase,
+		&i.InspectOnEnroll,
+		&i.InspectedAt,
+	)
+	return &i, err
+}
+
 const getNode = `-- name: GetNode :one
 
 SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
