@@ -54,6 +54,18 @@ func checkHeartbeat(hb *api.AgentHeartbeat) error {
 		if err := ident("command.disk", st.Disk); err != nil {
 			return err
 		}
+		if err := count("command.erased", len(st.Erased)); err != nil {
+			return err
+		}
+		for i := range st.Erased {
+			e, at := &st.Erased[i], fmt.Sprintf("command.erased[%d].", i)
+			if err := idents(at, "path", e.Path, "method", e.Method); err != nil {
+				return err
+			}
+			if e.SizeBytes < 0 || e.VerifiedBytes < 0 || e.SampledBlocks < 0 {
+				return baremetal.FieldErrorf(at+"verified_bytes", "%ssize_bytes, verified_bytes and sampled_blocks must not be negative", at)
+			}
+		}
 	}
 	return nil
 }
@@ -79,6 +91,9 @@ func checkInventory(inv *api.AgentInventory) error {
 	}
 	if inv.MemoryBytes < 0 {
 		return baremetal.FieldErrorf("inventory.memory_bytes", "inventory.memory_bytes must not be negative, got %d", inv.MemoryBytes)
+	}
+	if inv.InstalledMemoryBytes < 0 {
+		return baremetal.FieldErrorf("inventory.installed_memory_bytes", "inventory.installed_memory_bytes must not be negative, got %d", inv.InstalledMemoryBytes)
 	}
 	if err := count("inventory.disks", len(inv.Disks)); err != nil {
 		return err
