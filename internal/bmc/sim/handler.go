@@ -52,6 +52,11 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.total.Add(1)
+	if f.opts.TrailingSlashIDs {
+		sw := &slashWriter{ResponseWriter: w}
+		defer sw.flush()
+		w = sw
+	}
 	if len(p) > 1 {
 		p = strings.TrimSuffix(p, "/")
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	SlowDelay          time.Duration // delay of FaultSlow (default 3s)
 	PowerDelay         time.Duration // power changes land this long after a Reset; 0 = immediate
 	NoSessionService   bool          // serve no SessionService (basic auth only)
+	// TrailingSlashIDs writes every @odata.id with a trailing slash, as
+	// iLO does (slashids.go).
+	TrailingSlashIDs bool
 
 	// MediaSlots names each system's virtual media slots, in the order the
 	// BMC lists them (default DefaultMediaSlots: "CD" and "USB1"). A name's
