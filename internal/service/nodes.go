@@ -75,8 +75,20 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
+	// Outside the transaction: a BMC call never holds the database.
+	res, err := s.resolveSystem(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	var members []string
+	if res != nil {
+		members = res.Members
+		if res.ID != "" {
+			n.BMC.SystemID = res.ID // what the BMC serves keys the node
+		}
+	}
 	var replay *baremetal.Node
-	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+	err = s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		replay = nil
 		if id, err := replayed(ctx, tx, c, "node", o); err != nil || id != "" {
 			if err != nil {
@@ -90,6 +102,9 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		// Look before inserting: after a failed statement PostgreSQL
 		// aborts the transaction, so the explanation could not be read.
 		if err := nameFree(ctx, tx, n.Name, ""); err != nil {
+			return err
+		}
+		if err := machineFree(ctx, tx, n, "", members); err != nil {
 			return err
 		}
 		msg := "node enrolled; verifying its BMC"
@@ -257,6 +272,12 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 			if n.BMC.Password == "" {
 				n.BMC.Password = cur.BMC.Password
 			}
+			if sameBMC(cur.Driver, cur.BMC.Address, n.Driver, n.BMC.Address) && baremetal.SameSystemID(n.BMC.SystemID, cur.BMC.SystemID) {
+				// Another spelling of the system the node has (a client
+				// sending back what it wrote, where the node holds what
+				// the BMC serves) changes nothing.
+				n.BMC.SystemID = cur.BMC.SystemID
+			}
 			if err := n.Validate(); err != nil {
 				return err
 			}
@@ -276,6 +297,11 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 					return err
 				}
 				ch.Reason = "BMC changed; re-verifying before scheduling on it again"
+			}
+			if reverify {
+				if err := machineFree(ctx, tx, n, cur.ID, nil); err != nil {
+					return err
+				}
 			}
 			if n.Name != cur.Name {
 				return nameFree(ctx, tx, n.Name, cur.ID)
