@@ -104,3 +104,19 @@ func sameBMC(driverA baremetal.Driver, addressA string, driverB baremetal.Driver
 	b, errB := baremetal.BMCEndpointKey(driverB, addressB)
 	return errA == nil && errB == nil && a == b
 }
+
+// bmcReverifier is implemented by job runners that can wake the verify of
+// the nodes left on a BMC (jobs.Runner.ReverifyOthersOnBMCTx).
+type bmcReverifier interface {
+	ReverifyOthersOnBMCTx(ctx context.Context, tx store.Tx, driver baremetal.Driver, address, except string) error
+}
+
+// reverifyOthersOnBMC wakes, in tx, the verify of the nodes on the BMC of
+// driver and address but except, which goes or moves away: one found to
+// be a second node of except's machine may be the machine's node now.
+func (s *Service) reverifyOthersOnBMC(ctx context.Context, tx store.Tx, driver baremetal.Driver, address, except string) error {
+	if r, ok := s.jobs.(bmcReverifier); ok {
+		return r.ReverifyOthersOnBMCTx(ctx, tx, driver, address, except)
+	}
+	return nil
+}

@@ -240,8 +240,11 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 	var out *baremetal.Node
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		var bmcChanged, reverify, maintenanceCleared bool
+		var oldDriver baremetal.Driver
+		var oldAddress string
 		n, wrote, err := tx.Mutate(ctx, idOrName, c.Actor(), func(tx store.Tx, n *baremetal.Node, ch *ledger.Change) error {
 			cur := *n
+			oldDriver, oldAddress = cur.Driver, cur.BMC.Address
 			if ifMatch != 0 && cur.Version != ifMatch {
 				return preconditionFailed(ifMatch, cur.Version)
 			}
@@ -292,6 +295,11 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				// the old backoff.
 				n.NextCheckAt = nil
 			}
+			if reverify {
+				// New settings, new question: whether this node is another's
+				// machine is asked again by the verify.
+				n.ClearFault(baremetal.FaultDuplicate)
+			}
 			if reverify && n.ProvisionState == baremetal.StateAvailable {
 				if err := n.Transition(baremetal.StateEnroll); err != nil {
 					return err
@@ -317,6 +325,13 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 		}
 		if n.ProvisionState == baremetal.StateEnroll && (reverify || bmcChanged) {
 			if _, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
+				return err
+			}
+		}
+		if reverify && !sameBMC(oldDriver, oldAddress, n.Driver, n.BMC.Address) {
+			// Moved off its BMC: a node found to be a second node of its
+			// machine there may be the machine's node now.
+			if err := s.reverifyOthersOnBMC(ctx, tx, oldDriver, oldAddress, n.ID); err != nil {
 				return err
 			}
 		}
@@ -371,7 +386,10 @@ func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifM
 			}
 		}
 		if force {
-			return tx.Remove(ctx, n)
+			if err := tx.Remove(ctx, n); err != nil {
+				return err
+			}
+			return s.reverifyOthersOnBMC(ctx, tx, n.Driver, n.BMC.Address, n.ID)
 		}
 		n, _, err = tx.Apply(ctx, n, c.Actor(), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
 			n.InstanceID = ""
