@@ -2,10 +2,14 @@ package jobs
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
@@ -121,34 +125,72 @@ func (r *nodeWork) ownMachine(ctx context.Context, n *baremetal.Node) error {
 	return nil
 }
 
-// markDuplicate records on n (read with BMC settings ep) that its machine
-// is h's: fault duplicate with the reason in last_error. The BMC answered,
-// so any BMC trouble recorded is cleared. It returns the verify's snooze
-// (duplicateRecheck): the answer changes when h goes or n's settings
-// change, and both wake n's verify.
-func (r *nodeWork) markDuplicate(ctx context.Context, n *baremetal.Node, ep bmc.Endpoint, h store.BMCHolder, msg string) error {
+// markDuplicate records on n (read with BMC settings ep, whose system the
+// BMC named in res) that its machine is another node's: fault duplicate with the reason in last_error, the BMC
+// trouble recorded cleared (the BMC answered). The nodes on the BMC are
+// read again in the same transaction, and the job completes in it: the
+// other node's removal either commits first (then n is no duplicate, and
+// the job runs again at once) or finds this verify ended and queues a new
+// one (ReverifyOthersOnBMCTx), so n never stays a duplicate of a node that
+// is gone. Nothing else changes the answer but a change of n's settings,
+// which queues its verify too: no retry is needed meanwhile.
+func (r *nodeWork) markDuplicate(ctx context.Context, job *river.Job[VerifyArgs], n *baremetal.Node, ep bmc.Endpoint, res *bmc.ResolvedSystem) error {
 	var moved, left bool
-	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
-		moved, left = endpoint(n) != ep, n.ProvisionState != baremetal.StateEnroll
+	var holder *store.BMCHolder
+	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+		moved, left, holder = endpoint(n) != ep, n.ProvisionState != baremetal.StateEnroll, nil
 		if moved || left {
 			return ledger.ErrSkip
 		}
+		key, err := baremetal.BMCEndpointKey(n.Driver, n.BMC.Address)
+		if err != nil {
+			return ledger.ErrSkip
+		}
+		others, err := tx.NodesOnBMC(ctx, key)
+		if err != nil {
+			return err
+		}
+		same := store.SameMachine(resolved(n, res), n.ID, others, res.Members)
+		if len(same) == 0 {
+			return ledger.ErrSkip
+		}
+		holder = &same[0]
 		now := time.Now()
 		r.noteSuccess(n, now)
-		n.SetActionFault(baremetal.FaultDuplicate, scrub(n, msg), now)
-		return nil
+		n.SetActionFault(baremetal.FaultDuplicate, scrub(n, duplicateMessage(n, resolved(n, res).BMC.SystemID, *holder)), now)
+		return completeTx(ctx, tx, job)
 	})
 	switch {
 	case err != nil:
 		return ignoreGone(err)
 	case left:
 		return nil
-	case moved:
-		return river.JobSnooze(time.Millisecond) // asked about the old settings: ask again
+	case moved || holder == nil:
+		// Asked about old settings, or the other node went meanwhile:
+		// ask again.
+		return river.JobSnooze(time.Millisecond)
 	}
 	r.log.WarnContext(ctx, "node is a second node of another node's machine; it stays in enroll", "node", n.Name,
-		"same_as_node_id", h.ID, "same_as_name", h.Name, "next_check", r.duplicateRecheck())
-	return river.JobSnooze(r.duplicateRecheck())
+		"same_as_node_id", holder.ID, "same_as_name", holder.Name)
+	return nil
+}
+
+// completeTx marks job completed in tx (river.JobCompleteTx): the job's
+// end commits with what it wrote.
+func completeTx[T river.JobArgs](ctx context.Context, tx store.Tx, job *river.Job[T]) error {
+	var err error
+	switch native := tx.Native().(type) {
+	case *sql.Tx:
+		_, err = river.JobCompleteTx[*riversqlite.Driver](ctx, native, job)
+	case pgx.Tx:
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, native, job)
+	default:
+		err = fmt.Errorf("store transaction is %T: River cannot complete a job in it", native)
+	}
+	if err != nil {
+		return fmt.Errorf("complete job %d: %w", job.ID, err)
+	}
+	return nil
 }
 
 // ReverifyOthersOnBMCTx queues, in tx, the verify of every node in
@@ -181,14 +223,6 @@ func (r *nodeWork) ReverifyOthersOnBMCTx(ctx context.Context, tx store.Tx, drive
 	}
 	return nil
 }
-
-// duplicateRecheck is how long the verify of a node found to be a second
-// node of another's machine waits before it asks again: long, since the
-// other node's removal (or a change of this node) wakes it at once
-// (ReverifyOthersOnBMCTx, the service's PATCH); the wait only catches a
-// wake-up that came while the verify was still running. A short one would
-// keep the node's job slot from an admin's power action or the retire.
-func (r *nodeWork) duplicateRecheck() time.Duration { return 12 * r.cfg.MaxBackoff }
 
 // isKeyConflict: a write claimed a BMC key another node got first (a
 // race the explicit check did not see).

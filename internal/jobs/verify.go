@@ -42,7 +42,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	if err == nil {
 		var same []store.BMCHolder
 		if same, err = w.sameMachine(ctx, n, res); err == nil && len(same) > 0 {
-			return w.markDuplicate(ctx, n, ep, same[0], duplicateMessage(n, resolved(n, res).BMC.SystemID, same[0]))
+			return w.markDuplicate(ctx, job, n, ep, res)
 		}
 	}
 	if err == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
@@ -110,6 +111,8 @@ func sameBMC(driverA baremetal.Driver, addressA string, driverB baremetal.Driver
 type bmcReverifier interface {
 	ReverifyOthersOnBMCTx(ctx context.Context, tx store.Tx, driver baremetal.Driver, address, except string) error
 }
+
+var _ bmcReverifier = (*jobs.Runner)(nil)
 
 // reverifyOthersOnBMC wakes, in tx, the verify of the nodes on the BMC of
 // driver and address but except, which goes or moves away: one found to
