@@ -184,7 +184,8 @@ func TestSameMachineBySpelling(t *testing.T) {
 			wantSameMachine(t, "system_id with a trailing slash on a BMC enrolled without one",
 				e.do("POST", "/v1/nodes", adminSecret, bmcBody("dup", "https://10.9.3.1", "/redfish/v1/Systems/1/")), "bmc.system_id", a)
 			// Default port and host case on the address too.
-			wantSameMachine(t, "default port", e.do("POST", "/v1/nodes", adminSecret, bmcBody("dup", "https://10.9.3.1:443/", "1")), "bmc.system_id", a)
+			wantSameMachine(t, "default port", e.do("POST", "/v1/nodes", adminSecret, bmcBody("dup", "https://10.9.3.1:443/", "/redfish/v1/Systems/1")), "bmc.system_id", a)
+			wantSameMachine(t, "a bare id", e.do("POST", "/v1/nodes", adminSecret, bmcBody("dup", "HTTPS://10.9.3.1", "1")), "bmc.system_id", a)
 			e.mustJSON("POST", "/v1/nodes", adminSecret, bmcBody("sys-c", "https://bmc-c.example", "/redfish/v1/Systems/1"), 201, &c)
 			wantSameMachine(t, "no system_id, host case", e.do("POST", "/v1/nodes", adminSecret, bmcBody("dup", "https://BMC-C.example:443", "")), "bmc.system_id", c)
 			// Spellings of one system: accepted, and one key.
