@@ -213,10 +213,14 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 						Default:             booldefault.StaticBool(false),
 					},
 					"system_id": schema.StringAttribute{
-						MarkdownDescription: "Redfish system path, e.g. `/redfish/v1/Systems/1`. Optional when the BMC manages exactly one system; only for `redfish`.",
-						Optional:            true,
-						Validators: []validator.String{stringvalidator.RegexMatches(regexp.MustCompile(`^/redfish/v1/Systems/.+`),
-							"must be a Redfish system path such as /redfish/v1/Systems/1")},
+						MarkdownDescription: "Redfish system: its path (`/redfish/v1/Systems/1`), a bare id (`1`, `System.Embedded.1`) or its URL on the BMC. " +
+							"Optional when the BMC manages exactly one system. The controller asks the BMC which system it is and keys the node by " +
+							"the system's `@odata.id` as the BMC serves it (one machine is one node, however it is spelled): left unset, this " +
+							"attribute then shows that id; set, it keeps your spelling. Only for `redfish`.",
+						Optional:      true,
+						Computed:      true,
+						Validators:    []validator.String{systemIDValidator{}},
+						PlanModifiers: []planmodifier.String{systemIDUnlessMoved{}},
 					},
 					"cipher_suite": schema.Int64Attribute{
 						MarkdownDescription: "IPMI lanplus cipher suite to use; `0` (the default) lets the controller find one. Only for `ipmi`.",
@@ -687,6 +691,11 @@ func (r *NodeResource) waitVerified(ctx context.Context, id string, timeout time
 	}, func(n *api.Node) (bool, error) {
 		switch n.ProvisionState {
 		case api.StateEnroll:
+			if n.Fault == api.FaultDuplicate {
+				// The verify found another node's machine behind these
+				// settings: no wait ends that.
+				return false, fmt.Errorf("node %s is a second node of another node's machine, and the controller will not use it: %s", n.Name, n.LastError)
+			}
 			if n.Fault == api.FaultBMCAuthFailed && n.BMCFailures >= refusalsToFail {
 				return false, &credentialsRefusedError{n}
 			}
@@ -982,7 +991,7 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.
 			PasswordWO:        types.StringNull(),
 			PasswordWOVersion: version,
 			Insecure:          types.BoolValue(n.BMC.Insecure),
-			SystemID:          stringOrNull(n.BMC.SystemID),
+			SystemID:          systemIDFrom(n.BMC.SystemID, secrets),
 			CipherSuite:       types.Int64Value(int64(n.BMC.CipherSuite)),
 		}
 	}

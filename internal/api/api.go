@@ -31,6 +31,9 @@ import (
 )
 
 // BMC is a node's BMC as the API shows it: never with the password.
+// SystemID is, for Redfish, the system's @odata.id as the BMC serves it
+// once the controller asked the BMC (at enroll or when it verified the
+// node), else as written (any spelling of RedfishSystemPath).
 type BMC struct {
 	Address     string `json:"address"`
 	Username    string `json:"username"`

@@ -41,12 +41,16 @@ const (
 	FaultDeployTimeout  Fault = "deploy_timeout"
 	FaultCleanFailed    Fault = "clean_failed"
 	FaultAgentLost      Fault = "agent_lost"
+	// FaultDuplicate: the node's BMC settings reach another node's
+	// machine (last_error names it); it stays in enroll and acts on
+	// nothing.
+	FaultDuplicate Fault = "duplicate"
 )
 
 // Faults lists every fault a node can carry (FaultNone is not one).
 func Faults() []string {
 	return []string{string(FaultBMCUnreachable), string(FaultBMCAuthFailed), string(FaultBMCError), string(FaultBMCRefused),
-		string(FaultPowerMismatch), string(FaultDeployTimeout), string(FaultCleanFailed), string(FaultAgentLost)}
+		string(FaultPowerMismatch), string(FaultDeployTimeout), string(FaultCleanFailed), string(FaultAgentLost), string(FaultDuplicate)}
 }
 
 // The ?fault= filter of GET /v1/nodes takes a fault, or one of these.

@@ -43,6 +43,12 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite"
 )
 
+// enrollResolveTimeout bounds how long POST /v1/nodes waits for a Redfish
+// BMC to say which system a new node is (service.ResolveSystemsAtEnroll):
+// long enough for a BMC's login, short enough that a dead BMC never holds
+// the API; the verify job asks again.
+const enrollResolveTimeout = 5 * time.Second
+
 // Config is everything a controller needs; the binary fills it from flags
 // and environment variables.
 type Config struct {
@@ -423,6 +429,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return fail(fmt.Errorf("jobs: %w", err))
 	}
 	a.Service = service.New(st, a.Jobs, log)
+	a.Service.ResolveSystemsAtEnroll(drivers, min(cfg.BMCTimeout, enrollResolveTimeout))
 	if images != nil {
 		a.Service.EnableAgent()
 	}

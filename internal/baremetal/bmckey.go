@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
 // One physical server is one node. Two nodes on the same BMC endpoint would
@@ -25,12 +27,17 @@ import (
 //     port is its own endpoint: emulators serve several BMCs on one host.
 //   - the path, query and fragment of the address are ignored: the drivers
 //     dial scheme://host:port and build every path themselves.
-//   - Redfish system_id, with trailing slashes removed, is part of the key:
-//     one BMC may manage several systems, each its own node. An empty
-//     system_id ("the only system") is its own value, so a BMC enrolled once
-//     without system_id and once with one is NOT detected as a duplicate.
-//   - a Redfish node and an IPMI node on the same host are not detected
-//     either: they are different endpoints (protocol and port), and the key
+//   - Redfish system_id is part of the key, in any spelling of one system
+//     (api.RedfishSystemKey: a bare id, a full URL, a path without
+//     /redfish/v1, trailing slashes): one BMC may manage several systems,
+//     each its own node. An empty system_id ("the only system") is its
+//     own value here: which system it is, only the BMC can say. The
+//     controller asks it at enroll and stores the system's @odata.id as
+//     the BMC serves it, which then keys the node; until it has, a node
+//     without system_id and any other node on the same BMC (BMCEndpointKey)
+//     are refused as one machine (see the service's enroll).
+//   - a Redfish node and an IPMI node on the same host are not detected:
+//     they are different endpoints (protocol and port), and the key
 //     cannot know they belong to one machine.
 
 // Default BMC ports, by scheme, made explicit by NormalizeBMCAddress.
@@ -68,7 +75,18 @@ func NormalizeBMCAddress(driver Driver, address string) (string, error) {
 // The key never holds credentials. It is not a URL to dial: an IPv6 zone
 // appears unescaped.
 func BMCKey(driver Driver, b BMC) (string, error) {
-	ep, err := parseBMCEndpoint(driver, b.Address)
+	key, err := BMCEndpointKey(driver, b.Address)
+	if err != nil || driver != DriverRedfish {
+		return key, err
+	}
+	return key + systemKey(b.SystemID), nil
+}
+
+// BMCEndpointKey is the key of the BMC endpoint alone: for IPMI the same
+// as BMCKey, for Redfish BMCKey without the system. The BMCKey of every
+// node on that BMC is it, or it followed by "/" and the system path.
+func BMCEndpointKey(driver Driver, address string) (string, error) {
+	ep, err := parseBMCEndpoint(driver, address)
 	if err != nil {
 		return "", err
 	}
@@ -78,22 +96,31 @@ func BMCKey(driver Driver, b BMC) (string, error) {
 		if port == DefaultHTTPPort {
 			port = DefaultHTTPSPort // http://h and https://h: one web server
 		}
-		return "redfish://" + net.JoinHostPort(ep.host, strconv.Itoa(port)) + normalizeSystemID(b.SystemID), nil
+		return "redfish://" + net.JoinHostPort(ep.host, strconv.Itoa(port)), nil
 	default: // DriverIPMI; parseBMCEndpoint rejected any other driver
 		return "ipmi://" + net.JoinHostPort(ep.host, strconv.Itoa(ep.port)), nil
 	}
 }
 
-// normalizeSystemID drops surrounding blanks and trailing slashes; a
-// non-empty result always starts with "/", so it cannot be mistaken for
-// part of the port in a key.
-func normalizeSystemID(id string) string {
+// systemKey is the system part of a Redfish key: api.RedfishSystemKey,
+// which always starts with "/" (so it cannot be mistaken for part of the
+// port). A system_id it cannot read (Validate refuses those; only rows
+// older than the rule hold one) keys as it is written, trailing slashes
+// removed, so such a node still claims its endpoint.
+func systemKey(id string) string {
+	if k, err := api.RedfishSystemKey(id); err == nil {
+		return k
+	}
 	id = strings.TrimRight(strings.TrimSpace(id), "/")
 	if id != "" && !strings.HasPrefix(id, "/") {
 		id = "/" + id
 	}
 	return id
 }
+
+// SameSystemID reports whether two system_id spellings name the same
+// system of one BMC (api.SameRedfishSystem).
+func SameSystemID(a, b string) bool { return api.SameRedfishSystem(a, b) }
 
 func parseBMCEndpoint(driver Driver, address string) (bmcEndpoint, error) {
 	u, err := url.Parse(address)

@@ -29,6 +29,22 @@ func TestBMCKeySameEndpoint(t *testing.T) {
 			redfish("https://BMC-7.rack1.example:443/", "/redfish/v1/Systems/1/"),
 			redfish("http://bmc-7.rack1.example", " /redfish/v1/Systems/1// "),
 		}},
+		// Issue #25: every spelling of one system, with no BMC asked: a
+		// bare id, a path without /redfish/v1, trailing slashes (iLO), the
+		// full URL in any host case and port spelling.
+		{DriverRedfish, []BMC{
+			redfish("https://10.0.0.7", "/redfish/v1/Systems/1"),
+			redfish("https://10.0.0.7", "/redfish/v1/Systems/1/"),
+			redfish("https://10.0.0.7", "1"),
+			redfish("https://10.0.0.7", "Systems/1"),
+			redfish("https://10.0.0.7", "/Systems/1/"),
+			redfish("https://10.0.0.7", "https://10.0.0.7/redfish/v1/Systems/1/"),
+			redfish("https://10.0.0.7", "/redfish/v1/systems/1"),
+		}},
+		{DriverRedfish, []BMC{
+			redfish("https://bmc.example", "/redfish/v1/Systems/1"),
+			redfish("https://BMC.example", "HTTPS://bmc.EXAMPLE:443/redfish/v1/Systems/1"),
+		}},
 		{DriverRedfish, []BMC{
 			redfish("https://[2001:DB8:0::1]:8443", "/redfish/v1/Systems/a"),
 			redfish("http://[2001:db8::1]:8443/", "/redfish/v1/Systems/a"),
@@ -190,7 +206,11 @@ func FuzzBMCKey(f *testing.F) {
 		if k2, err := BMCKey(driver, b); err != nil || k2 != key {
 			t.Fatalf("key of %q is %q, of its normal form %q is %q, %v", address, key, norm, k2, err)
 		}
-		if endpoint := strings.TrimSuffix(key, normalizeSystemID(systemID)); strings.Contains(endpoint, "@") || strings.Contains(norm, "@") {
+		endpoint, err := BMCEndpointKey(driver, address)
+		if err != nil || !strings.HasPrefix(key, endpoint) {
+			t.Fatalf("key %q does not start with its endpoint key %q, %v", key, endpoint, err)
+		}
+		if strings.Contains(endpoint, "@") || strings.Contains(norm, "@") {
 			t.Fatalf("credentials kept: key %q, normal form %q", key, norm)
 		}
 	})

@@ -50,10 +50,20 @@ const (
 	// The work it was booted for retries with a fresh boot; the fault
 	// clears when a new agent calls in, or when that work is done.
 	FaultAgentLost Fault = "agent_lost"
+
+	// FaultDuplicate: the machine the node's BMC settings reach is
+	// another node's (last_error names it), which only the BMC could
+	// tell (one of the two has no system_id, or the BMC serves one
+	// system under two names). The node stays in enroll and acts on
+	// nothing, and deleting it leaves the machine alone. It is no BMC
+	// trouble: the BMC answered. The verify job keeps checking; the fault
+	// clears once the other node is gone or this one's settings reach
+	// another machine.
+	FaultDuplicate Fault = "duplicate"
 )
 
 // Faults lists every fault value, for filters and validation.
-var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultBMCRefused, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed, FaultAgentLost}
+var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultBMCRefused, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed, FaultAgentLost, FaultDuplicate}
 
 // CleanErase is a node's own choice of how cleaning erases its disks
 // with the deploy agent; CleanEraseDefault leaves it to the node's

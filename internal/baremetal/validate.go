@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/deployspec"
 )
 
@@ -183,8 +184,8 @@ func (b *BMC) validate(driver Driver) error {
 		if err := ValidateLine("bmc.system_id", b.SystemID, 256); err != nil {
 			return err
 		}
-		if b.SystemID != "" && !strings.HasPrefix(b.SystemID, "/redfish/v1/Systems/") {
-			return FieldErrorf("bmc.system_id", "bmc.system_id %q must be a Redfish system path such as /redfish/v1/Systems/1", b.SystemID)
+		if err := b.validateSystemID(); err != nil {
+			return err
 		}
 		if b.CipherSuite != 0 {
 			return FieldErrorf("bmc.cipher_suite", "bmc.cipher_suite applies only to driver ipmi")
@@ -239,6 +240,27 @@ func RedactURL(s string) string {
 }
 
 // redactURL drops userinfo so an error never echoes credentials.
+// validateSystemID accepts every spelling of a Redfish system (see
+// api.RedfishSystemPath). A full URL must be on the BMC of bmc.address:
+// one on another host names another BMC's system.
+func (b *BMC) validateSystemID() error {
+	if _, err := api.RedfishSystemPath(b.SystemID); err != nil {
+		return FieldErrorf("bmc.system_id", "bmc.system_id %s", strings.TrimPrefix(err.Error(), api.ErrSystemIDSpelling.Error()+": "))
+	}
+	if !strings.Contains(b.SystemID, "://") {
+		return nil
+	}
+	sys, err := BMCEndpointKey(DriverRedfish, strings.TrimSpace(b.SystemID))
+	if err != nil {
+		return FieldErrorf("bmc.system_id", "bmc.system_id %q is not a URL with a valid host", redactURL(b.SystemID))
+	}
+	if addr, err := BMCEndpointKey(DriverRedfish, b.Address); err == nil && addr != sys {
+		return FieldErrorf("bmc.system_id", "bmc.system_id %q is on another BMC than bmc.address %q; give the system's path (e.g. /redfish/v1/Systems/1)",
+			redactURL(b.SystemID), redactURL(b.Address))
+	}
+	return nil
+}
+
 func redactURL(s string) string {
 	if u, err := url.Parse(s); err == nil && u.User != nil {
 		u.User = nil

@@ -30,7 +30,10 @@ func TestNodeValidate(t *testing.T) {
 		{"bmc.address", func(n *Node) { n.BMC.Address = "https://10.0.0.5:99999" }},
 		{"bmc.username", func(n *Node) { n.BMC.Username = "" }},
 		{"bmc.password", func(n *Node) { n.BMC.Password = "" }},
-		{"bmc.system_id", func(n *Node) { n.BMC.SystemID = "Systems/1" }},
+		{"bmc.system_id", func(n *Node) { n.BMC.SystemID = "/redfish/v1/Managers/1" }},
+		{"bmc.system_id", func(n *Node) { n.BMC.SystemID = "/redfish/v1/Systems/1/Bios" }},
+		{"bmc.system_id", func(n *Node) { n.BMC.SystemID = "https://10.0.0.6/redfish/v1/Systems/1" }}, // another BMC
+		{"bmc.system_id", func(n *Node) { n.BMC.SystemID = "https://admin:s3cret-pw@10.0.0.5/redfish/v1/Systems/1" }},
 		{"bmc.cipher_suite", func(n *Node) { n.BMC.CipherSuite = 3 }},
 		{"resource_class", func(n *Node) { n.ResourceClass = "" }},
 		{"properties.cpus", func(n *Node) { n.Properties.CPUs = -1 }},
@@ -67,6 +70,16 @@ func TestNodeValidate(t *testing.T) {
 		n.CleanErase = mode
 		if err := n.Validate(); err != nil {
 			t.Errorf("clean_erase %q: %v", mode, err)
+		}
+	}
+	// Every spelling of a system on this BMC (api.RedfishSystemPath),
+	// its full URL in any case and port spelling of bmc.address's host.
+	for _, id := range []string{"/redfish/v1/Systems/1", "/redfish/v1/Systems/1/", "1", "Systems/1", "/Systems/1",
+		"System.Embedded.1", "https://10.0.0.5/redfish/v1/Systems/1/", "HTTPS://10.0.0.5:443/redfish/v1/Systems/1", "http://10.0.0.5/redfish/v1/Systems/1"} {
+		n := validNode()
+		n.BMC.SystemID = id
+		if err := n.Validate(); err != nil {
+			t.Errorf("system_id %q: %v", id, err)
 		}
 	}
 	ipmi := validNode()

@@ -130,6 +130,39 @@ type BootModeGetter interface {
 	BootMode(ctx context.Context) (string, error)
 }
 
+// SystemResolver is implemented by drivers whose BMCs may manage several
+// systems (Redfish): it says which system an endpoint reaches, as the BMC
+// names it. One machine is one node, and the controller keys a node by
+// that name, so it must not depend on how the operator spelled it.
+type SystemResolver interface {
+	// ResolveSystem returns the endpoint's system: the @odata.id the BMC
+	// serves for it (trailing slash and all), or its only system when
+	// the endpoint names none. It fails with ErrSystemNotFound when the
+	// BMC has no such system (the message names the URL tried and the
+	// systems it lists) and ErrSystemIDRequired when it has several and
+	// the endpoint names none.
+	ResolveSystem(ctx context.Context) (ResolvedSystem, error)
+}
+
+// ResolvedSystem is an endpoint's system as its BMC names it.
+type ResolvedSystem struct {
+	// ID is the system's @odata.id as the BMC serves it; "" when that
+	// does not read as a Redfish system path (api.RedfishSystemPath): the
+	// node then keeps the system id it has.
+	ID string
+	// Members are every system the BMC lists, as it serves them: with
+	// one, an endpoint without a system id reaches that one too.
+	Members []string
+}
+
+// Errors of SystemResolver (and of any call on an endpoint whose system
+// the BMC does not have), found with errors.Is: only a change of the
+// node's system id fixes them, never a retry.
+var (
+	ErrSystemNotFound   = errors.New("system not found on the BMC")
+	ErrSystemIDRequired = errors.New("the BMC manages several systems; set the node's system_id")
+)
+
 // Client is one node's BMC. Drivers implement PowerGetter, PowerSetter and
 // BootDeviceSetter; VirtualMedia and InventoryGetter are optional and
 // detected with a type assertion (or return ErrUnsupported-kind errors).

@@ -332,7 +332,7 @@ func testNodeErrors(t *testing.T, e *env) {
 		{"patch unknown field", "PATCH", id, adminSecret, `{"fault":"bmc_unreachable"}`, 400, "invalid", "fault"},
 		{"patch nested unknown", "PATCH", id, adminSecret, `{"bmc":{"port":1}}`, 400, "invalid", "bmc.port"},
 		{"patch oversized", "PATCH", id, adminSecret, big, 413, "payload_too_large", ""},
-		{"patch invalid value", "PATCH", id, adminSecret, `{"bmc":{"system_id":"Systems/1"}}`, 400, "invalid", "bmc.system_id"},
+		{"patch invalid value", "PATCH", id, adminSecret, `{"bmc":{"system_id":"/redfish/v1/Managers/1"}}`, 400, "invalid", "bmc.system_id"},
 		{"patch maintenance without reason", "PATCH", id, adminSecret, `{"maintenance":true}`, 400, "invalid", "maintenance_reason"},
 		{"patch missing", "PATCH", "/v1/nodes/nope", adminSecret, `{}`, 404, "not_found", ""},
 		{"delete unauthenticated", "DELETE", id, "", "", 401, "unauthorized", ""},

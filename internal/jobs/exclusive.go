@@ -92,6 +92,11 @@ func (r *Runner) KickNodeTx(ctx context.Context, tx store.Tx, nodeID string) err
 	if _, err := r.q.InsertTx(ctx, tx, SyncNodeArgs{NodeID: nodeID}, nil); err != nil {
 		return fmt.Errorf("kick node %s: enqueue sync_node: %w", nodeID, err)
 	}
+	return r.wakeTx(ctx, tx, nodeID)
+}
+
+// wakeTx makes the node's waiting mutating jobs available at once, in tx.
+func (r *nodeWork) wakeTx(ctx context.Context, tx store.Tx, nodeID string) error {
 	res, err := r.q.JobListTx(ctx, tx, waitingJobsOf(nodeID))
 	if err != nil {
 		return fmt.Errorf("kick node %s: list waiting jobs: %w", nodeID, err)

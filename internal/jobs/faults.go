@@ -74,9 +74,15 @@ func scrub(n *baremetal.Node, s string) string {
 // noteFailure records a failed BMC call on n (in memory; the caller writes).
 func (r *nodeWork) noteFailure(n *baremetal.Node, op string, err error, now time.Time) {
 	n.BMCFailures++
-	n.LastError = describeBMCError(n, op, err)
 	next := now.Add(r.backoff(n.BMCFailures))
 	n.NextCheckAt = &next
+	if n.Fault == baremetal.FaultDuplicate {
+		// A second node of another node's machine acts on nothing: its
+		// BMC's trouble is the other node's to report, and the fault and
+		// last_error keep saying which node that is.
+		return
+	}
+	n.LastError = describeBMCError(n, op, err)
 	if n.BMCFailures < r.cfg.FaultThreshold {
 		return
 	}

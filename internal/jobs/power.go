@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -46,6 +47,18 @@ func (w *powerWorker) power(ctx context.Context, job *river.Job[PowerArgs]) erro
 	}
 	target := action.Target()
 
+	if n.ProvisionState == baremetal.StateEnroll {
+		// Not verified yet: it may be a second node of another node's
+		// machine (identity.go), whose power is not its to change.
+		err := w.ownMachine(ctx, n)
+		var other *otherMachineError
+		if errors.As(err, &other) {
+			return w.powerRefused(ctx, n, fmt.Sprintf("power %s requested by %s refused: %s", a.Action, who, other.msg))
+		}
+		if err != nil {
+			return w.powerError(ctx, job, n, who, err)
+		}
+	}
 	ps, err := w.readPower(ctx, n)
 	if err != nil {
 		return w.powerError(ctx, job, n, who, err)
@@ -78,6 +91,20 @@ func (w *powerWorker) power(ctx context.Context, job *river.Job[PowerArgs]) erro
 		return nil
 	})
 	return ignoreGone(err)
+}
+
+// powerRefused ends a power action that must not be carried out, saying
+// why in an event.
+func (w *powerWorker) powerRefused(ctx context.Context, n *baremetal.Node, msg string) error {
+	msg = baremetal.ClipError(scrub(n, msg))
+	_, err := w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+		c.Events = append(c.Events, &baremetal.Event{Type: "power", Message: msg})
+		return nil
+	})
+	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		w.log.WarnContext(ctx, "record refused power action", "node", n.Name, "err", err)
+	}
+	return river.JobCancel(errors.New(msg))
 }
 
 // powerError records a failed power action. BMC errors are retried until

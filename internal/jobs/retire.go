@@ -38,7 +38,17 @@ func (w *retireWorker) retire(ctx context.Context, job *river.Job[RetireArgs]) e
 		// more. A dead BMC keeps the node in deleting (with its fault
 		// current) for as long as it is dead; force=true is the operator's
 		// way out.
-		err := w.powerOff(ctx, n, nil)
+		// A node whose machine is another node's (a second node for it,
+		// see identity.go) never touches it: powering it off would stop
+		// the other node's server.
+		err := w.ownMachine(ctx, n)
+		var other *otherMachineError
+		if errors.As(err, &other) {
+			return w.retireWithoutBMC(ctx, n, other)
+		}
+		if err == nil {
+			err = w.powerOff(ctx, n, nil)
+		}
 		if err == nil {
 			err = w.clearBoot(ctx, n)
 		}
@@ -62,5 +72,17 @@ func (w *retireWorker) retire(ctx context.Context, job *river.Job[RetireArgs]) e
 		return err
 	}
 	w.log.InfoContext(ctx, "node removed", "node", n.Name, "id", n.ID)
+	return nil
+}
+
+// retireWithoutBMC removes the record of a node whose machine is another
+// node's, without a BMC call: the machine is not this node's to power off.
+// The log says so (the node's events go with its record).
+func (w *retireWorker) retireWithoutBMC(ctx context.Context, n *baremetal.Node, other *otherMachineError) error {
+	if err := w.deleteNode(ctx, n.ID); err != nil {
+		return err
+	}
+	w.log.InfoContext(ctx, "node removed without touching its BMC: its machine is another node's", "node", n.Name, "id", n.ID,
+		"same_as_node_id", other.holder.ID, "same_as_name", other.holder.Name, "reason", other.msg)
 	return nil
 }

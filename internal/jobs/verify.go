@@ -34,7 +34,21 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	if n.ProvisionState != baremetal.StateEnroll {
 		return nil
 	}
-	ps, inv, err := w.readPowerAndInventory(ctx, n)
+	ep := endpoint(n)
+	// One machine, one node: which system the node is, the BMC says (see
+	// identity.go); the node is keyed by that from now on.
+	res, err := w.resolveSystem(ctx, n)
+	var ps bmc.PowerState
+	var inv *bmc.Inventory
+	if err == nil {
+		var same []store.BMCHolder
+		if same, err = w.sameMachine(ctx, n, res); err == nil && len(same) > 0 {
+			return w.markDuplicate(ctx, job, n, ep, res)
+		}
+	}
+	if err == nil {
+		ps, inv, err = w.readPowerAndInventory(ctx, resolved(n, res))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -48,7 +62,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	// The write is version-checked against the node read at the start of
 	// the job (no second read on the writer); a change made meanwhile
 	// makes the ledger read it again and this function run on that.
-	ep, moved := endpoint(n), false
+	moved := false
 	_, err = w.ledger.UpdateRead(ctx, n, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateEnroll {
 			return ledger.ErrSkip
@@ -58,6 +72,10 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 			return ledger.ErrSkip
 		}
 		now := time.Now()
+		// The system as the BMC serves it keys the node (a race with
+		// another node claiming it is the key conflict below).
+		n.BMC.SystemID = resolved(n, res).BMC.SystemID
+		n.ClearFault(baremetal.FaultDuplicate)
 		w.observePower(n, ps, nil, now)
 		touchSeen(n, now)
 		fillProperties(n, inv)
@@ -81,7 +99,9 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 		_, err := w.InsertTx(ctx, tx, InspectArgs{NodeID: n.ID})
 		return err
 	})
-	if err == nil && moved {
+	if (err == nil && moved) || isKeyConflict(err) {
+		// Read again (a key conflict: another node claimed the system
+		// meanwhile, which the next run finds and says).
 		return river.JobSnooze(time.Millisecond)
 	}
 	return ignoreGone(err)

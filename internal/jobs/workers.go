@@ -180,7 +180,10 @@ func (r *nodeWork) deleteNode(ctx context.Context, id string) error {
 		if n.ProvisionState != baremetal.StateDeleting {
 			return ledger.ErrSkip
 		}
-		return tx.Remove(ctx, n)
+		if err := tx.Remove(ctx, n); err != nil {
+			return err
+		}
+		return r.ReverifyOthersOnBMCTx(ctx, tx, n.Driver, n.BMC.Address, n.ID)
 	})
 	switch {
 	case err == nil, errors.Is(err, ledger.ErrSkip), baremetal.IsCode(err, baremetal.CodeNotFound):

@@ -75,8 +75,20 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
+	// Outside the transaction: a BMC call never holds the database.
+	res, err := s.resolveSystem(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	var members []string
+	if res != nil {
+		members = res.Members
+		if res.ID != "" {
+			n.BMC.SystemID = res.ID // what the BMC serves keys the node
+		}
+	}
 	var replay *baremetal.Node
-	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+	err = s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		replay = nil
 		if id, err := replayed(ctx, tx, c, "node", o); err != nil || id != "" {
 			if err != nil {
@@ -90,6 +102,9 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		// Look before inserting: after a failed statement PostgreSQL
 		// aborts the transaction, so the explanation could not be read.
 		if err := nameFree(ctx, tx, n.Name, ""); err != nil {
+			return err
+		}
+		if err := machineFree(ctx, tx, n, "", members); err != nil {
 			return err
 		}
 		msg := "node enrolled; verifying its BMC"
@@ -225,8 +240,11 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 	var out *baremetal.Node
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		var bmcChanged, reverify, maintenanceCleared bool
+		var oldDriver baremetal.Driver
+		var oldAddress string
 		n, wrote, err := tx.Mutate(ctx, idOrName, c.Actor(), func(tx store.Tx, n *baremetal.Node, ch *ledger.Change) error {
 			cur := *n
+			oldDriver, oldAddress = cur.Driver, cur.BMC.Address
 			if ifMatch != 0 && cur.Version != ifMatch {
 				return preconditionFailed(ifMatch, cur.Version)
 			}
@@ -257,6 +275,12 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 			if n.BMC.Password == "" {
 				n.BMC.Password = cur.BMC.Password
 			}
+			if sameBMC(cur.Driver, cur.BMC.Address, n.Driver, n.BMC.Address) && baremetal.SameSystemID(n.BMC.SystemID, cur.BMC.SystemID) {
+				// Another spelling of the system the node has (a client
+				// sending back what it wrote, where the node holds what
+				// the BMC serves) changes nothing.
+				n.BMC.SystemID = cur.BMC.SystemID
+			}
 			if err := n.Validate(); err != nil {
 				return err
 			}
@@ -276,11 +300,21 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				n.NextCheckAt = nil
 				n.BMCFailures = 0
 			}
+			if reverify {
+				// New settings, new question: whether this node is another's
+				// machine is asked again by the verify.
+				n.ClearFault(baremetal.FaultDuplicate)
+			}
 			if reverify && n.ProvisionState == baremetal.StateAvailable {
 				if err := n.Transition(baremetal.StateEnroll); err != nil {
 					return err
 				}
 				ch.Reason = "BMC changed; re-verifying before scheduling on it again"
+			}
+			if reverify {
+				if err := machineFree(ctx, tx, n, cur.ID, nil); err != nil {
+					return err
+				}
 			}
 			if n.Name != cur.Name {
 				return nameFree(ctx, tx, n.Name, cur.ID)
@@ -296,6 +330,13 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 		}
 		if n.ProvisionState == baremetal.StateEnroll && (reverify || bmcChanged) {
 			if _, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
+				return err
+			}
+		}
+		if reverify && !sameBMC(oldDriver, oldAddress, n.Driver, n.BMC.Address) {
+			// Moved off its BMC: a node found to be a second node of its
+			// machine there may be the machine's node now.
+			if err := s.reverifyOthersOnBMC(ctx, tx, oldDriver, oldAddress, n.ID); err != nil {
 				return err
 			}
 		}
@@ -350,7 +391,10 @@ func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifM
 			}
 		}
 		if force {
-			return tx.Remove(ctx, n)
+			if err := tx.Remove(ctx, n); err != nil {
+				return err
+			}
+			return s.reverifyOthersOnBMC(ctx, tx, n.Driver, n.BMC.Address, n.ID)
 		}
 		n, _, err = tx.Apply(ctx, n, c.Actor(), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
 			n.InstanceID = ""

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
@@ -54,6 +55,10 @@ type Service struct {
 	tokens *tokenCache
 	// agent: the controller serves the deploy agent's image (EnableAgent).
 	agent bool
+	// bmc asks a new Redfish node's BMC which system it is, for at most
+	// resolveWithin (ResolveSystemsAtEnroll); nil: the verify job asks.
+	bmc           bmc.Opener
+	resolveWithin time.Duration
 }
 
 // New returns a Service over st that enqueues jobs with ins.

@@ -120,6 +120,11 @@ type Queries interface {
 	// CountNodes counts every node by provision state, fault and
 	// maintenance (the nodes-by-state metrics).
 	CountNodes(ctx context.Context) ([]NodeCount, error)
+	// NodesOnBMC returns the nodes on one BMC, oldest first: those whose
+	// BMC key is endpoint (a baremetal.BMCEndpointKey) or endpoint
+	// followed by a system. Nodes without a key (see BackfillBMCKeys)
+	// are not among them.
+	NodesOnBMC(ctx context.Context, endpoint string) ([]BMCHolder, error)
 
 	// InsertEvent appends an event; it sets ID and Time when zero.
 	InsertEvent(ctx context.Context, e *baremetal.Event) error

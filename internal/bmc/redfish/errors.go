@@ -24,10 +24,10 @@ import (
 var (
 	// ErrSystemIDRequired: the BMC manages several systems and the endpoint
 	// names none. Permanent until the node's system_id is set.
-	ErrSystemIDRequired = errors.New("the BMC manages several systems; set the node's system_id")
+	ErrSystemIDRequired = bmc.ErrSystemIDRequired
 	// ErrSystemNotFound: the endpoint's system does not exist on the BMC
 	// (or the BMC has none).
-	ErrSystemNotFound = errors.New("system not found on the BMC")
+	ErrSystemNotFound = bmc.ErrSystemNotFound
 	// ErrClosed: the Opener was closed.
 	ErrClosed = errors.New("redfish opener is closed")
 )

@@ -20,6 +20,7 @@ import (
 	"github.com/stmcginnis/gofish"
 	"github.com/stmcginnis/gofish/schemas"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
@@ -217,29 +218,14 @@ func parseAddress(ep bmc.Endpoint) (endpoint, user, pass string, err error) {
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), user, pass, nil
 }
 
-// systemPath normalizes Endpoint.SystemID: a path, a full URL or a bare id.
+// systemPath normalizes Endpoint.SystemID: any spelling of a system
+// (api.RedfishSystemPath, shared with the node's key).
 func systemPath(id string) (string, error) {
-	id = strings.TrimSpace(id)
-	if id == "" {
-		return "", nil
+	p, err := api.RedfishSystemPath(id)
+	if err != nil {
+		return "", bmc.Errorf(bmc.KindBMCError, "open", "invalid system_id: %v", err)
 	}
-	if strings.Contains(id, "://") {
-		u, err := url.Parse(id)
-		if err != nil || u.Path == "" {
-			return "", bmc.Errorf(bmc.KindBMCError, "open", "invalid system_id %q", stripUserinfo(id))
-		}
-		id = u.Path
-	}
-	if !strings.HasPrefix(id, "/") {
-		if strings.ContainsAny(id, "/?#") {
-			return "", bmc.Errorf(bmc.KindBMCError, "open", "invalid system_id %q: want /redfish/v1/Systems/<id>", id)
-		}
-		id = "/redfish/v1/Systems/" + url.PathEscape(id)
-	}
-	if len(id) > 1 {
-		id = strings.TrimSuffix(id, "/")
-	}
-	return id, nil
+	return p, nil
 }
 
 // conn is one BMC as seen with one set of credentials.

@@ -56,6 +56,9 @@ type Options struct {
 	SlowDelay          time.Duration // delay of FaultSlow (default 3s)
 	PowerDelay         time.Duration // power changes land this long after a Reset; 0 = immediate
 	NoSessionService   bool          // serve no SessionService (basic auth only)
+	// TrailingSlashIDs writes every @odata.id with a trailing slash, as
+	// iLO does (Quirks.TrailingSlash; the ilo5 dialect has it too).
+	TrailingSlashIDs bool
 
 	// MediaSlots names each system's virtual media slots, in the order the
 	// BMC lists them (default DefaultMediaSlots: "CD" and "USB1"). A name's
@@ -233,6 +236,9 @@ func Start(opts Options) (*Fleet, error) {
 		}
 	}
 	quirks := DialectQuirks(dialect)
+	if opts.TrailingSlashIDs {
+		quirks.TrailingSlash = true
+	}
 	if opts.Tweak != nil {
 		opts.Tweak(&quirks)
 	}

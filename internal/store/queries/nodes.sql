@@ -76,6 +76,17 @@ SELECT version FROM nodes WHERE id = sqlc.arg(id);
 -- The node holding a BMC endpoint, to name it in a conflict.
 SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes WHERE bmc_key = sqlc.narg(bmc_key);
 
+-- name: NodesOnBMCEndpoint :many
+-- The nodes on one BMC (baremetal.BMCEndpointKey), oldest first: their
+-- bmc_key is the endpoint's key or it followed by "/" and a system path,
+-- which is the range [endpoint, past) when past is the endpoint's key
+-- followed by "0" (the byte after "/"). Both databases compare bmc_key
+-- byte by byte (SQLite's BINARY collation, PostgreSQL's COLLATE "C"), so
+-- the range holds those keys alone and is read off the unique index.
+SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes
+WHERE bmc_key >= sqlc.arg(endpoint) AND bmc_key < sqlc.arg(past)
+ORDER BY created_at, id;
+
 -- name: UnkeyedNodes :many
 -- The nodes that BackfillBMCKeys gives their key, oldest first.
 SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes WHERE bmc_key IS NULL ORDER BY created_at, id;

@@ -106,7 +106,8 @@ type countRow = struct {
 	Count          int64
 }
 
-// holderRow is the node holding a BMC key (NodeByBMCKey).
+// holderRow is the node holding a BMC key (NodeByBMCKey), or one of the
+// nodes on a BMC endpoint (NodesOnBMCEndpoint).
 type holderRow = struct {
 	ID             string
 	Name           string
@@ -285,7 +286,7 @@ type Plain interface {
 // queries and its own), as the shared code calls it. Its type parameters
 // are the dialect's own row and parameter types, of the shapes above.
 type Generated[
-	N nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
+	N nodeShape, NI, NU nodeWriteShape, C countShape, H, HL holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
 	V inventoryShape, K keyShape,
 ] interface {
@@ -300,6 +301,7 @@ type Generated[
 	UpdateNode(ctx context.Context, arg NU) (int64, error)
 	CountNodes(ctx context.Context) ([]*C, error)
 	NodeByBMCKey(ctx context.Context, bmcKey *string) (*H, error)
+	NodesOnBMCEndpoint(ctx context.Context, endpoint, past *string) ([]*HL, error)
 	UnkeyedNodes(ctx context.Context) ([]*U, error)
 
 	GetInstance(ctx context.Context, idOrName string) ([]*I, error)
@@ -348,6 +350,7 @@ type typed[Q any] struct {
 	updateNode     func(Q, context.Context, nodeWrite) (int64, error)
 	countNodes     func(Q, context.Context, func(countRow) error) error
 	nodeByBMCKey   func(Q, context.Context, *string) (holderRow, error)
+	nodesOnBMC     func(Q, context.Context, string, func(holderRow) error) error
 	unkeyedNodes   func(Q, context.Context, func(unkeyedRow) error) error
 	getInstance    func(Q, context.Context, string, func(instanceRow) error) error
 	listInstances  func(Q, context.Context, instanceFilter, func(instanceRow) error) error
@@ -390,8 +393,8 @@ type keyFilter struct {
 // argument: a nil *dbsqlc.Queries, only its type is used) and its errors. The
 // type parameters after Q are inferred from Q's methods.
 func Bind[
-	Q Generated[N, NI, NU, C, H, U, I, II, IU, E, T, S, V, K],
-	N nodeShape, NI, NU nodeWriteShape, C countShape, H holderShape, U unkeyedShape,
+	Q Generated[N, NI, NU, C, H, HL, U, I, II, IU, E, T, S, V, K],
+	N nodeShape, NI, NU nodeWriteShape, C countShape, H, HL holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
 	V inventoryShape, K keyShape,
 ](d Dialect, _ Q) *Binding[Q] {
@@ -413,6 +416,11 @@ func Bind[
 		updateNode:   write(Q.UpdateNode, nodeWriteAs[NU]),
 		countNodes:   all(Q.CountNodes, countOf[C]),
 		nodeByBMCKey: one(Q.NodeByBMCKey, holderOf[H]),
+		nodesOnBMC: func(q Q, ctx context.Context, endpoint string, yield func(holderRow) error) error {
+			past := endpoint + "0" // see NodesOnBMCEndpoint
+			rs, err := q.NodesOnBMCEndpoint(ctx, &endpoint, &past)
+			return each(rs, err, holderOf[HL], yield)
+		},
 		unkeyedNodes: all(Q.UnkeyedNodes, unkeyedOf[U]),
 		getInstance:  many(Q.GetInstance, instanceOf[I]),
 		listInstances: func(q Q, ctx context.Context, f instanceFilter, yield func(instanceRow) error) error {

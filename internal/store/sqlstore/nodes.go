@@ -350,6 +350,22 @@ func (q Queries[Q]) bmcHolder(ctx context.Context, on Q, key *string) (*store.BM
 		State: baremetal.ProvisionState(r.ProvisionState)}, nil
 }
 
+func (q Queries[Q]) NodesOnBMC(ctx context.Context, endpoint string) ([]store.BMCHolder, error) {
+	if endpoint == "" || !store.Storable(endpoint) {
+		return nil, nil
+	}
+	var out []store.BMCHolder
+	err := q.b.typed.nodesOnBMC(q.r, ctx, endpoint, func(r holderRow) error {
+		out = append(out, store.BMCHolder{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
+			State: baremetal.ProvisionState(r.ProvisionState)})
+		return nil
+	})
+	if err != nil {
+		return nil, q.wrap("list the nodes on a BMC", err)
+	}
+	return out, nil
+}
+
 func (q Queries[Q]) DeleteNode(ctx context.Context, id string, version int64) error {
 	if !store.Storable(id) {
 		return store.NotFound("node", id)

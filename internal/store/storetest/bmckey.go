@@ -190,3 +190,59 @@ func testNodeDuplicateBMCLegacy(t *testing.T, s store.Store) {
 	wantBMCConflict(t, s3.InsertNode(ctx, dup), getNode(t, s3, b.ID))
 	getNode(t, s3, d.Name)
 }
+
+// testNodesOnBMC: the nodes on one BMC endpoint, whatever their system
+// (none, or any spelling), oldest first; not those on a port or host whose
+// key shares a prefix, nor an IPMI node on the same host.
+func testNodesOnBMC(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	on := func(name, address, system string) *baremetal.Node {
+		n := newNode(name)
+		n.BMC.Address, n.BMC.SystemID = address, system
+		return insertNode(t, s, n)
+	}
+	a := on("on-a", "https://10.0.0.1:8443", "/redfish/v1/Systems/1/")
+	b := on("on-b", "HTTPS://10.0.0.1:8443/", "")
+	c := on("on-c", "https://10.0.0.1:8443", "System.Embedded.1")
+	d := on("on-d", "https://10.0.0.1:844", "")
+	on("on-e", "https://10.0.0.10:8443", "")
+	on("on-f", "https://bmc-2.example", "")
+	g := on("on-g", "https://bmc.example", "1")
+	ipmi := newNode("on-ipmi")
+	ipmi.Driver, ipmi.BMC.Address, ipmi.BMC.SystemID = baremetal.DriverIPMI, "ipmi://10.0.0.1", ""
+	insertNode(t, s, ipmi)
+
+	names := func(q store.Queries, address string) []string {
+		t.Helper()
+		ep, err := baremetal.BMCEndpointKey(baremetal.DriverRedfish, address)
+		must(t, err)
+		hs, err := q.NodesOnBMC(ctx, ep)
+		must(t, err)
+		var out []string
+		for _, h := range hs {
+			out = append(out, h.Name)
+		}
+		return out
+	}
+	for address, want := range map[string][]string{
+		"https://10.0.0.1:8443": {a.Name, b.Name, c.Name},
+		"https://10.0.0.1:844":  {d.Name},
+		"http://bmc.example":    {g.Name},
+		"https://10.0.0.2":      nil,
+	} {
+		if got := names(s, address); !slices.Equal(got, want) {
+			t.Errorf("nodes on %s: %v, want %v", address, got, want)
+		}
+	}
+	must(t, s.InTx(ctx, func(tx store.Tx) error {
+		if got := names(tx, "https://10.0.0.1:8443"); !slices.Equal(got, []string{a.Name, b.Name, c.Name}) {
+			t.Errorf("nodes on the BMC in a transaction: %v", got)
+		}
+		return nil
+	}))
+	hs, err := s.NodesOnBMC(ctx, "redfish://10.0.0.1:8443")
+	must(t, err)
+	if h := hs[0]; h.ID != a.ID || h.Address != a.BMC.Address || h.SystemID != a.BMC.SystemID || h.State != a.ProvisionState {
+		t.Errorf("holder %+v does not describe node %s", h, a.Name)
+	}
+}

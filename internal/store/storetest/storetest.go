@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeDuplicateBMC", testNodeDuplicateBMC},
 		{"NodeDuplicateBMCRace", testNodeDuplicateBMCRace},
 		{"NodeDuplicateBMCLegacy", testNodeDuplicateBMCLegacy},
+		{"NodesOnBMC", testNodesOnBMC},
 		{"NodeListDefaultLimit", testNodeListDefaultLimit},
 		{"GetNodes", testGetNodes},
 		{"CountNodes", testCountNodes},

@@ -221,6 +221,55 @@ func (q *Queries) NodeVersion(ctx context.Context, id string) (int64, error) {
 	return version, err
 }
 
+const nodesOnBMCEndpoint = `-- name: NodesOnBMCEndpoint :many
+SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes
+WHERE bmc_key >= ?1 AND bmc_key < ?2
+ORDER BY created_at, id
+`
+
+type NodesOnBMCEndpointRow struct {
+	ID             string
+	Name           string
+	BMCAddress     string
+	BMCSystemID    string
+	ProvisionState string
+}
+
+// The nodes on one BMC (baremetal.BMCEndpointKey), oldest first: their
+// bmc_key is the endpoint's key or it followed by "/" and a system path,
+// which is the range [endpoint, past) when past is the endpoint's key
+// followed by "0" (the byte after "/"). Both databases compare bmc_key
+// byte by byte (SQLite's BINARY collation, PostgreSQL's COLLATE "C"), so
+// the range holds those keys alone and is read off the unique index.
+func (q *Queries) NodesOnBMCEndpoint(ctx context.Context, endpoint *string, past *string) ([]*NodesOnBMCEndpointRow, error) {
+	rows, err := q.db.QueryContext(ctx, nodesOnBMCEndpoint, endpoint, past)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*NodesOnBMCEndpointRow
+	for rows.Next() {
+		var i NodesOnBMCEndpointRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.BMCAddress,
+			&i.BMCSystemID,
+			&i.ProvisionState,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const setNodeBMCKey = `-- name: SetNodeBMCKey :exec
 UPDATE nodes SET bmc_key = ?1 WHERE id = ?2
 `

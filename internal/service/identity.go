@@ -1,0 +1,125 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// One machine, one node. A Redfish node is keyed by its system as the BMC
+// serves it (its @odata.id), which enroll asks the BMC for when it answers
+// within a few seconds: a second node for a machine is then refused at
+// once, with a 409 naming the first, however its system_id was spelled.
+// A BMC that does not answer in time does not hold the enroll up: the
+// node is enrolled on what its settings show, and the verify job asks
+// the BMC before the node may do anything (see jobs.verifyWorker).
+
+// ResolveSystemsAtEnroll makes enroll ask a new Redfish node's BMC which
+// system it is (bmc.SystemResolver), for at most within; without it
+// (tests of the service alone) the verify job alone asks.
+func (s *Service) ResolveSystemsAtEnroll(o bmc.Opener, within time.Duration) {
+	s.bmc, s.resolveWithin = o, within
+}
+
+// resolveSystem asks n's BMC which system n is, bounded by
+// resolveWithin. It returns what the BMC said, or (with a nil error)
+// nothing when the BMC could not be asked or did not answer in time: the
+// verify job asks again. An answer that no retry changes (no such
+// system, a system_id needed) is an invalid bmc.system_id.
+func (s *Service) resolveSystem(ctx context.Context, n *baremetal.Node) (*bmc.ResolvedSystem, error) {
+	if s.bmc == nil || n.Driver != baremetal.DriverRedfish {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.resolveWithin)
+	defer cancel()
+	started := time.Now()
+	secrets := redact.New(n.BMC.Password, redact.Basic(n.BMC.Username, n.BMC.Password))
+	c, err := s.bmc.Open(ctx, bmc.Endpoint{Driver: string(n.Driver), Address: n.BMC.Address, Username: n.BMC.Username,
+		Password: n.BMC.Password, Insecure: n.BMC.Insecure, SystemID: n.BMC.SystemID})
+	if err != nil {
+		s.log.InfoContext(ctx, "enroll: the BMC's system is left to the verify job", "name", n.Name, "err", bmc.Redact(err, secrets))
+		return nil, nil
+	}
+	r, ok := c.(bmc.SystemResolver)
+	if !ok {
+		return nil, nil
+	}
+	res, err := r.ResolveSystem(ctx)
+	switch {
+	case err == nil:
+		s.log.DebugContext(ctx, "enroll: the BMC named the node's system", "name", n.Name, "system", res.ID, "took", time.Since(started))
+		return &res, nil
+	case errors.Is(err, bmc.ErrSystemNotFound), errors.Is(err, bmc.ErrSystemIDRequired):
+		msg := err.Error()
+		if be := (*bmc.Error)(nil); errors.As(err, &be) {
+			msg = be.Err.Error() // without "bmc resolve system: bmc_error: "
+		}
+		return nil, baremetal.FieldErrorf("bmc.system_id", "bmc.system_id: %s", secrets.String(msg))
+	default:
+		s.log.InfoContext(ctx, "enroll: the BMC did not say which system the node is; the verify job will ask it",
+			"name", n.Name, "took", time.Since(started).Round(time.Millisecond), "err", bmc.Redact(err, secrets))
+		return nil, nil
+	}
+}
+
+// machineFree checks that no node but self (its id; "" for a node being
+// created) is n's machine, among the nodes on n's BMC (store.SameMachine;
+// members are the systems the BMC listed, nil when it was not asked). A
+// node on the same system, in any spelling, is the conflict the unique
+// BMC key would raise; one that is only known to be the same machine
+// (one of the two names no system) is a conflict on bmc.system_id.
+func machineFree(ctx context.Context, q store.Queries, n *baremetal.Node, self string, members []string) error {
+	if n.Driver != baremetal.DriverRedfish {
+		return nil
+	}
+	ep, err := baremetal.BMCEndpointKey(n.Driver, n.BMC.Address)
+	if err != nil {
+		return nil // Validate said so already
+	}
+	others, err := q.NodesOnBMC(ctx, ep)
+	if err != nil {
+		return err
+	}
+	same := store.SameMachine(n, self, others, members)
+	if len(same) == 0 {
+		return nil
+	}
+	h := same[0]
+	if baremetal.SameSystemID(h.SystemID, n.BMC.SystemID) {
+		return store.DuplicateBMC(&h, nil)
+	}
+	return store.SameMachineConflict(n, &h)
+}
+
+// sameBMC reports whether two drivers and addresses reach one BMC
+// (baremetal.BMCEndpointKey): a system id from one means the same on the
+// other.
+func sameBMC(driverA baremetal.Driver, addressA string, driverB baremetal.Driver, addressB string) bool {
+	a, errA := baremetal.BMCEndpointKey(driverA, addressA)
+	b, errB := baremetal.BMCEndpointKey(driverB, addressB)
+	return errA == nil && errB == nil && a == b
+}
+
+// bmcReverifier is implemented by job runners that can wake the verify of
+// the nodes left on a BMC (jobs.Runner.ReverifyOthersOnBMCTx).
+type bmcReverifier interface {
+	ReverifyOthersOnBMCTx(ctx context.Context, tx store.Tx, driver baremetal.Driver, address, except string) error
+}
+
+var _ bmcReverifier = (*jobs.Runner)(nil)
+
+// reverifyOthersOnBMC wakes, in tx, the verify of the nodes on the BMC of
+// driver and address but except, which goes or moves away: one found to
+// be a second node of except's machine may be the machine's node now.
+func (s *Service) reverifyOthersOnBMC(ctx context.Context, tx store.Tx, driver baremetal.Driver, address, except string) error {
+	if r, ok := s.jobs.(bmcReverifier); ok {
+		return r.ReverifyOthersOnBMCTx(ctx, tx, driver, address, except)
+	}
+	return nil
+}
