@@ -329,14 +329,16 @@ type Quota struct {
 	Used      int    `json:"used"`
 }
 
-// Job is a durable job as the jobs API shows it.
+// Job is a durable job as the jobs API shows it. MaxAttempts is how many
+// attempts it has before it is discarded, 0 (left out) for the kinds
+// that retry until they succeed (verify, cleanup, retire, inspect).
 type Job struct {
 	ID          int64      `json:"id"`
 	Kind        string     `json:"kind"`
 	State       string     `json:"state"`
 	NodeID      string     `json:"node_id,omitempty"`
 	Attempt     int        `json:"attempt"`
-	MaxAttempts int        `json:"max_attempts"`
+	MaxAttempts int        `json:"max_attempts,omitempty"`
 	LastError   string     `json:"last_error,omitempty"`
 	ScheduledAt time.Time  `json:"scheduled_at"`
 	CreatedAt   time.Time  `json:"created_at"`
