@@ -105,9 +105,13 @@ type Node struct {
 	// client that holds that inventory knows without asking whether it
 	// is still the latest.
 	InspectedAt *time.Time `json:"inspected_at"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	Version     int64      `json:"version"`
+	// Agent is what the deploy agent booted on the node (deploying,
+	// cleaning, inspecting) is doing and how far it is, null when none
+	// is booted.
+	Agent     *AgentActivity `json:"agent"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Version   int64          `json:"version"`
 }
 
 // NodeCreate is the body of POST /v1/nodes.
