@@ -101,7 +101,11 @@ func readJob(ctx context.Context, c *apiclient.Client, nodeID string, jobID int6
 // progressLine says where the job is, without the elapsed time (so a line
 // that changes only in that is not printed again).
 func progressLine(what string, job *api.Job, node *api.Node) string {
-	line := fmt.Sprintf("%s: job %d %s, attempt %d/%d; node power %s", what, job.ID, job.State, job.Attempt, job.MaxAttempts, node.PowerState)
+	attempt := fmt.Sprintf("attempt %d/%d", job.Attempt, job.MaxAttempts)
+	if job.MaxAttempts == 0 { // a kind that retries until it succeeds
+		attempt = fmt.Sprintf("attempt %d (retries until it succeeds)", job.Attempt)
+	}
+	line := fmt.Sprintf("%s: job %d %s, %s; node power %s", what, job.ID, job.State, attempt, node.PowerState)
 	if node.Maintenance {
 		line += "; node in maintenance, the job waits until it is cleared (" + node.MaintenanceReason + ")"
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
@@ -70,5 +71,21 @@ func TestCLIPowerWait(t *testing.T) {
 	err = waitJob(wctx, c, &out, nodes[0].ID, acc.JobID, "power on wait-0")
 	if err == nil || !strings.Contains(err.Error(), "gave up waiting") || !strings.Contains(err.Error(), "node in maintenance, the job waits until it is cleared (reseating a DIMM)") {
 		t.Fatalf("waitJob in maintenance: %v\n%s", err, out.String())
+	}
+}
+
+// TestProgressLineAttempts: a job that gives up shows its bound; one that
+// retries until it succeeds (max_attempts 0) shows none, rather than
+// "attempt 1/0" or River's 32767.
+func TestProgressLineAttempts(t *testing.T) {
+	node := &api.Node{PowerState: api.PowerOn}
+	for _, c := range []struct {
+		max  int
+		want string
+	}{{6, "attempt 2/6;"}, {0, "attempt 2 (retries until it succeeds);"}} {
+		line := progressLine("inspect n", &api.Job{ID: 7, State: "running", Attempt: 2, MaxAttempts: c.max}, node)
+		if !strings.Contains(line, c.want) {
+			t.Errorf("max_attempts %d: %q, want %q in it", c.max, line, c.want)
+		}
 	}
 }

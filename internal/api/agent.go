@@ -3,6 +3,7 @@ package api
 import (
 	"net/url"
 	"strings"
+	"time"
 )
 
 // The deploy agent's protocol (pull model): the agent, booted on a node by
@@ -84,6 +85,38 @@ func AgentCommandKinds() []string { return []string{string(AgentWriteImage), str
 
 // AgentEraseMethods lists erase's methods.
 func AgentEraseMethods() []string { return []string{"metadata", "full"} }
+
+// AgentPurpose is why the controller booted the deploy agent on a node.
+type AgentPurpose string
+
+const (
+	AgentPurposeInspect AgentPurpose = "inspect" // report the hardware
+	AgentPurposeDeploy  AgentPurpose = "deploy"  // write an instance's image
+	AgentPurposeClean   AgentPurpose = "clean"   // erase the disks between tenants
+)
+
+// AgentPurposes lists every purpose.
+func AgentPurposes() []string {
+	return []string{string(AgentPurposeInspect), string(AgentPurposeDeploy), string(AgentPurposeClean)}
+}
+
+// AgentActivity is what the deploy agent booted on a node is doing
+// (Node.Agent, read-only; null when no agent boot is under way): why it
+// was booted, the command it was handed and its last report on it. It
+// changes with every report of the agent, without changing the node's
+// version.
+type AgentActivity struct {
+	Purpose AgentPurpose `json:"purpose"`
+	// Command is the kind of the command handed out; "" while none is
+	// (an inspection, or before the deploy or cleanup hands it out).
+	Command AgentCommandKind `json:"command,omitempty"`
+	// State is the agent's last report on Command; "" before the first.
+	State AgentCommandState `json:"state,omitempty"`
+	// Progress is the command's percentage (0–100) as last reported.
+	Progress int `json:"progress"`
+	// LastSeenAt is the agent's last heartbeat; null while it boots.
+	LastSeenAt *time.Time `json:"last_seen_at"`
+}
 
 // AgentCommand is one piece of disk work for the agent.
 type AgentCommand struct {

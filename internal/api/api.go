@@ -113,9 +113,13 @@ type Node struct {
 	// client that holds that inventory knows without asking whether it
 	// is still the latest.
 	InspectedAt *time.Time `json:"inspected_at"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	Version     int64      `json:"version"`
+	// Agent is what the deploy agent booted on the node (deploying,
+	// cleaning, inspecting) is doing and how far it is, null when none
+	// is booted.
+	Agent     *AgentActivity `json:"agent"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+	Version   int64          `json:"version"`
 }
 
 // NodeCreate is the body of POST /v1/nodes.
@@ -338,14 +342,16 @@ type Quota struct {
 	Used      int    `json:"used"`
 }
 
-// Job is a durable job as the jobs API shows it.
+// Job is a durable job as the jobs API shows it. MaxAttempts is how many
+// attempts it has before it is discarded, 0 (left out) for the kinds
+// that retry until they succeed (verify, cleanup, retire, inspect).
 type Job struct {
 	ID          int64      `json:"id"`
 	Kind        string     `json:"kind"`
 	State       string     `json:"state"`
 	NodeID      string     `json:"node_id,omitempty"`
 	Attempt     int        `json:"attempt"`
-	MaxAttempts int        `json:"max_attempts"`
+	MaxAttempts int        `json:"max_attempts,omitempty"`
 	LastError   string     `json:"last_error,omitempty"`
 	ScheduledAt time.Time  `json:"scheduled_at"`
 	CreatedAt   time.Time  `json:"created_at"`

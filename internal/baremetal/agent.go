@@ -21,6 +21,9 @@ const (
 	AgentClean AgentPurpose = "clean"
 )
 
+// AgentPurposes lists every purpose.
+var AgentPurposes = []AgentPurpose{AgentInspect, AgentDeploy, AgentClean}
+
 // AgentSession is one boot of the deploy agent on a node: the controller
 // creates it before booting the agent, and the agent authenticates every
 // heartbeat with the session's per-boot token. A node has at most one
@@ -68,6 +71,18 @@ type AgentSession struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	Version    int64
+}
+
+// AgentActivity is what the agent of a node's session is doing, as the
+// API shows it with the node: the session without its token.
+type AgentActivity struct {
+	NodeID  string
+	Purpose AgentPurpose
+	// Command and Status are the session's: the JSON of the command
+	// handed out and of the agent's last report on it, "" for none.
+	Command    string
+	Status     string
+	LastSeenAt *time.Time
 }
 
 // Inventory is a node's hardware as the agent last reported it.

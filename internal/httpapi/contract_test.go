@@ -100,6 +100,9 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"NodeCreate.clean_erase":                     orNone(api.CleanErases()),
 		"NodePatch.clean_erase":                      orNone(api.CleanErases()),
 		"AgentSystem.boot_mode":                      api.BootModes(),
+		"AgentActivity.purpose":                      api.AgentPurposes(),
+		"AgentActivity.command":                      api.AgentCommandKinds(),
+		"AgentActivity.state":                        api.AgentCommandStates(),
 	}
 	got := openAPIEnums(t)
 	for where, vs := range want {
@@ -137,6 +140,7 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"AgentInventory": api.AgentInventory{}, "AgentSystem": api.AgentSystem{}, "AgentDisk": api.AgentDisk{},
 		"AgentNIC": api.AgentNIC{}, "AgentHeartbeat": api.AgentHeartbeat{}, "AgentReply": api.AgentReply{},
 		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{}, "AgentErasedDisk": api.AgentErasedDisk{},
+		"AgentActivity": api.AgentActivity{},
 	}
 	var doc struct {
 		Components struct {
@@ -194,6 +198,7 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		"root device hints": {baremetal.RootDeviceHints, api.RootDeviceHints()},
 		"property names":    {strs(baremetal.PropertyNames), api.PropertyNames()},
 		"clean erases":      {strs(baremetal.CleanErases), api.CleanErases()},
+		"agent purposes":    {strs(baremetal.AgentPurposes), api.AgentPurposes()},
 	} {
 		if !sameSet(c.domain, c.wire) {
 			t.Errorf("%s: the domain has %q, the API %q", what, sorted(c.domain), sorted(c.wire))
@@ -228,6 +233,8 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		{string(baremetal.InstanceDeploying), string(api.InstanceDeploying)}, {string(baremetal.InstanceActive), string(api.InstanceActive)},
 		{string(baremetal.InstanceError), string(api.InstanceError)},
 		{string(baremetal.RoleAdmin), string(api.RoleAdmin)}, {string(baremetal.RoleMember), string(api.RoleMember)},
+		{string(baremetal.AgentInspect), string(api.AgentPurposeInspect)}, {string(baremetal.AgentDeploy), string(api.AgentPurposeDeploy)},
+		{string(baremetal.AgentClean), string(api.AgentPurposeClean)},
 		{string(baremetal.CodeInvalid), string(api.CodeInvalid)}, {string(baremetal.CodeUnauthorized), string(api.CodeUnauthorized)},
 		{string(baremetal.CodeForbidden), string(api.CodeForbidden)}, {string(baremetal.CodeNotFound), string(api.CodeNotFound)},
 		{string(baremetal.CodeMethodNotAllowed), string(api.CodeMethodNotAllowed)}, {string(baremetal.CodeConflict), string(api.CodeConflict)},

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"cmp"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -35,6 +36,28 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 	} else {
 		out.BMC = &api.BMC{Address: n.BMC.Address, Username: n.BMC.Username, Insecure: n.BMC.Insecure,
 			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
+	}
+	return out
+}
+
+// agentOut renders what a node's deploy agent is doing, nil for none.
+// The command and the agent's report are the JSON the heartbeat stored;
+// one that does not parse (this controller never writes such) leaves its
+// part out rather than fail the node's read.
+func agentOut(a *baremetal.AgentActivity) *api.AgentActivity {
+	if a == nil {
+		return nil
+	}
+	out := &api.AgentActivity{Purpose: api.AgentPurpose(a.Purpose), LastSeenAt: a.LastSeenAt}
+	var cmd api.AgentCommand
+	if a.Command == "" || json.Unmarshal([]byte(a.Command), &cmd) != nil {
+		return out
+	}
+	out.Command = cmd.Kind
+	var st api.AgentCommandStatus
+	// A report on an earlier command is not this one's.
+	if a.Status != "" && json.Unmarshal([]byte(a.Status), &st) == nil && st.ID == cmd.ID {
+		out.State, out.Progress = st.State, min(max(st.Progress, 0), 100)
 	}
 	return out
 }

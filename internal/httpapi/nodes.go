@@ -33,9 +33,16 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, c service.Cal
 		s.writeError(w, r, err)
 		return
 	}
+	acts, err := s.svc.AgentActivity(r.Context(), nodes...)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	out := api.NodeList{Items: make([]api.Node, 0, len(nodes)), NextCursor: next}
 	for _, n := range nodes {
-		out.Items = append(out.Items, nodeOut(n, c))
+		o := nodeOut(n, c)
+		o.Agent = agentOut(acts[n.ID])
+		out.Items = append(out.Items, o)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -70,8 +77,22 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request, c service.Calle
 		s.writeError(w, r, err)
 		return
 	}
+	s.writeNode(w, r, c, n)
+}
+
+// writeNode answers with a node as it is now, with what its deploy agent
+// is doing; the ETag is its version (the agent's reports do not change
+// it: they are not the node's settings, which If-Match protects).
+func (s *Server) writeNode(w http.ResponseWriter, r *http.Request, c service.Caller, n *baremetal.Node) {
+	acts, err := s.svc.AgentActivity(r.Context(), n)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := nodeOut(n, c)
+	out.Agent = agentOut(acts[n.ID])
 	w.Header().Set("ETag", etag(n.Version))
-	writeJSON(w, http.StatusOK, nodeOut(n, c))
+	writeJSON(w, http.StatusOK, out)
 }
 
 // patchNode applies a JSON Merge Patch (RFC 7396) to the node's writable
@@ -128,8 +149,7 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("ETag", etag(n.Version))
-	writeJSON(w, http.StatusOK, nodeOut(n, c))
+	s.writeNode(w, r, c, n)
 }
 
 // toMap turns v into the generic document a merge patch applies to;

@@ -9,6 +9,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // wait bounds every wait of these tests; jobs here take milliseconds, the
@@ -452,6 +453,11 @@ func TestListJobs(t *testing.T) {
 	if err != nil || len(jobs) != 1 || jobs[0].ID != id || jobs[0].Kind != "verify" || jobs[0].NodeID != n.ID {
 		t.Fatalf("ListJobs: %+v %v", jobs, err)
 	}
+	// A verify retries until it succeeds: no bound is shown (River's
+	// counter of 32767 is not one).
+	if jobs[0].MaxAttempts != 0 {
+		t.Errorf("verify job: max_attempts %d, want 0 (retries until it succeeds)", jobs[0].MaxAttempts)
+	}
 	if jobs, _ := h.r.ListJobs(h.ctx, "other", ""); len(jobs) != 0 {
 		t.Errorf("jobs of another node: %+v", jobs)
 	}
@@ -464,6 +470,16 @@ func TestListJobs(t *testing.T) {
 	// Completed jobs do not block a new one (ByState leaves completed out).
 	if again := h.enqueue(VerifyArgs{NodeID: n.ID}); again == id {
 		t.Error("a completed verify blocked a new one")
+	}
+}
+
+// TestAPIJobAttempts: a kind that gives up shows its bound; one that
+// never does shows none.
+func TestAPIJobAttempts(t *testing.T) {
+	for _, c := range []struct{ max, want int }{{deployMaxAttempts, deployMaxAttempts}, {1, 1}, {foreverAttempts, 0}} {
+		if got := toAPIJob(&rivertype.JobRow{MaxAttempts: c.max, Attempt: 1}).MaxAttempts; got != c.want {
+			t.Errorf("max_attempts %d shown as %d, want %d", c.max, got, c.want)
+		}
 	}
 }
 

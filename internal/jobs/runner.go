@@ -287,6 +287,11 @@ func toAPIJob(j *rivertype.JobRow) api.Job {
 	if n := len(j.Errors); n > 0 {
 		aj.LastError = j.Errors[n-1].Error
 	}
+	if j.MaxAttempts >= foreverAttempts {
+		// River's counter needs a bound; the job has none (it snoozes
+		// before reaching it), and "attempt 1/32767" would say otherwise.
+		aj.MaxAttempts = 0
+	}
 	return aj
 }
 

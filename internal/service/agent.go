@@ -78,6 +78,48 @@ func (s *Service) NodeInventory(ctx context.Context, c Caller, idOrName string) 
 	return n, inv, err
 }
 
+// agentStates are the provision states in which the controller boots the
+// deploy agent on a node; a session found with a node in another state
+// is the leftover of work that ended, not anything the agent is doing.
+var agentStates = []baremetal.ProvisionState{baremetal.StateDeploying, baremetal.StateCleaning, baremetal.StateInspecting}
+
+// AgentActivity returns what the deploy agents of nodes (a page of a
+// node list, or one node) are doing, by node id: in one query, and none
+// when no node is in a state that boots the agent. Nobody's secret is in
+// it, so every caller may see it (a member follows its deploy).
+func (s *Service) AgentActivity(ctx context.Context, nodes ...*baremetal.Node) (map[string]*baremetal.AgentActivity, error) {
+	from, to := "", ""
+	for _, n := range nodes {
+		if !slices.Contains(agentStates, n.ProvisionState) {
+			continue
+		}
+		if from == "" || n.ID < from {
+			from = n.ID
+		}
+		to = max(to, n.ID)
+	}
+	if from == "" {
+		return nil, nil
+	}
+	// Ids compare as bytes in both stores (PostgreSQL's are COLLATE "C"),
+	// as in Go: the range holds every node above.
+	acts, err := s.store.ListAgentActivity(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	busy := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		busy[n.ID] = slices.Contains(agentStates, n.ProvisionState)
+	}
+	out := make(map[string]*baremetal.AgentActivity, len(acts))
+	for _, a := range acts {
+		if busy[a.NodeID] {
+			out[a.NodeID] = a
+		}
+	}
+	return out, nil
+}
+
 // AgentSessionForBoot returns the agent session whose boot key is key:
 // the BMC fetching the agent ISO. Anything else is not found (a wrong URL
 // should look like a wrong URL).

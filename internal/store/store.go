@@ -162,6 +162,11 @@ type Queries interface {
 	// FindAgentSessionsByNetbootID returns the sessions whose NetbootIDs
 	// hold id (none: an empty list, no error).
 	FindAgentSessionsByNetbootID(ctx context.Context, id string) ([]*baremetal.AgentSession, error)
+	// ListAgentActivity returns, ordered by node id, what the agents of
+	// the nodes whose ids are from fromID to toID (both included; a page
+	// of nodes, listed by id, is such a range) are doing: their sessions
+	// without the tokens.
+	ListAgentActivity(ctx context.Context, fromID, toID string) ([]*baremetal.AgentActivity, error)
 	// UpdateAgentSession writes s if the stored version is s.Version.
 	UpdateAgentSession(ctx context.Context, s *baremetal.AgentSession) error
 	// DeleteAgentSession removes a node's session (none is no error).

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
 func get(t *testing.T, h http.Handler, path string, hdr ...string) *httptest.ResponseRecorder {
@@ -107,5 +109,63 @@ func TestReferencedFilesExist(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEveryAPIStateHasAColour: every provision state of the API has a
+// colour of its own in style.css (tile, count, legend), distinct from
+// every other state's and from fault and maintenance; every power,
+// instance and job state has its rule. The dashboard reads the states
+// from the API's document, so a state the API gains is counted and
+// listed at once; this fails until it has its colour too.
+func TestEveryAPIStateHasAColour(t *testing.T) {
+	b, err := static.ReadFile("static/style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	css := regexp.MustCompile(`(?s)/\*.*?\*/`).ReplaceAllString(string(b), "")
+	rules := map[string]string{} // selector → declarations (of every rule naming it)
+	for _, m := range regexp.MustCompile(`([^{}]+)\{([^{}]*)\}`).FindAllStringSubmatch(css, -1) {
+		for _, sel := range strings.Split(m[1], ",") {
+			rules[strings.TrimSpace(sel)] += m[2] + ";"
+		}
+	}
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`(--[\w-]+)\s*:\s*([^;]+);`).FindAllStringSubmatch(rules[":root"], -1) {
+		vars[m[1]] = strings.ToLower(strings.TrimSpace(m[2]))
+	}
+	colourOf := func(class string) string {
+		m := regexp.MustCompile(`--c\s*:\s*var\((--[\w-]+)\)`).FindStringSubmatch(rules["."+class])
+		if m == nil {
+			return ""
+		}
+		return vars[m[1]]
+	}
+	seen := map[string]string{colourOf("faulted"): "faulted", colourOf("maintenance"): "maintenance"}
+	if len(seen) != 2 || seen[""] != "" {
+		t.Fatalf("faulted and maintenance have no colours of their own: %v", seen)
+	}
+	for _, s := range api.ProvisionStates() {
+		c := colourOf("state-" + s)
+		switch {
+		case c == "":
+			t.Errorf("provision state %s has no colour: style.css needs .state-%s { --c: var(--%s); } and --%s in :root", s, s, s, s)
+		case seen[c] != "":
+			t.Errorf("provision state %s has the colour of %s (%s)", s, seen[c], c)
+		default:
+			seen[c] = s
+		}
+	}
+	for _, p := range api.PowerStates() {
+		if colourOf("power-"+p) == "" {
+			t.Errorf("power state %s has no colour: style.css needs .power-%s { --c: var(--power-%s); }", p, p, p)
+		}
+	}
+	for prefix, states := range map[string][]string{"inst-": api.InstanceStates(), "job-": api.JobStates()} {
+		for _, s := range states {
+			if !strings.Contains(rules["."+prefix+s], "background") {
+				t.Errorf("state %s has no .%s%s rule with a background in style.css", s, prefix, s)
+			}
+		}
 	}
 }

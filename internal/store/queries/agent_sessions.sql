@@ -40,3 +40,11 @@ SELECT version FROM agent_sessions WHERE node_id = sqlc.arg(node_id);
 
 -- name: DeleteAgentSession :exec
 DELETE FROM agent_sessions WHERE node_id = sqlc.arg(node_id);
+
+-- name: ListAgentActivity :many
+-- What the agents of a range of nodes are doing (a page of nodes, whose
+-- ids are listed in order, is one range): the sessions without their
+-- tokens and inventories, for the API's Node.agent.
+SELECT node_id, purpose, command, status, last_seen_at FROM agent_sessions
+WHERE node_id >= sqlc.arg(from_id) AND node_id <= sqlc.arg(to_id)
+ORDER BY node_id;

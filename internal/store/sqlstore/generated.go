@@ -217,6 +217,16 @@ type sessionRow = struct {
 	Refused     string
 }
 
+// activityRow is an agent session without its token and inventory
+// (ListAgentActivity).
+type activityRow = struct {
+	NodeID     string
+	Purpose    string
+	Command    string
+	Status     string
+	LastSeenAt *Time
+}
+
 type inventoryRow = struct {
 	NodeID      string
 	Data        string
@@ -243,6 +253,7 @@ type (
 	eventShape         interface{ ~eventRow }
 	tokenShape         interface{ ~tokenRow }
 	sessionShape       interface{ ~sessionRow }
+	activityShape      interface{ ~activityRow }
 	inventoryShape     interface{ ~inventoryRow }
 	keyShape           interface{ ~keyRow }
 )
@@ -288,7 +299,7 @@ type Plain interface {
 type Generated[
 	N nodeShape, NI, NU nodeWriteShape, C countShape, H, HL holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
-	V inventoryShape, K keyShape,
+	A activityShape, V inventoryShape, K keyShape,
 ] interface {
 	Plain
 
@@ -320,6 +331,7 @@ type Generated[
 	GetAgentSession(ctx context.Context, nodeID string) (*S, error)
 	GetAgentSessionByTokenHash(ctx context.Context, tokenHash string) (*S, error)
 	FindAgentSessionsByNetbootID(ctx context.Context, pattern string) ([]*S, error)
+	ListAgentActivity(ctx context.Context, fromID, toID string) ([]*A, error)
 	GetInventory(ctx context.Context, nodeID string) (*V, error)
 	GetIdempotencyKey(ctx context.Context, tokenID, key string, since Time) (*K, error)
 }
@@ -363,6 +375,7 @@ type typed[Q any] struct {
 	getSession     func(Q, context.Context, string) (sessionRow, error)
 	getSessionHash func(Q, context.Context, string) (sessionRow, error)
 	findSessions   func(Q, context.Context, string, func(sessionRow) error) error
+	listActivity   func(Q, context.Context, activityFilter, func(activityRow) error) error
 	getInventory   func(Q, context.Context, string) (inventoryRow, error)
 	getKey         func(Q, context.Context, keyFilter) (keyRow, error)
 }
@@ -384,6 +397,11 @@ type tokenFilter struct {
 	limit int64
 }
 
+// activityFilter is a range of node ids, both ends included.
+type activityFilter struct {
+	fromID, toID string
+}
+
 type keyFilter struct {
 	tokenID, key string
 	since        Time
@@ -393,10 +411,10 @@ type keyFilter struct {
 // argument: a nil *dbsqlc.Queries, only its type is used) and its errors. The
 // type parameters after Q are inferred from Q's methods.
 func Bind[
-	Q Generated[N, NI, NU, C, H, HL, U, I, II, IU, E, T, S, V, K],
+	Q Generated[N, NI, NU, C, H, HL, U, I, II, IU, E, T, S, A, V, K],
 	N nodeShape, NI, NU nodeWriteShape, C countShape, H, HL holderShape, U unkeyedShape,
 	I instanceShape, II, IU instanceWriteShape, E eventShape, T tokenShape, S sessionShape,
-	V inventoryShape, K keyShape,
+	A activityShape, V inventoryShape, K keyShape,
 ](d Dialect, _ Q) *Binding[Q] {
 	return &Binding[Q]{dialect: d, typed: typed[Q]{
 		getNode: one(Q.GetNode, nodeOf[N]),
@@ -452,6 +470,10 @@ func Bind[
 		getSessionHash: one(Q.GetAgentSessionByTokenHash, sessionOf[S]),
 		findSessions:   many(Q.FindAgentSessionsByNetbootID, sessionOf[S]),
 		getInventory:   one(Q.GetInventory, inventoryOf[V]),
+		listActivity: func(q Q, ctx context.Context, f activityFilter, yield func(activityRow) error) error {
+			rs, err := q.ListAgentActivity(ctx, f.fromID, f.toID)
+			return each(rs, err, activityOf[A], yield)
+		},
 		getKey: func(q Q, ctx context.Context, f keyFilter) (keyRow, error) {
 			r, err := q.GetIdempotencyKey(ctx, f.tokenID, f.key, f.since)
 			if err != nil {
@@ -473,6 +495,7 @@ func instanceOf[R instanceShape](r *R) instanceRow            { return instanceR
 func eventOf[R eventShape](r *R) eventRow                     { return eventRow(*r) }
 func tokenOf[R tokenShape](r *R) tokenRow                     { return tokenRow(*r) }
 func sessionOf[R sessionShape](r *R) sessionRow               { return sessionRow(*r) }
+func activityOf[R activityShape](r *R) activityRow            { return activityRow(*r) }
 func inventoryOf[R inventoryShape](r *R) inventoryRow         { return inventoryRow(*r) }
 func nodeWriteAs[P nodeWriteShape](w nodeWrite) P             { return P(w) }
 func instanceWriteAs[P instanceWriteShape](w instanceWrite) P { return P(w) }

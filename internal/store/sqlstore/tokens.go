@@ -182,6 +182,22 @@ func (q Queries[Q]) FindAgentSessionsByNetbootID(ctx context.Context, id string)
 	return out, nil
 }
 
+func (q Queries[Q]) ListAgentActivity(ctx context.Context, fromID, toID string) ([]*baremetal.AgentActivity, error) {
+	if !store.Storable(fromID, toID) {
+		return nil, nil // no node has such an id
+	}
+	var out []*baremetal.AgentActivity
+	err := q.b.typed.listActivity(q.r, ctx, activityFilter{fromID: fromID, toID: toID}, func(r activityRow) error {
+		out = append(out, &baremetal.AgentActivity{NodeID: r.NodeID, Purpose: baremetal.AgentPurpose(r.Purpose),
+			Command: r.Command, Status: r.Status, LastSeenAt: (*time.Time)(r.LastSeenAt)})
+		return nil
+	})
+	if err != nil {
+		return nil, q.wrap("list agent activity", err)
+	}
+	return out, nil
+}
+
 func (q Queries[Q]) UpdateAgentSession(ctx context.Context, s *baremetal.AgentSession) error {
 	now := store.Now()
 	changed, err := q.w.UpdateAgentSession(ctx, s.Command, s.Status, s.Inventory, s.BootID, (*Time)(s.LastSeenAt), Time(now),

@@ -201,3 +201,48 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 	wantCode(t, err, baremetal.CodeNotFound, "")
 	must(t, s.PutIdempotencyKey(ctx, &baremetal.IdempotencyKey{TokenID: "tok-b", Key: "idk_1", Kind: "instance", RequestHash: "y", ResourceID: "res-3"}))
 }
+
+// What the agents of a range of nodes are doing: one row per session in
+// the range, by node id, with its purpose, command, last report and last
+// heartbeat (never its token); nodes without a session have none.
+func testAgentActivity(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	var ids []string
+	for _, name := range []string{"act-1", "act-2", "act-3", "act-4"} {
+		n := newNode(name)
+		n.ID = name
+		insertNode(t, s, n)
+		ids = append(ids, n.ID)
+	}
+	seen := time.Now().Add(-time.Second)
+	deploy := &baremetal.AgentSession{NodeID: ids[1], Purpose: baremetal.AgentDeploy, Token: "agt_activity-deploy",
+		TokenHash: strings.Repeat("1", 64), Command: `{"id":"c1","kind":"write_image"}`, Inventory: `{"cpus":2}`}
+	must(t, s.PutAgentSession(ctx, deploy))
+	deploy.Status, deploy.LastSeenAt = `{"id":"c1","state":"running","progress":42}`, &seen
+	must(t, s.UpdateAgentSession(ctx, deploy))
+	inspect := &baremetal.AgentSession{NodeID: ids[3], Purpose: baremetal.AgentInspect, Token: "agt_activity-inspect",
+		TokenHash: strings.Repeat("2", 64)}
+	must(t, s.PutAgentSession(ctx, inspect))
+
+	list := func(from, to string) []*baremetal.AgentActivity {
+		t.Helper()
+		got, err := s.ListAgentActivity(ctx, from, to)
+		must(t, err)
+		return got
+	}
+	want := []*baremetal.AgentActivity{
+		{NodeID: ids[1], Purpose: baremetal.AgentDeploy, Command: deploy.Command, Status: deploy.Status, LastSeenAt: deploy.LastSeenAt},
+		{NodeID: ids[3], Purpose: baremetal.AgentInspect},
+	}
+	same(t, "activity of every node", want, list(ids[0], ids[3]))
+	same(t, "activity of the first two nodes", want[:1], list(ids[0], ids[1]))
+	same(t, "activity of one node", want[1:], list(ids[3], ids[3]))
+	if got := list(ids[2], ids[2]); len(got) != 0 {
+		t.Errorf("a node without a session has activity: %+v", got)
+	}
+	if got := list("no-such-node\x00", "zzz"); len(got) != 0 {
+		t.Errorf("a range no node can be in: %+v", got)
+	}
+	must(t, s.DeleteAgentSession(ctx, ids[1]))
+	same(t, "activity after the deploy's session ended", want[1:], list(ids[0], ids[3]))
+}

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tokens", testTokens},
 		{"Quotas", testQuotas},
 		{"AgentSessions", testAgentSessions},
+		{"AgentActivity", testAgentActivity},
 		{"InstanceDeployMethod", testInstanceDeployMethod},
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"TxCommit", testTxCommit},

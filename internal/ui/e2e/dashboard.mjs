@@ -18,6 +18,7 @@ const MEMBER = env('MEMBER_TOKEN');
 const SIM = env('SIM_URL');
 const FAULT_SYSTEM = env('FAULT_SYSTEM');
 const NODES = Number(env('NODES'));
+const AGENT_TOKEN = env('AGENT_TOKEN'); // the agent erasing rack1-u-3's disks
 const SHOTS = env('SCREENSHOTS');
 mkdirSync(SHOTS, { recursive: true });
 
@@ -35,6 +36,22 @@ function assert(cond, msg) {
   if (!cond) throw new Error('assertion failed: ' + msg);
 }
 
+// heartbeat reports the erase's progress as rack1-u-3's agent does.
+async function heartbeat(progress) {
+  const res = await fetch(`${BASE}/v1/agent/heartbeat`, {
+    method: 'POST', headers: { Authorization: 'Bearer ' + AGENT_TOKEN, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ agent_version: 'browser-test', boot_id: 'b1', command: { id: 'erase-1', state: 'running', progress } }),
+  });
+  assert(res.ok, `heartbeat: HTTP ${res.status}`);
+}
+
+// apiGet reads the API as the admin, to compare the page with it.
+async function apiGet(path) {
+  const res = await fetch(BASE + path, { headers: { Authorization: 'Bearer ' + ADMIN } });
+  assert(res.ok, `GET ${path}: HTTP ${res.status}`);
+  return res.json();
+}
+
 async function simFault(fault) {
   const res = await fetch(`${SIM}/sim/systems/${FAULT_SYSTEM}/fault`, { method: 'POST', body: JSON.stringify({ fault }) });
   assert(res.ok, `sim fault ${fault}: HTTP ${res.status}`);
@@ -46,7 +63,11 @@ function watch(page, who) {
   pages.push([who, page]);
   page.on('pageerror', (e) => problems.push(`${who}: page error in "${stepName}": ${e.message}`));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of (401|403)/.test(m.text())) {
+    // A refusal the page shows (401, 403; 422 for an inspection this
+    // controller cannot do; 404 for the node just retired) is logged by
+    // the browser as a failed load.
+    const shown = /status of (401|403|422)/.test(m.text()) || (/status of 404/.test(m.text()) && stepName.startsWith('retire'));
+    if (m.type() === 'error' && !shown) {
       problems.push(`${who}: console error in "${stepName}": ${m.text()}`);
     }
   });
@@ -105,6 +126,93 @@ try {
     assert(await admin.locator('#who').textContent() === 'signed in as admin', 'role shown');
     assert(await admin.evaluate(() => !!sessionStorage.getItem('baremetal.token')), 'token in sessionStorage');
     assert(await admin.locator('nav a[href="#/jobs"]').isVisible(), 'admin sees Jobs');
+  });
+
+  await step('every provision state of the API is counted, coloured and a filter', async () => {
+    // The API's own list (its document), not one written here: a state
+    // the API gains must show without a change to this script either.
+    const doc = await apiGet('/openapi.json');
+    const states = doc.components.schemas.Node.properties.provision_state.enum;
+    const powers = doc.components.schemas.Node.properties.power_state.enum;
+    assert(states.includes('inspecting'), 'the document lists inspecting: ' + states);
+    const { items } = await apiGet('/v1/nodes?limit=1000&include_deleting=true');
+    const want = Object.fromEntries(states.map((st) => [st, items.filter((n) => n.provision_state === st).length]));
+    assert(want.inspecting === 1 && want.cleaning === 1, 'the fixtures: ' + JSON.stringify(want));
+    await admin.waitForFunction((want) => Object.entries(want).every(([st, c]) =>
+      document.querySelector(`button.count[data-kind="state"][data-value="${st}"] .n`)?.textContent === String(c)), want);
+    const shown = await admin.$$eval('button.count[data-kind="state"]', (bs) => bs.map((b) => b.dataset.value));
+    assert(JSON.stringify(shown) === JSON.stringify(states), `counts ${shown}, want the API's ${states}`);
+    // A colour of its own for each: on the legend, the counts and the tiles.
+    const colours = await admin.$$eval('.legend li', (lis) => lis.map((li) => [li.textContent.trim(), getComputedStyle(li.querySelector('.swatch')).backgroundColor]));
+    const labels = colours.map(([label]) => label);
+    assert(states.every((st) => labels.includes(st)), `legend ${labels}, want every state`);
+    const solid = colours.filter(([label]) => label !== 'maintenance'); // striped, on purpose
+    const distinct = new Set(solid.map(([, c]) => c));
+    assert(distinct.size === solid.length, 'two looks share a colour: ' + JSON.stringify(colours));
+    // In one evaluation: the counts are redrawn on every refresh, and a
+    // button replaced meanwhile has no style.
+    const wrong = await admin.evaluate(([states, colours]) => {
+      const out = [];
+      for (const st of states) {
+        const colour = colours.find(([label]) => label === st)[1];
+        const edge = getComputedStyle(document.querySelector(`button.count[data-kind="state"][data-value="${st}"]`)).borderLeftColor;
+        if (edge !== colour) out.push(`the ${st} count is ${edge}, its legend ${colour}`);
+        // Tiles wear it too, but those faulted or in maintenance, which wear that.
+        for (const a of document.querySelectorAll(`#grid a.tile[data-state="${st}"][data-fault=""][data-maintenance="false"]`)) {
+          if (getComputedStyle(a).backgroundColor !== colour) out.push(`tile ${a.dataset.name} (${st}) is ${getComputedStyle(a).backgroundColor}, its legend ${colour}`);
+        }
+      }
+      return out;
+    }, [states, colours]);
+    assert(wrong.length === 0, wrong.join('; '));
+    for (const p of powers) assert(await admin.locator(`button.count[data-kind="power"][data-value="${p}"]`).count() === 1, 'a count of power ' + p);
+    // Each state's count is a filter (and a second click shows all).
+    for (const st of states) {
+      await admin.locator(`button.count[data-kind="state"][data-value="${st}"]`).click();
+      const visible = await admin.$$eval('#grid li:not([hidden]) a.tile', (as) => as.map((a) => a.dataset.state));
+      assert(visible.length === want[st] && visible.every((v) => v === st), `filter ${st}: ${visible}`);
+      await admin.locator(`button.count[data-kind="state"][data-value="${st}"]`).click();
+    }
+    await admin.waitForFunction((n) => document.querySelectorAll('#grid li:not([hidden])').length === n, NODES);
+  });
+
+  await step('tiles show resource class, instance and the agent\'s progress, live', async () => {
+    const web = tile(admin, 'rack1-u-5');
+    await admin.waitForFunction(() => document.querySelector('#grid a.tile[data-name="rack1-u-5"]')?.dataset.instance === 'web-1');
+    assert((await web.innerText()).includes('baremetal · web-1'), 'class and instance on the tile: ' + await web.innerText());
+    assert(await tile(admin, 'rack1-u-0').getAttribute('data-class') === 'baremetal', 'the class of a tile without an instance');
+    const erasing = tile(admin, 'rack1-u-3');
+    assert((await erasing.innerText()).includes('cleaning · erase 42%'), 'agent progress on the tile: ' + await erasing.innerText());
+    assert(await erasing.locator('progress').evaluate((p) => p.value) === 42, 'a progress bar at 42');
+    assert((await tile(admin, 'rack1-u-4').innerText()).includes('inspecting · agent reporting'), 'the inspecting tile: ' + await tile(admin, 'rack1-u-4').innerText());
+    await heartbeat(77);
+    await admin.waitForFunction(() => document.querySelector('#grid a.tile[data-name="rack1-u-3"]')?.dataset.agent === 'erase 77%');
+    assert(await erasing.locator('progress').evaluate((p) => p.value) === 77, 'the bar follows');
+    await erasing.click();
+    await admin.waitForFunction(() => /^clean: erase 77%/.test(document.querySelector('#f-agent')?.textContent || ''));
+    assert(await admin.locator('#f-agent progress').count() === 1, 'a progress bar on the node page');
+    await admin.screenshot({ path: join(SHOTS, 'node-agent.png') });
+    assert(await admin.locator('#inspect').isDisabled(), 'a cleaning node cannot be inspected');
+    assert(/cleaning/.test(await admin.locator('#inspect-why').textContent()), 'and the page says why');
+  });
+
+  await step('a node\'s inventory, and an inspection refused with the API\'s reason', async () => {
+    await admin.goto(BASE + '/ui/#/');
+    await tile(admin, 'rack1-u-6').click();
+    await admin.locator('#inv-system').waitFor();
+    const sys = await admin.locator('#inv-system').innerText();
+    assert(sys.includes('Dell Inc. PowerEdge R650') && sys.includes('SVC7Q2') && sys.includes('256 GiB') && sys.includes('uefi'), 'the machine: ' + sys);
+    assert((await admin.locator('#inv-disks tr[data-disk="nvme0n1"]').innerText()).includes('960 GiB'), 'the disk');
+    assert((await admin.locator('#inv-nics tr[data-nic="eno1"]').innerText()).includes('25000 Mb/s'), 'the NIC');
+    await admin.screenshot({ path: join(SHOTS, 'node-inventory.png') });
+    // This controller serves no deploy agent: the API refuses (422), and
+    // its problem document says why, on the page.
+    assert(!(await admin.locator('#inspect').isDisabled()), 'an available node may be inspected');
+    await admin.locator('#inspect').click();
+    await confirm(admin, 'Inspect');
+    await admin.waitForFunction(() => /^Failed \(422 invalid_state\): inspection boots the deploy agent, and this controller serves no agent image/.test(document.querySelector('#status').textContent));
+    assert(await admin.locator('#f-state').textContent() === 'available', 'the refused inspection changed nothing');
+    await admin.goto(BASE + '/ui/#/');
   });
 
   await step('a node turns faulted when its BMC goes down', async () => {
@@ -181,10 +289,30 @@ try {
     assert(await admin.locator('#maint-reason').isVisible(), 'the set form is back');
   });
 
+  await step('retire a node, confirmed: it is powered off and goes', async () => {
+    await admin.goto(BASE + '/ui/#/');
+    await tile(admin, 'rack1-u-7').click();
+    await admin.locator('#retire').click();
+    await confirm(admin, 'Retire node');
+    await admin.waitForFunction(() => /^Retire of rack1-u-7 queued \(job \d+\): node is deleting/.test(document.querySelector('#status').textContent));
+    await admin.locator('#node-gone').waitFor({ timeout: 30000 });
+    assert(await admin.locator('#actions').isHidden(), 'no actions on a node that is gone');
+    await admin.goto(BASE + '/ui/#/');
+    await admin.waitForFunction((n) => document.querySelectorAll('#grid a.tile').length === n, NODES - 1);
+  });
+
   await step('jobs and instances pages', async () => {
     await admin.locator('nav a[href="#/jobs"]').click();
     await admin.locator('#job-state').selectOption('all');
     await admin.locator('#jobs tr[data-kind="power"]').first().waitFor();
+    // The job states are the API's; attempts say what the bound is.
+    const doc = await apiGet('/openapi.json');
+    const options = await admin.$$eval('#job-state option', (os) => os.map((o) => o.value));
+    assert(doc.components.schemas.Job.properties.state.enum.every((st) => options.includes(st)), 'every job state is a choice: ' + options);
+    const attempts = await admin.$$eval('#jobs tbody tr', (trs) => trs.map((tr) => [tr.dataset.kind, tr.children[4].textContent]));
+    assert(attempts.length > 0 && attempts.every(([, a]) => !a.includes('32767')), 'an attempt of 32767: ' + JSON.stringify(attempts));
+    assert(attempts.some(([k, a]) => k === 'verify' && a === '1'), 'a finished verify shows its attempt alone: ' + JSON.stringify(attempts));
+    assert(attempts.some(([k, a]) => k === 'power' && a === '1 / 6'), 'a power job shows its bound: ' + JSON.stringify(attempts));
     await admin.goto(BASE + '/ui/#/instances?project=team-a');
     await admin.locator('#instances tr[data-name="web-1"]').waitFor();
   });
@@ -198,15 +326,18 @@ try {
       if (new URL(r.url()).pathname.startsWith('/v1/')) bodies.push(await r.text().catch(() => ''));
     });
     await login(page, MEMBER);
-    await page.waitForFunction((n) => document.querySelectorAll('#grid a.tile').length === n, NODES);
+    await page.waitForFunction((n) => document.querySelectorAll('#grid a.tile').length === n, NODES - 1);
     assert(await page.locator('#who').textContent() === 'signed in as member', 'role shown');
+    // A member follows the agent too, and sees its own instance by name.
+    await page.waitForFunction(() => document.querySelector('#grid a.tile[data-name="rack1-u-3"]')?.dataset.agent === 'erase 77%');
+    await page.waitForFunction(() => document.querySelector('#grid a.tile[data-name="rack1-u-5"]')?.dataset.instance === 'web-1');
     assert(!(await page.locator('nav a[href="#/jobs"]').isVisible()), 'no Jobs for a member');
     await page.goto(BASE + '/ui/#/jobs'); // by hand: a page, not a stream of 403s
     await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Not for this token');
     await page.goto(BASE + '/ui/#/');
     await tile(page, 'rack1-u-1').click();
     await page.waitForFunction(() => document.querySelector('#f-state')?.textContent === 'available');
-    for (const sel of ['#actions', '#node-bmc', '#events', '#node-jobs', '#f-last-error', '#power-off', '#maint-reason']) {
+    for (const sel of ['#actions', '#node-bmc', '#events', '#node-jobs', '#f-last-error', '#power-off', '#maint-reason', '#inspect', '#retire', '#node-inventory']) {
       assert(await page.locator(sel).count() === 0, `member page has no ${sel}`);
     }
     await page.goto(BASE + '/ui/#/instances');

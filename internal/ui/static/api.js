@@ -26,11 +26,13 @@ export function clearToken() { sessionStorage.removeItem(KEY); }
 // so an operator sees that a change was made here.
 const CLIENT = 'baremetal-dashboard';
 
-// api calls one route. A 401 clears the token and tells the app
-// (event "unauthorized"), which shows the login form again.
-export async function api(method, path, body) {
+// api calls one route; extra are more request headers (If-Match). A 401
+// clears the token and tells the app (event "unauthorized"), which shows
+// the login form again.
+export async function api(method, path, body, extra) {
   const headers = { Accept: 'application/json', Authorization: 'Bearer ' + token(), 'Baremetal-Client': CLIENT };
   const init = { method, headers, cache: 'no-store', credentials: 'omit', redirect: 'error' };
+  Object.assign(headers, extra);
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -89,4 +91,12 @@ export const path = {
   node: (id) => '/v1/nodes/' + encodeURIComponent(id),
   events: (id) => '/v1/nodes/' + encodeURIComponent(id) + '/events',
   power: (id) => '/v1/nodes/' + encodeURIComponent(id) + '/power',
+  inspect: (id) => '/v1/nodes/' + encodeURIComponent(id) + '/inspect',
+  inventory: (id) => '/v1/nodes/' + encodeURIComponent(id) + '/inventory',
+  instance: (id) => '/v1/instances/' + encodeURIComponent(id),
 };
+
+// etag is the entity tag of a node or instance of this version, for
+// If-Match: a change made meanwhile fails the request (412) instead of
+// being overridden by what the user decided on an older view.
+export const etag = (version) => `"${version}"`;

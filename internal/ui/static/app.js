@@ -1,6 +1,7 @@
 // The dashboard's shell: login, role, navigation and the hash router.
 import { clearToken, setToken, token, whoami } from './api.js';
 import { h, replace } from './dom.js';
+import { loadEnums } from './enums.js';
 import { overview } from './overview.js';
 import { nodeDetail } from './node.js';
 import { instances } from './instances.js';
@@ -24,6 +25,7 @@ const routes = [
 
 let current = null; // the view shown: { stop() }
 let loggingIn = false; // a 401 then is the login form's to report
+let routing = 0; // the latest route(): an earlier one still waiting gives way
 
 function parseHash() {
   const raw = location.hash.replace(/^#/, '') || '/';
@@ -53,6 +55,16 @@ async function route() {
   if (!token() || !session.role) return login();
   const { path, query } = parseHash();
   markNav(path);
+  const seq = ++routing;
+  try {
+    await loadEnums(); // once: the states, faults... every view shows
+  } catch (e) {
+    if (e.status === 401 || seq !== routing) return; // the login form, or a later route, is shown
+    replace(main, h('div', { class: 'view' }, h('h1', null, 'The API could not be read'),
+      h('p', { class: 'error', role: 'alert' }, 'Reading the API document (/openapi.json) failed: ' + e.message + '. Reload to try again.')));
+    return;
+  }
+  if (seq !== routing) return;
   for (const [re, view, needs] of routes) {
     const m = path.match(re);
     if (m) {
@@ -75,6 +87,7 @@ async function route() {
 }
 
 function login(message) {
+  routing++; // a route still waiting must not show its view over the form
   session.role = '';
   showChrome(false);
   const input = h('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true, size: 48 });

@@ -1,15 +1,22 @@
 // Durable jobs (admin): what is queued, running or retrying, with its
-// attempts and last error.
+// attempts and last error. The states are the API's (enums.js).
 import { api, listAll } from './api.js';
 import { h, replace, table, timeEl } from './dom.js';
+import { enums, FINISHED } from './enums.js';
 import { live } from './shell.js';
 
-// The API's job states; "active" is the dashboard's own view of the
-// ones that are not finished.
-const ACTIVE = ['running', 'retryable', 'available', 'scheduled', 'pending'];
-const STATES = ['active', 'all', ...ACTIVE, 'completed', 'cancelled', 'discarded'];
+// attemptText is a job's attempt and its bound: "2 / 6", or for a kind
+// that retries until it succeeds (max_attempts left out) "2 (retries
+// until it succeeds)", just "2" once it is finished.
+export function attemptText(j) {
+  if (j.max_attempts) return `${j.attempt} / ${j.max_attempts}`;
+  return FINISHED.includes(j.state) ? String(j.attempt) : `${j.attempt} (retries until it succeeds)`;
+}
 
 export function jobs(root, { query }) {
+  // "active" is the dashboard's own view of the states not finished.
+  const ACTIVE = enums.jobStates.filter((s) => !FINISHED.includes(s));
+  const STATES = ['active', 'all', ...ACTIVE, ...enums.jobStates.filter((s) => FINISHED.includes(s))];
   const state = STATES.includes(query.get('state')) ? query.get('state') : 'active';
   const select = h('select', { id: 'job-state', name: 'state' },
     STATES.map((s) => h('option', { value: s, selected: s === state }, s === 'active' ? 'not finished' : s === 'all' ? 'all (recent)' : s)));
@@ -41,7 +48,7 @@ export function jobs(root, { query }) {
         attrs: { 'data-kind': j.kind, 'data-state': j.state },
         cells: [String(j.id), j.kind, h('span', { class: 'pill job-' + j.state }, j.state),
           j.node_id ? (names[j.node_id] ? h('a', { href: '#/nodes/' + encodeURIComponent(j.node_id) }, names[j.node_id]) : h('code', { title: 'node no longer exists' }, j.node_id.slice(0, 8))) : '',
-          `${j.attempt} / ${j.max_attempts}`, h('span', { class: 'err' }, j.last_error || ''),
+          attemptText(j), h('span', { class: 'err' }, j.last_error || ''),
           timeEl(j.scheduled_at), timeEl(j.created_at), timeEl(j.finalized_at)],
       }))));
   }, 3000);

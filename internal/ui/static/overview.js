@@ -1,12 +1,11 @@
-// Fleet overview: counts by provision state, fault and maintenance, and a
-// grid of every node coloured by what an operator would look at first
-// (fault, then maintenance, then provision state), refreshed live.
+// Fleet overview: counts by provision state, fault, maintenance and power,
+// and a grid of every node coloured by what an operator would look at
+// first (fault, then maintenance, then provision state), refreshed live.
+// The states, faults and power states are the API's (enums.js).
 import { listAll } from './api.js';
 import { h, replace } from './dom.js';
+import { enums } from './enums.js';
 import { live } from './shell.js';
-
-// The API's provision states, in lifecycle order (zeros are shown too).
-export const STATES = ['enroll', 'available', 'deploying', 'active', 'deploy_failed', 'cleaning', 'deleting'];
 
 // look is the tile's colour class and its one-line label.
 export function look(n) {
@@ -19,14 +18,46 @@ export function schedulable(n) {
   return n.provision_state === 'available' && !n.maintenance && !n.fault;
 }
 
+// agentText says what a node's deploy agent is doing ("" for none):
+// "erase 42%", "write_image succeeded", "agent booting".
+export function agentText(a) {
+  if (!a) return '';
+  if (!a.last_seen_at) return 'agent booting';
+  if (!a.command) return 'agent reporting';
+  if (a.state === 'running' || !a.state) return `${a.command} ${a.progress || 0}%`;
+  return `${a.command} ${a.state}`;
+}
+
+// agentProgress is a <progress> of a running agent command, or null.
+export function agentProgress(a, attrs) {
+  if (!a || !a.command || (a.state && a.state !== 'running')) return null;
+  return h('progress', { max: 100, value: a.progress || 0, 'aria-label': `${a.command}: ${a.progress || 0}%`, ...attrs });
+}
+
+// instanceNames maps instance ids to names, read again only when a node
+// holds an instance it does not know (instances are not renamed).
+export function instanceNames() {
+  let names = {};
+  return async (nodes) => {
+    if (nodes.some((n) => n.instance_id && !(n.instance_id in names))) {
+      const { items } = await listAll('/v1/instances');
+      names = Object.fromEntries(items.map((i) => [i.id, i.name]));
+      for (const n of nodes) if (n.instance_id && !(n.instance_id in names)) names[n.instance_id] = ''; // not ours to see
+    }
+    return names;
+  };
+}
+
 export function overview(root) {
   let filter = { kind: 'all', value: '' };
   let text = '';
   let nodes = [];
+  let names = {};
+  const readNames = instanceNames();
 
   const summary = h('p', { class: 'summary', id: 'summary' }, 'Loading…');
   const counts = h('div', { class: 'counts', id: 'counts' });
-  const search = h('input', { type: 'search', id: 'filter', placeholder: 'name contains…', 'aria-describedby': 'shown' });
+  const search = h('input', { type: 'search', id: 'filter', placeholder: 'name, class or instance…', 'aria-describedby': 'shown' });
   const shown = h('span', { id: 'shown', class: 'muted' });
   const grid = h('ul', { class: 'grid', id: 'grid', 'aria-label': 'Nodes' });
   const tiles = new Map(); // node id → <li>, kept so focus survives a refresh
@@ -48,12 +79,13 @@ export function overview(root) {
   }
 
   function matches(n) {
-    if (text && !n.name.toLowerCase().includes(text)) return false;
+    if (text && ![n.name, n.resource_class, names[n.instance_id] || ''].some((s) => s.toLowerCase().includes(text))) return false;
     switch (filter.kind) {
       case 'state': return n.provision_state === filter.value;
       case 'fault': return filter.value === '*' ? !!n.fault : n.fault === filter.value;
       case 'maintenance': return n.maintenance;
       case 'schedulable': return schedulable(n);
+      case 'power': return n.power_state === filter.value;
       default: return true;
     }
   }
@@ -67,26 +99,32 @@ export function overview(root) {
     }, h('span', { class: 'n' }, String(count)), h('span', { class: 'what' }, label));
   }
 
-  function draw() {
-    const byState = Object.fromEntries(STATES.map((s) => [s, 0]));
-    const byFault = {};
-    let faulted = 0, maint = 0, sched = 0;
+  // tally counts nodes by key, with every value of the API's list shown
+  // (zeros too) in its order, and any other value the nodes have after.
+  function tally(list, key) {
+    const by = new Map(list.map((v) => [v, 0]));
     for (const n of nodes) {
-      byState[n.provision_state] = (byState[n.provision_state] || 0) + 1;
-      if (n.fault) { faulted++; byFault[n.fault] = (byFault[n.fault] || 0) + 1; }
-      if (n.maintenance) maint++;
-      if (schedulable(n)) sched++;
+      const v = key(n);
+      if (v) by.set(v, (by.get(v) || 0) + 1);
     }
+    return [...by];
+  }
+
+  function draw() {
+    const byFault = tally(enums.faults, (n) => n.fault).filter(([, c]) => c > 0);
+    const faulted = nodes.filter((n) => n.fault).length;
     const had = document.activeElement && counts.contains(document.activeElement) ? document.activeElement.dataset : null;
     replace(counts,
       h('section', { 'aria-labelledby': 'c-state' }, h('h2', { id: 'c-state' }, 'Provision state'),
-        h('div', { class: 'row' }, Object.entries(byState).map(([s, c]) => countButton('state', s, s, c, 'state-' + s)))),
+        h('div', { class: 'row' }, tally(enums.provisionStates, (n) => n.provision_state).map(([s, c]) => countButton('state', s, s, c, 'state-' + s)))),
       h('section', { 'aria-labelledby': 'c-health' }, h('h2', { id: 'c-health' }, 'Health'),
         h('div', { class: 'row' },
-          countButton('schedulable', '', 'schedulable', sched, 'state-available'),
+          countButton('schedulable', '', 'schedulable', nodes.filter(schedulable).length, 'state-available'),
           countButton('fault', '*', 'faulted', faulted, 'faulted'),
-          Object.entries(byFault).sort().map(([f, c]) => countButton('fault', f, f, c, 'faulted')),
-          countButton('maintenance', '', 'maintenance', maint, 'maintenance'))));
+          byFault.map(([f, c]) => countButton('fault', f, f, c, 'faulted')),
+          countButton('maintenance', '', 'maintenance', nodes.filter((n) => n.maintenance).length, 'maintenance'))),
+      h('section', { 'aria-labelledby': 'c-power' }, h('h2', { id: 'c-power' }, 'Power'),
+        h('div', { class: 'row' }, tally(enums.powerStates, (n) => n.power_state).map(([p, c]) => countButton('power', p, 'power ' + p, c, 'power-' + p)))));
     if (had) {
       const again = [...counts.querySelectorAll('button')].find((b) => b.dataset.kind === had.kind && b.dataset.value === had.value);
       if (again) again.focus();
@@ -99,22 +137,37 @@ export function overview(root) {
       let li = tiles.get(n.id);
       if (!li) {
         li = h('li', null, h('a', { class: 'tile', href: '#/nodes/' + encodeURIComponent(n.id) },
-          h('span', { class: 'name' }), h('span', { class: 'label' }), h('span', { class: 'sub' })));
+          h('span', { class: 'name' }), h('span', { class: 'label' }), h('span', { class: 'sub' }), h('span', { class: 'sub' })));
         tiles.set(n.id, li);
       }
       const a = li.firstChild;
       const { cls, label } = look(n);
+      const inst = n.instance_id ? names[n.instance_id] || 'an instance' : '';
+      const doing = agentText(n.agent);
       a.className = 'tile ' + cls;
       a.dataset.name = n.name;
       a.dataset.state = n.provision_state;
       a.dataset.fault = n.fault || '';
       a.dataset.maintenance = String(n.maintenance);
-      const sub = [n.maintenance && n.fault ? 'maintenance' : '', 'power ' + n.power_state].filter(Boolean).join(' · ');
-      a.title = `${n.name}: ${n.provision_state}, power ${n.power_state}` +
+      a.dataset.class = n.resource_class;
+      a.dataset.instance = inst;
+      a.dataset.agent = doing;
+      // The colour's label, the class and instance, then the state the
+      // label leaves out and what the agent does (else the power).
+      const lines = [
+        n.name,
+        label,
+        [n.resource_class, inst].filter(Boolean).join(' · '),
+        [n.maintenance && n.fault ? 'maintenance' : '', label === n.provision_state ? '' : n.provision_state,
+          doing || 'power ' + n.power_state].filter(Boolean).join(' · '),
+      ];
+      a.title = `${n.name}: ${n.provision_state}, power ${n.power_state}, class ${n.resource_class}` +
+        (inst ? `, instance ${inst}` : '') + (doing ? `, agent: ${doing}` : '') +
         (n.fault ? `, fault ${n.fault}` : '') + (n.maintenance ? `, maintenance: ${n.maintenance_reason}` : '');
-      if (a.children[0].textContent !== n.name) a.children[0].textContent = n.name;
-      if (a.children[1].textContent !== label) a.children[1].textContent = label;
-      if (a.children[2].textContent !== sub) a.children[2].textContent = sub;
+      lines.forEach((t, i) => { if (a.children[i].textContent !== t) a.children[i].textContent = t; });
+      const bar = a.querySelector('progress');
+      const want = agentProgress(n.agent);
+      if (!want) { if (bar) bar.remove(); } else if (!bar) a.append(want); else if (bar.value !== want.value) bar.value = want.value;
       li.hidden = !matches(n);
       if (!li.hidden) visible++;
     }
@@ -134,6 +187,7 @@ export function overview(root) {
 
   return live(async () => {
     const { items, complete } = await listAll('/v1/nodes', { include_deleting: 'true' });
+    names = await readNames(items);
     nodes = items.sort((a, b) => a.name.localeCompare(b.name));
     const faulted = nodes.filter((n) => n.fault).length;
     replace(summary,
@@ -145,7 +199,7 @@ export function overview(root) {
 }
 
 function legend() {
-  const items = [['faulted', 'faulted'], ['maintenance', 'maintenance'], ...STATES.map((s) => ['state-' + s, s])];
+  const items = [['faulted', 'faulted'], ['maintenance', 'maintenance'], ...enums.provisionStates.map((s) => ['state-' + s, s])];
   return h('ul', { class: 'legend', 'aria-label': 'Colour legend' },
     items.map(([cls, label]) => h('li', null, h('span', { class: 'swatch ' + cls, 'aria-hidden': 'true' }), label)));
 }

@@ -130,6 +130,49 @@ func (q *Queries) GetAgentSessionByTokenHash(ctx context.Context, tokenHash stri
 	return &i, err
 }
 
+const listAgentActivity = `-- name: ListAgentActivity :many
+SELECT node_id, purpose, command, status, last_seen_at FROM agent_sessions
+WHERE node_id >= $1 AND node_id <= $2
+ORDER BY node_id
+`
+
+type ListAgentActivityRow struct {
+	NodeID     string
+	Purpose    string
+	Command    string
+	Status     string
+	LastSeenAt *sqlstore.Time
+}
+
+// What the agents of a range of nodes are doing (a page of nodes, whose
+// ids are listed in order, is one range): the sessions without their
+// tokens and inventories, for the API's Node.agent.
+func (q *Queries) ListAgentActivity(ctx context.Context, fromID string, toID string) ([]*ListAgentActivityRow, error) {
+	rows, err := q.db.Query(ctx, listAgentActivity, fromID, toID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*ListAgentActivityRow
+	for rows.Next() {
+		var i ListAgentActivityRow
+		if err := rows.Scan(
+			&i.NodeID,
+			&i.Purpose,
+			&i.Command,
+			&i.Status,
+			&i.LastSeenAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const putAgentSession = `-- name: PutAgentSession :exec
 
 INSERT INTO agent_sessions (
