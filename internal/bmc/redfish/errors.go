@@ -221,19 +221,6 @@ func statusOf(err error) int {
 	return 0
 }
 
-// messageIDOf returns the Redfish MessageId inside err, if any.
-func messageIDOf(err error) string {
-	var he *HTTPError
-	if errors.As(err, &he) {
-		return he.MessageID
-	}
-	var rf *schemas.Error
-	if errors.As(err, &rf) {
-		return httpErrorFrom(rf, nil).MessageID
-	}
-	return ""
-}
-
 // redactedError carries a sanitized message; its cause is kept only when it
 // is known not to carry secrets (so errors.Is still sees context deadlines,
 // the package's sentinels and HTTPError).
