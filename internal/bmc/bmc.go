@@ -216,6 +216,13 @@ const (
 	KindImage Kind = "image"
 )
 
+// ErrNoVirtualMedia: the BMC has no virtual media at all, or none it can
+// use (an empty VirtualMedia collection, no CD slot): the node boots from
+// the network or not at all. Other unsupported answers about media (one
+// slot that refuses a request) are not it. Drivers wrap it in a
+// KindUnsupported *Error; callers test it with errors.Is.
+var ErrNoVirtualMedia = errors.New("no usable virtual media")
+
 // Error is a classified BMC error. Its message never contains credentials.
 type Error struct {
 	Kind Kind

@@ -216,13 +216,22 @@ func (c Config) validate() error {
 
 // jobTimeout bounds the longest job: a deploy makes about six BMC calls
 // plus the power-change wait. River cancels the job's context after it.
+//
+// One virtual media call is counted at its full mediaTimeout: a BMC that
+// shows media late is met in a deploy once or twice, not at every call
+// (a live deploy with a config drive makes three). A job cut off by the
+// timeout is run again (its steps are idempotent); the timeout also sets
+// how long River waits before it rescues the job of a crashed replica
+// (RescueStuckJobsAfter), which a larger one would slow for every job.
 func (c Config) jobTimeout() time.Duration {
-	return c.PowerChangeTimeout + 8*c.BMCTimeout + 2*c.mediaTimeout() + 30*time.Second
+	return c.PowerChangeTimeout + 8*c.BMCTimeout + c.mediaTimeout() + 30*time.Second
 }
 
-// mediaTimeout bounds one virtual media call (insert or eject with its
-// read-back): the request and its one repetition, each read back for up
-// to MediaSettle, an eject before an insert.
+// mediaTimeout bounds one virtual media call: an insert or eject sent,
+// read back for up to MediaSettle and sent once more, with a few requests
+// around it. The driver may want longer in the worst case (an eject that
+// must itself be sent twice before an insert that must): that call then
+// ends at this deadline and the job retries.
 func (c Config) mediaTimeout() time.Duration {
 	return 2*c.MediaSettle + 4*c.BMCTimeout
 }

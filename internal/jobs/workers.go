@@ -160,7 +160,8 @@ func (r *nodeWork) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (
 			return nil
 		}
 		err := vm.EjectMedia(ctx)
-		if err != nil && bmc.KindOf(err) == bmc.KindUnsupported {
+		if errors.Is(err, bmc.ErrNoVirtualMedia) {
+			// Not one slot's refusal: the BMC has none it can use.
 			ms.why = err.Error()
 			return nil
 		}

@@ -107,13 +107,13 @@ func clearOverride(ctx context.Context, api *gofish.APIClient, s *system, secret
 	var tried []string
 	var first error
 	for _, f := range clearForms(s) {
-		err := patchBoot(ctx, api, s, f.payload())
+		where, err := patchBoot(ctx, api, s, f.payload())
 		if err == nil {
-			now, rerr := getSystem(api, s.Path)
+			now, rerr := readOverride(api, s, where)
 			if rerr != nil {
-				return fmt.Errorf("reading the boot override back: %w", rerr)
+				return rerr
 			}
-			if overrideCleared(now) {
+			if now.unverified || overrideCleared(now) {
 				return nil
 			}
 			tried = append(tried, f.String()+" (accepted, and the override stayed "+showOverride(now)+")")
@@ -144,8 +144,9 @@ func clearOverride(ctx context.Context, api *gofish.APIClient, s *system, secret
 
 // patchBoot PATCHes a Boot payload to the system (with its ETag), falling
 // back to its @Redfish.Settings resource when the system itself refuses
-// (some BMCs take settings only there).
-func patchBoot(ctx context.Context, api *gofish.APIClient, s *system, payload any) error {
+// (some BMCs take settings only there: iDRAC 10's Boot is read-only on the
+// system). It returns where the payload went.
+func patchBoot(ctx context.Context, api *gofish.APIClient, s *system, payload any) (string, error) {
 	reread := func() (string, error) {
 		now, err := getSystem(api, s.Path)
 		if err != nil {
@@ -163,9 +164,19 @@ func patchBoot(ctx context.Context, api *gofish.APIClient, s *system, payload an
 				}
 				return hdr.Get("ETag"), nil
 			})
+			return s.SettingsTarget, err
 		}
 	}
-	return err
+	return s.Path, err
+}
+
+// reduce turns a BMC answer inside err into an *HTTPError (status and
+// Redfish messages, never the raw body) so that context can be wrapped
+// around it and kept: classify would otherwise replace a whole chain that
+// holds a raw gofish error.
+func reduce(err error) error {
+	e, _ := asHTTPError(err, nil)
+	return e
 }
 
 // asHTTPError reduces a BMC answer inside err to an *HTTPError (status and

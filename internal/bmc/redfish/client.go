@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 
 	"github.com/stmcginnis/gofish"
@@ -32,14 +31,11 @@ var (
 	_ bmc.BootModeGetter   = (*Client)(nil)
 )
 
-// run calls fn with a logged-in client and the system path, re-logging in
-// once when a cached session is refused, and classifies the outcome.
+// run calls fn with a logged-in client and the system path (the BMC's
+// only system when the endpoint names none), re-logging in once when a
+// cached session is refused, and classifies the outcome.
 func (cl *Client) run(ctx context.Context, op string, fn func(api *gofish.APIClient, sys string) error) error {
-	if err := ctx.Err(); err != nil {
-		return classify(op, err, cl.c.redactor())
-	}
-	cl.c.touch()
-	attempt := func(api *gofish.APIClient) error {
+	return cl.call(ctx, op, func(api *gofish.APIClient) error {
 		sys := cl.system
 		if sys == "" {
 			var err error
@@ -52,20 +48,7 @@ func (cl *Client) run(ctx context.Context, op string, fn func(api *gofish.APICli
 			cl.c.forgetSystem(sys)
 		}
 		return err
-	}
-	api, gen, err := cl.c.client(ctx)
-	if err == nil {
-		err = attempt(api)
-		if statusOf(err) == http.StatusUnauthorized {
-			switch api2, rerr := cl.c.relogin(ctx, gen); {
-			case rerr == nil:
-				err = attempt(api2)
-			case !errors.Is(rerr, errNoRelogin):
-				err = rerr
-			}
-		}
-	}
-	return classify(op, err, cl.c.redactor())
+	})
 }
 
 // PowerState reads the system's power state: in steady state exactly one
@@ -118,7 +101,9 @@ func (cl *Client) SetPower(ctx context.Context, action bmc.PowerAction) error {
 		if rt != preferredReset(action, cur) {
 			cl.c.o.log.Info("power action mapped to a fallback reset type", "bmc", cl.c.endpoint, "system", s.Path, "action", action, "reset_type", rt)
 		}
-		return postAction(ctx, api, s.ResetTarget, map[string]string{"ResetType": rt})
+		return postAccepted(ctx, api, s.ResetTarget, map[string]string{"ResetType": rt}, func(msg string) {
+			cl.c.o.log.Info(msg, "bmc", cl.c.endpoint, "system", s.Path, "reset_type", rt)
+		})
 	})
 }
 
@@ -189,12 +174,15 @@ var bootTargets = map[bmc.BootDevice]string{
 
 // SetBootDevice sets the boot override by PATCH: once, or continuous when
 // persistent; BootNone clears it (see clearOverride: how differs between
-// BMCs). The override carries the system's boot mode where the system has
-// the property (some BMCs fall back to their default mode when a PATCH
-// leaves it out, and the machine then cannot boot what it booted before),
-// and it is read back: a BMC that accepted the override and does not show
-// it (one-time boot on some iDRAC firmware) gets it once more, then the
-// call fails saying what the BMC shows.
+// BMCs). The override is read back (from the @Redfish.Settings object when
+// the BMC takes it only there: it applies at the next reset): a BMC that
+// accepted it and does not show it (one-time boot on some iDRAC firmware)
+// gets it once more, then the call fails saying what the BMC shows.
+//
+// The boot mode is left out of the PATCH: HPE iLO and Dell 13G refuse a
+// BootSourceOverrideMode even of the value it has. A BMC that changes the
+// mode when it is left out (Supermicro) is found by the read-back and
+// given its mode back, so the machine boots in the mode it was in.
 func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persistent bool) error {
 	const op = "set boot device"
 	target, known := bootTargets[dev]
@@ -219,29 +207,79 @@ func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persist
 		if len(s.BootEnables) > 0 && !containsFold(s.BootEnables, enabled) {
 			return bmc.Errorf(bmc.KindUnsupported, op, "system %s does not support a %s boot override", s.Path, enabled)
 		}
-		want := bootForm{enabled: enabled, target: target, mode: s.BootMode}
+		want := bootForm{enabled: enabled, target: target}
 		if overrideShows(s, want) {
 			return nil
 		}
+		mode := s.BootMode
 		for try := 1; ; try++ {
-			if err := patchBoot(ctx, api, s, want.payload()); err != nil {
+			where, err := patchBoot(ctx, api, s, want.payload())
+			if err != nil {
 				return err
 			}
-			if s, err = getSystem(api, sys); err != nil {
-				return fmt.Errorf("reading the boot override back: %w", err)
+			now, err := readOverride(api, s, where)
+			if err != nil {
+				return err
 			}
-			if overrideShows(s, want) {
+			if overrideShows(now, want) {
 				if try > 1 {
 					cl.c.o.log.Info("boot override took on the second PATCH", "bmc", cl.c.endpoint, "system", s.Path)
+				}
+				if mode != "" && now.BootMode != "" && !strings.EqualFold(now.BootMode, mode) {
+					return restoreMode(ctx, api, s, where, want, mode, now.BootMode)
 				}
 				return nil
 			}
 			if try == 2 {
-				return &bmc.Error{Kind: bmc.KindRefused, Op: op, Err: fmt.Errorf("%w: system %s was sent %s twice and shows %s",
-					errNotApplied, s.Path, want, showOverride(s))}
+				return &bmc.Error{Kind: bmc.KindRefused, Op: op, Err: fmt.Errorf("%w: %s was sent %s twice and shows %s",
+					errNotApplied, now.Path, want, showOverride(now))}
 			}
 		}
 	})
+}
+
+// restoreMode gives the system back the boot mode it was in (was) after a
+// boot override the BMC took with a change of mode (to now): the override
+// again, with the mode.
+func restoreMode(ctx context.Context, api *gofish.APIClient, s *system, where string, want bootForm, was, now string) error {
+	want.mode = was
+	if _, err := patchBoot(ctx, api, s, want.payload()); err != nil {
+		return fmt.Errorf("the BMC switched the boot mode from %s to %s with the boot override, and refused %s back: %w", was, now, was, reduce(err))
+	}
+	after, err := readOverride(api, s, where)
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(after.BootMode, was) || !overrideShows(after, bootForm{enabled: want.enabled, target: want.target}) {
+		return &bmc.Error{Kind: bmc.KindRefused, Op: "set boot device", Err: fmt.Errorf("%w: the BMC switched the boot mode from %s to %s with the boot override and, sent %s, shows %s",
+			errNotApplied, was, now, want, showOverride(after))}
+	}
+	return nil
+}
+
+// readOverride reads back the boot override written to where: the system
+// itself, or its @Redfish.Settings object (pending until the next reset;
+// a settings object that shows no Boot at all is taken at its word).
+func readOverride(api *gofish.APIClient, s *system, where string) (*system, error) {
+	if where == s.Path {
+		now, err := getSystem(api, s.Path)
+		if err != nil {
+			return nil, fmt.Errorf("reading the boot override back: %w", reduce(err))
+		}
+		return now, nil
+	}
+	d, _, err := getDoc(api, where)
+	if err != nil {
+		return nil, fmt.Errorf("reading the pending boot override back from %s: %w", where, reduce(err))
+	}
+	boot := d.obj("Boot")
+	pending := &system{Path: where, BootTarget: boot.str("BootSourceOverrideTarget"), BootEnabled: boot.str("BootSourceOverrideEnabled"),
+		BootMode: boot.str("BootSourceOverrideMode")}
+	if boot == nil {
+		pending.BootTarget, pending.BootEnabled, pending.BootMode = s.BootTarget, s.BootEnabled, ""
+		pending.unverified = true
+	}
+	return pending, nil
 }
 
 // overrideShows reports whether s shows the override f. A one-time
@@ -249,6 +287,9 @@ func (cl *Client) SetBootDevice(ctx context.Context, dev bmc.BootDevice, persist
 // one-time boot; the controller clears overrides when its work is done),
 // and so does a mode the system does not report.
 func overrideShows(s *system, f bootForm) bool {
+	if s.unverified {
+		return true
+	}
 	if !strings.EqualFold(s.BootTarget, f.target) {
 		return false
 	}
@@ -303,8 +344,8 @@ func (cl *Client) SystemUUID(ctx context.Context) (string, error) {
 // Inventory reads the system's hardware threads, sockets and cores,
 // memory, UUID, serial, boot mode and power state. The CPU count is what
 // operators and schedulers mean by cpus, the hardware threads: the sum of
-// each processor's TotalThreads (else TotalCores), else the summary's
-// LogicalProcessorCount. ProcessorSummary.Count is not used for it: it
+// each processor's TotalThreads, else the summary's LogicalProcessorCount
+// (threads too), else the processors' TotalCores. ProcessorSummary.Count is not used for it: it
 // counts sockets on most BMCs (iLO 5, AMI, Intel), and cores on others
 // (Supermicro X10, Cisco). Zeros are unknowns (an OpenBMC whose host is
 // off reports 0 CPUs and 0 GiB), never facts.
@@ -331,7 +372,7 @@ func (cl *Client) Inventory(ctx context.Context) (bmc.Inventory, error) {
 		inv.CPUArch = cpus.arch
 		inv.CPUSockets = cpus.sockets
 		inv.CPUCores = cpus.cores
-		inv.CPUs = firstPositive(cpus.threads, cpus.cores, s.LogicalCPUs)
+		inv.CPUs = firstPositive(cpus.threads, s.LogicalCPUs, cpus.cores)
 		return nil
 	})
 	return inv, err

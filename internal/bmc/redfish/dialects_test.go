@@ -441,3 +441,67 @@ func TestSameImage(t *testing.T) {
 		t.Error("ports and queries")
 	}
 }
+
+// iDRAC 10 takes a boot override only through the system's
+// @Redfish.Settings object, pending until the next reset: the driver
+// writes it there and reads it back from there, and the machine boots it.
+func TestBootOverrideThroughSettingsObject(t *testing.T) {
+	f := startFleet(t, sim.Options{Systems: 1, Dialect: sim.DialectIDRAC9, Tweak: func(q *sim.Quirks) { q.BootViaSettings = true }})
+	o := newOpener(t, Options{})
+	c := open(t, o, endpoint(f.URL(), ""))
+	ctx := context.Background()
+	if err := c.SetBootDevice(ctx, bmc.BootCD, false); err != nil {
+		t.Fatal(err)
+	}
+	sys := f.SystemIDs()[0]
+	if target, _, _ := f.BootOverride(sys); target != "None" {
+		t.Fatalf("the override landed before a reset: %s", target)
+	}
+	if err := c.SetPower(ctx, bmc.ActionOn); err != nil {
+		t.Fatal(err)
+	}
+	if target, enabled, _ := f.BootOverride(sys); target != "Cd" || enabled != "Once" {
+		t.Fatalf("after power-on: %s %s, want the pending Cd Once", target, enabled)
+	}
+	if err := c.SetBootDevice(ctx, bmc.BootNone, false); err != nil {
+		t.Fatalf("clearing through the settings object: %v", err)
+	}
+}
+
+// A task that ends in Exception is an error, not a success.
+func TestTaskThatFails(t *testing.T) {
+	f := startFleet(t, sim.Options{Systems: 1, Tweak: func(q *sim.Quirks) {
+		q.TaskMonitor, q.TaskFails, q.TaskDelay = true, true, 100*time.Millisecond
+	}})
+	o := newOpener(t, Options{MediaSettle: 300 * time.Millisecond})
+	c := open(t, o, endpoint(f.URL(), ""))
+	ctx := context.Background()
+	err := c.SetPower(ctx, bmc.ActionOn)
+	wantKind(t, err, bmc.KindBMCError)
+	if p, _ := f.Power("1"); p != "Off" {
+		t.Fatalf("power %s after a failed task", p)
+	}
+	wantKind(t, c.InsertMedia(ctx, "http://images.example/boot.iso"), bmc.KindBMCError)
+}
+
+// HPE iLO refuses a PATCH that names the boot mode, even the one it is
+// in; a Supermicro switches to Legacy when a boot target comes without
+// one. Neither may change the machine's mode or fail the override.
+func TestBootModeRules(t *testing.T) {
+	for _, d := range []sim.Dialect{sim.DialectILO5, sim.DialectX12} {
+		t.Run(string(d), func(t *testing.T) {
+			f := startFleet(t, sim.Options{Systems: 1, Dialect: d})
+			sys := f.SystemIDs()[0]
+			before, _ := f.BootMode(sys)
+			c := open(t, newOpener(t, Options{}), endpoint(f.URL(), ""))
+			for _, dev := range []bmc.BootDevice{bmc.BootCD, bmc.BootPXE, bmc.BootDisk, bmc.BootNone} {
+				if err := c.SetBootDevice(context.Background(), dev, dev == bmc.BootDisk); err != nil {
+					t.Fatalf("%s: %v", dev, err)
+				}
+				if after, _ := f.BootMode(sys); after != before {
+					t.Fatalf("%s: boot mode %s, was %s", dev, after, before)
+				}
+			}
+		})
+	}
+}

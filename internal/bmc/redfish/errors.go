@@ -245,6 +245,8 @@ func causeFor(err error, secrets *redact.Secrets) error {
 		return ErrSystemNotFound
 	case errors.Is(err, ErrClosed):
 		return ErrClosed
+	case errors.Is(err, bmc.ErrNoVirtualMedia):
+		return bmc.ErrNoVirtualMedia
 	}
 	var he *HTTPError
 	if errors.As(err, &he) {

@@ -41,11 +41,17 @@ func (cl *Client) ResolveSystem(ctx context.Context) (bmc.ResolvedSystem, error)
 }
 
 // call runs fn with a logged-in client, re-logging in once when a cached
-// session is refused, as Client.run does, but without resolving the
-// system first: finding the system is what fn does.
+// session is refused, and classifies the outcome. Client.run is call with
+// the system found first; ResolveSystem calls it directly, since finding
+// the system is what it does.
 func (cl *Client) call(ctx context.Context, op string, fn func(api *gofish.APIClient) error) error {
 	if err := ctx.Err(); err != nil {
 		return classify(op, err, cl.c.redactor())
+	}
+	if cl.c.o.isClosed() {
+		// A closed Opener logged out of every BMC; logging in again here
+		// would leave a session behind.
+		return classify(op, ErrClosed, nil)
 	}
 	cl.c.touch()
 	api, gen, err := cl.c.client(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/stmcginnis/gofish"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 )
 
 // Virtual media, as real BMCs do it. The slots are found under the System
@@ -181,10 +182,14 @@ func (cl *Client) InsertMedia(ctx context.Context, imageURL string) error {
 		}
 		cd := bootCD(vms)
 		if cd == nil {
-			return bmc.Errorf(bmc.KindUnsupported, "virtual media", "system %s has no virtual CD/DVD: %s", sys, describeSlots(vms, nil, nil))
+			return &bmc.Error{Kind: bmc.KindUnsupported, Op: "virtual media",
+				Err: fmt.Errorf("%w: system %s has no virtual CD/DVD: %s", bmc.ErrNoVirtualMedia, sys, describeSlots(vms, nil, nil))}
 		}
 		err = cl.insertVerified(ctx, api, cd, imageURL)
-		aboutImage = err != nil && imageAnswer(err, imageURL)
+		// Only the insert request's own answer can be about the image
+		// (not the eject before it, nor a read-back).
+		var ia *insertAnswer
+		aboutImage = errors.As(err, &ia) && imageAnswer(ia.err, imageURL)
 		return err
 	})
 	if aboutImage {
@@ -192,6 +197,13 @@ func (cl *Client) InsertMedia(ctx context.Context, imageURL string) error {
 	}
 	return err
 }
+
+// insertAnswer marks the BMC's answer to an insert request itself, the
+// only answer that may be about the image.
+type insertAnswer struct{ err error }
+
+func (e *insertAnswer) Error() string { return e.err.Error() }
+func (e *insertAnswer) Unwrap() error { return e.err }
 
 // InsertConfigDrive attaches a config drive image in a slot other than the
 // boot CD: a USB stick slot, then a floppy slot, then another CD slot
@@ -249,8 +261,10 @@ func (cl *Client) EjectMedia(ctx context.Context) error {
 			}
 		}
 		if listErr != nil {
-			// Slots that could not be read may still hold an image.
-			errs = append(errs, listErr)
+			// Slots that could not be read may still hold an image. A
+			// slot the BMC lists and will not show is the BMC's trouble,
+			// not a lack of virtual media.
+			errs = append(errs, &bmc.Error{Kind: bmc.KindBMCError, Op: "virtual media", Err: fmt.Errorf("reading its slots: %w", reduce(listErr))})
 		}
 		if len(errs) == 0 {
 			return nil
@@ -280,10 +294,10 @@ func (cl *Client) insertVerified(ctx context.Context, api *gofish.APIClient, v *
 	for try := 1; ; try++ {
 		if v.inserted() {
 			if err := cl.ejectVerified(ctx, api, v); err != nil {
-				return fmt.Errorf("ejecting %s from %s first: %w", describeImage(v.Image), slotName(v), err)
+				return fmt.Errorf("ejecting %s from %s first: %w", describeImage(v.Image), slotName(v), reduce(err))
 			}
 		}
-		if err := sendInsert(ctx, api, v, imageURL); err != nil {
+		if err := sendInsert(ctx, api, v, imageURL, cl.c.redactor()); err != nil {
 			return err
 		}
 		now, err := cl.settle(ctx, api, v.Path, func(s *mediaSlot) bool { return s.shows(imageURL) })
@@ -341,14 +355,15 @@ func (cl *Client) settle(ctx context.Context, api *gofish.APIClient, p string, d
 	for {
 		v, err := getSlot(api, p)
 		if err != nil {
-			return nil, fmt.Errorf("reading virtual media %s back: %w", p, err)
+			return nil, fmt.Errorf("reading virtual media %s back: %w", p, reduce(err))
 		}
 		if done(v) || !time.Now().Before(deadline) {
 			return v, nil
 		}
 		select {
 		case <-ctx.Done():
-			return v, nil // the caller's deadline: report what it shows
+			// The caller's deadline cut the wait short: not a refusal.
+			return nil, fmt.Errorf("waiting for virtual media %s to show the change (it shows %s): %w", v.label(), v.describe(), ctx.Err())
 		case <-time.After(min(mediaPoll, time.Until(deadline))):
 		}
 	}
@@ -358,7 +373,7 @@ func (cl *Client) settle(ctx context.Context, api *gofish.APIClient, p string, d
 // the transfer parameters it lists, and once more with the minimal body
 // when the full one is refused with 400; or by PATCH where the slot has
 // no action.
-func sendInsert(ctx context.Context, api *gofish.APIClient, v *mediaSlot, imageURL string) error {
+func sendInsert(ctx context.Context, api *gofish.APIClient, v *mediaSlot, imageURL string, secrets *redact.Secrets) error {
 	const op = "insert media"
 	params, err := transferParams(api, v, imageURL)
 	if err != nil {
@@ -384,22 +399,31 @@ func sendInsert(ctx context.Context, api *gofish.APIClient, v *mediaSlot, imageU
 		if statusOf(err) == http.StatusBadRequest {
 			err = patch(map[string]any{"Image": imageURL, "Inserted": true})
 		}
-		return err
+		return answer(err)
 	}
 	err = postAction(ctx, api, v.InsertTarget, full)
 	if st := statusOf(err); st == http.StatusBadRequest && !imageAnswer(err, imageURL) {
 		// Some BMCs refuse the optional parameters (Supermicro).
 		err2 := postAction(ctx, api, v.InsertTarget, minimal)
 		if err2 == nil || statusOf(err2) != http.StatusBadRequest || imageAnswer(err2, imageURL) {
-			return err2
+			return answer(err2)
 		}
-		he, _ := asHTTPError(err2, nil)
-		return fmt.Errorf("%s refused InsertMedia with Inserted and WriteProtected (%v), and without them: %w", slotName(v), err, he)
+		first, _ := asHTTPError(err, secrets)
+		second, _ := asHTTPError(err2, secrets)
+		return answer(fmt.Errorf("%s refused InsertMedia with Inserted and WriteProtected (%v), and without them: %w", slotName(v), first, second))
 	}
 	if err != nil && v.EjectTarget == "" && statusOf(err) == http.StatusMethodNotAllowed {
 		return bmc.Errorf(bmc.KindUnsupported, op, "slot %s offers InsertMedia and refuses it (405)", v.label())
 	}
-	return err
+	return answer(err)
+}
+
+// answer marks err (if any) as the BMC's answer to an insert.
+func answer(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &insertAnswer{err: err}
 }
 
 // sendEject asks slot v to let go of its image: EjectMedia, or a PATCH
@@ -450,12 +474,10 @@ func transferParams(api *gofish.APIClient, v *mediaSlot, imageURL string) (map[s
 		}
 		out["TransferProtocolType"] = proto
 	}
-	if methods := allowableValues(api, v.InsertAction, "TransferMethod", []string{"Stream", "Upload"}); len(methods) > 0 {
-		m := methods[0]
-		if containsFold(methods, "Stream") {
-			m = "Stream"
-		}
-		out["TransferMethod"] = m
+	// Stream where the BMC lists it; otherwise none is sent: Upload would
+	// have the BMC wait for an upload that never comes.
+	if methods := allowableValues(api, v.InsertAction, "TransferMethod", []string{"Stream", "Upload"}); containsFold(methods, "Stream") {
+		out["TransferMethod"] = "Stream"
 	}
 	return out, nil
 }
@@ -520,9 +542,10 @@ func listMedia(api *gofish.APIClient, sys string) ([]*mediaSlot, error) {
 	case lastErr != nil:
 		return nil, lastErr
 	case len(empty) > 0:
-		return nil, bmc.Errorf(bmc.KindUnsupported, op, "system %s has no usable virtual media: its VirtualMedia collection %s has no slots (a licence or OEM feature the BMC lacks?)", s.Path, strings.Join(empty, ", "))
+		return nil, &bmc.Error{Kind: bmc.KindUnsupported, Op: op, Err: fmt.Errorf("%w: system %s has no usable virtual media: its VirtualMedia collection %s has no slots (a licence or OEM feature the BMC lacks?)",
+			bmc.ErrNoVirtualMedia, s.Path, strings.Join(empty, ", "))}
 	}
-	return nil, bmc.Errorf(bmc.KindUnsupported, op, "system %s has no virtual media", s.Path)
+	return nil, &bmc.Error{Kind: bmc.KindUnsupported, Op: op, Err: fmt.Errorf("%w: system %s has no virtual media", bmc.ErrNoVirtualMedia, s.Path)}
 }
 
 // hasType reports whether v advertises one of the media types.

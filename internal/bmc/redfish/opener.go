@@ -147,8 +147,15 @@ func (o *Opener) Open(_ context.Context, ep bmc.Endpoint) (bmc.Client, error) {
 	return &Client{c: c, system: sysPath}, nil
 }
 
+// isClosed reports whether Close was called.
+func (o *Opener) isClosed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.closed
+}
+
 // Close logs out of every BMC session (bounded by a few seconds) and
-// closes idle connections. Clients of a closed Opener fail.
+// closes idle connections. Clients of a closed Opener fail with ErrClosed.
 func (o *Opener) Close() {
 	o.mu.Lock()
 	if o.closed {
@@ -482,8 +489,24 @@ func (c *conn) login(ctx context.Context) (*gofish.APIClient, error) {
 	default:
 		if sess, serr := api.GetSession(); serr != nil || sess.Token == "" {
 			// A session without a token would send every request
-			// unauthenticated.
+			// unauthenticated. It still holds one of the BMC's few
+			// session slots: give it back, with the basic credentials.
 			fallback = "the BMC created a session without an X-Auth-Token"
+			if serr == nil && sess.ID != "" {
+				id := sess.ID
+				c.o.background(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), logoutTimeout)
+					defer cancel()
+					req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.endpoint+id, nil)
+					if err != nil {
+						return
+					}
+					req.SetBasicAuth(c.user, c.password)
+					if resp, err := c.httpc.Do(req); err == nil {
+						_ = resp.Body.Close()
+					}
+				})
+			}
 		}
 	}
 	if fallback != "" {
@@ -546,33 +569,20 @@ func (c *conn) resolveSystem(api *gofish.APIClient) (string, error) {
 		c.mu.Unlock()
 		return s, nil
 	}
-	coll := c.systems
 	c.mu.Unlock()
-
-	d, _, err := getDoc(api, coll)
+	out, err := c.resolve(api, "")
 	if err != nil {
 		return "", err
 	}
-	members := d.members()
-	switch len(members) {
-	case 0:
-		return "", fmt.Errorf("%w: %s lists no systems", ErrSystemNotFound, coll)
-	case 1:
-		c.mu.Lock()
-		c.defaultSystem = members[0]
-		c.mu.Unlock()
-		return members[0], nil
-	default:
-		shown := members
-		if len(shown) > 5 {
-			shown = shown[:5]
-		}
-		more := ""
-		if len(members) > len(shown) {
-			more = fmt.Sprintf(" and %d more", len(members)-len(shown))
-		}
-		return "", fmt.Errorf("%w: it has %d (%s%s)", ErrSystemIDRequired, len(members), strings.Join(shown, ", "), more)
+	p := out.ID
+	if p == "" && len(out.Members) == 1 {
+		// An id the API would not take as a system_id is still the path.
+		p = out.Members[0]
 	}
+	c.mu.Lock()
+	c.defaultSystem = p
+	c.mu.Unlock()
+	return p, nil
 }
 
 func (c *conn) forgetSystem(path string) {

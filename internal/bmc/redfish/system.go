@@ -39,14 +39,15 @@ type system struct {
 	BootTargets []string // advertised, may be empty
 	BootEnables []string // advertised, may be empty
 	// BootMode is BootSourceOverrideMode ("UEFI", "Legacy"; "" when the
-	// system does not have the property), BootModes its advertised values.
-	BootMode       string
-	BootModes      []string
+	// system does not have the property).
+	BootMode string
+	// unverified: a pending override read from a settings object that
+	// does not show it (readOverride).
+	unverified     bool
 	SettingsTarget string
 	ManagedBy      []string
 	VirtualMedia   string
 	Processors     string
-	Count, Cores   int
 	LogicalCPUs    int
 	MemoryGiB      float64
 	UUID, Serial   string
@@ -103,7 +104,6 @@ func getSystem(api *gofish.APIClient, path string) (*system, error) {
 	s.BootTargets = boot.strs("BootSourceOverrideTarget@Redfish.AllowableValues")
 	s.BootEnables = boot.strs("BootSourceOverrideEnabled@Redfish.AllowableValues")
 	s.BootMode = boot.str("BootSourceOverrideMode")
-	s.BootModes = boot.strs("BootSourceOverrideMode@Redfish.AllowableValues")
 	s.SettingsTarget = d.obj("@Redfish.Settings").link("SettingsObject")
 
 	for _, l := range d.obj("Links").arr("ManagedBy") {
@@ -115,8 +115,6 @@ func getSystem(api *gofish.APIClient, path string) (*system, error) {
 	s.Processors = d.link("Processors")
 
 	ps := d.obj("ProcessorSummary")
-	s.Count = ps.int("Count")
-	s.Cores = ps.int("CoreCount")
 	s.LogicalCPUs = ps.int("LogicalProcessorCount")
 	s.MemoryGiB = d.obj("MemorySummary").num("TotalSystemMemoryGiB")
 	return s, nil

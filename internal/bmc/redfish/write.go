@@ -42,15 +42,12 @@ func patchResource(ctx context.Context, api *gofish.APIClient, path string, payl
 		return followAccepted(ctx, api, resp, "PATCH "+path)
 	}
 	err := send(etag)
-	switch st := statusOf(err); {
-	case st != http.StatusPreconditionFailed && st != http.StatusPreconditionRequired:
-		return err
-	case reread == nil:
+	if st := statusOf(err); st != http.StatusPreconditionFailed && st != http.StatusPreconditionRequired {
 		return err
 	}
 	fresh, rerr := reread()
 	if rerr != nil {
-		return fmt.Errorf("%w (and reading %s again for its ETag failed: %v)", err, path, rerr)
+		return fmt.Errorf("%w (and reading %s again for its ETag failed: %v)", reduce(err), path, reduce(rerr))
 	}
 	if fresh == "" {
 		// The BMC wants a precondition but serves no ETag: any version.
@@ -68,6 +65,31 @@ func postAction(ctx context.Context, api *gofish.APIClient, target string, paylo
 		return err
 	}
 	return followAccepted(ctx, api, resp, "POST "+target)
+}
+
+// postAccepted POSTs an action whose outcome the caller reads back itself
+// (a reset: the jobs poll the power state), so a 202's task is followed
+// only while the caller's deadline leaves time: a task still running
+// then (a graceful shutdown's ends when the OS is down) means accepted,
+// not failed. A task that ends in an error is still one.
+func postAccepted(ctx context.Context, api *gofish.APIClient, target string, payload any, log func(msg string)) error {
+	resp, err := api.Post(target, payload)
+	defer schemas.DeferredCleanupHTTPResponse(resp)
+	if err != nil {
+		return err
+	}
+	follow, cancel := ctx, context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		// Leave the caller a moment to hear the answer.
+		follow, cancel = context.WithDeadline(ctx, d.Add(-min(time.Until(d)/4, 2*time.Second)))
+	}
+	defer cancel()
+	err = followAccepted(follow, api, resp, "POST "+target)
+	if err != nil && follow.Err() != nil && ctx.Err() == nil {
+		log("the BMC accepted the request and its task is still running; its outcome is read back")
+		return nil
+	}
+	return err
 }
 
 // taskTimeout bounds the wait for a task: BMC tasks for the actions this
@@ -97,10 +119,7 @@ func followAccepted(ctx context.Context, api *gofish.APIClient, resp *http.Respo
 	if monitor == "" && task != nil {
 		monitor = relPath(task.str("TaskMonitor"))
 		if monitor == "" {
-			monitor = task.link("@odata.id")
-			if monitor == "" {
-				monitor = relPath(task.str("@odata.id"))
-			}
+			monitor = relPath(task.str("@odata.id"))
 		}
 	}
 	if monitor == "" {
@@ -141,13 +160,15 @@ func followTask(ctx context.Context, api *gofish.APIClient, monitor, what string
 			// BMC's own clean-up). What was changed is read back after.
 			return nil
 		case err != nil:
-			return fmt.Errorf("%s: following its task %s: %w", what, monitor, err)
+			return fmt.Errorf("%s: following its task %s: %w", what, monitor, reduce(err))
 		}
-		state := task.str("TaskState")
+		state, health := task.str("TaskState"), task.str("TaskStatus")
 		switch {
 		case strings.EqualFold(state, "Exception"), strings.EqualFold(state, "Killed"),
-			strings.EqualFold(state, "Cancelled"), strings.EqualFold(state, "Interrupted"):
-			return &bmc.Error{Kind: bmc.KindBMCError, Op: "task", Err: fmt.Errorf("%s: the BMC's task %s ended %s%s", what, monitor, state, taskMessages(task))}
+			strings.EqualFold(state, "Cancelled"), strings.EqualFold(state, "Interrupted"),
+			strings.EqualFold(state, "Completed") && strings.EqualFold(health, "Critical"):
+			return &bmc.Error{Kind: bmc.KindBMCError, Op: "task", Err: fmt.Errorf("%s: the BMC's task %s ended %s%s%s", what, monitor, state,
+				map[bool]string{true: " (" + health + ")"}[health != "" && !strings.EqualFold(health, "OK")], taskMessages(task))}
 		case status != http.StatusAccepted && (state == "" || strings.EqualFold(state, "Completed")):
 			return nil
 		case status != http.StatusAccepted && !taskRunning(state):

@@ -68,8 +68,9 @@
 // never, an empty media collection, an operator's media in a slot, a
 // ProcessorSummary that counts sockets or cores, an inventory of zeros
 // while off). Options.Tweak changes single quirks, e.g. TaskMonitor
-// (actions answered 202 with a task monitor) or InsertIgnored. Every
-// resource has an ETag (header and @odata.etag) that changes with it.
+// (actions answered 202 with a task monitor) or InsertIgnored. Systems
+// and virtual media slots have an ETag (header and @odata.etag) that
+// changes with them.
 //
 // VM-backed systems (Options.VM, `controller sim --qemu-vm`): each system
 // is a real qemu virtual machine (TCG, no KVM; user-mode networking, so

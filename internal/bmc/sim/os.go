@@ -85,6 +85,9 @@ func (f *Fleet) SetOS(system string, enabled bool) error {
 func (f *Fleet) applyPowerLocked(s *system, on, restart bool) {
 	was := s.power
 	s.power = on
+	if on && (!was || restart) {
+		s.applyPendingLocked()
+	}
 	s.changedLocked()
 	switch {
 	case !on:

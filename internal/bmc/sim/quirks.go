@@ -32,8 +32,9 @@ type Quirks struct {
 	// current 412 (Lenovo XCC, iLO 6). ETags are always served; only
 	// this makes them matter.
 	ETagRequired bool
-	// TaskMonitor: ComputerSystem.Reset, InsertMedia and EjectMedia are
-	// answered 202 with a task monitor (Location) and land TaskDelay later,
+	// TaskMonitor: ComputerSystem.Reset, InsertMedia and EjectMedia (and
+	// a slot's PATCH that inserts or ejects) are answered 202 with a task
+	// monitor (Location) and land TaskDelay later,
 	// when the task completes, as DSP0266 lets any service answer an
 	// action (gofish#418 met it for InsertMedia). No vendor dialect here
 	// sets it: a test turns it on.
@@ -49,6 +50,21 @@ type Quirks struct {
 	// "runtogether" (inline, but GracefulShutdown and GracefulRestart run
 	// together into one string, as a Supermicro X12 was read to say).
 	ResetAllowable string
+
+	// BootModeReadOnly: a PATCH that carries BootSourceOverrideMode is
+	// refused with 400, even of the mode the system is in (HPE iLO,
+	// community.general#3509; Dell 13G, #5091).
+	BootModeReadOnly bool
+	// ModeResetWithoutMode: a PATCH of a boot target without a mode puts
+	// the system in Legacy mode (Supermicro, DMTF Redfishtool#106).
+	ModeResetWithoutMode bool
+	// BootViaSettings: Boot is read-only on the system (400) and written
+	// through its @Redfish.Settings object, pending until the next reset
+	// or power-on (iDRAC 10, community.general#11297).
+	BootViaSettings bool
+	// TaskFails: with TaskMonitor, every task ends in Exception with a
+	// message, and its action does not land.
+	TaskFails bool
 
 	// BootMode is the systems' BootSourceOverrideMode at start: "UEFI"
 	// (the default) or "Legacy" (Gigabyte, Intel, Quanta, Lenovo captures).
@@ -145,7 +161,8 @@ const (
 	// slots CD and RemovableDisk under the Manager, a full
 	// ProcessorSummary (an R650: 2 sockets, 28 cores each, 112 threads).
 	DialectIDRAC9 Dialect = "idrac9"
-	// DialectILO5 is HPE iLO 5: every id with a trailing slash, slots 1
+	// DialectILO5 is HPE iLO 5: every id with a trailing slash, a boot mode
+	// that a PATCH may not name, slots 1
 	// (Floppy, USBStick) and 2 (CD, DVD) under the Manager, a
 	// ProcessorSummary that counts sockets (a DL325: 1 socket, 32 threads).
 	DialectILO5 Dialect = "ilo5"
@@ -159,8 +176,9 @@ const (
 	DialectX10 Dialect = "x10"
 	// DialectX12 is Supermicro X12: virtual media linked from the System,
 	// InsertMedia refusing Inserted/WriteProtected, Image kept after
-	// eject, reset types with GracefulShutdown and GracefulRestart run
-	// together into one string.
+	// eject, a boot target without a mode switching to Legacy, reset types
+	// with GracefulShutdown and GracefulRestart run together into one
+	// string.
 	DialectX12 Dialect = "x12"
 	// DialectCIMC is Cisco CIMC: InsertMedia with TransferProtocolType and
 	// TransferMethod, an absent socket listed as a Processor, a
@@ -222,12 +240,12 @@ func DialectQuirks(d Dialect) Quirks {
 		}
 	case DialectILO5:
 		return Quirks{
-			TrailingSlash: true,
-			MediaSlots:    []string{"1", "2"},
-			slotKinds:     map[string]slotKind{"1": kindUSB, "2": kindCD},
-			ResetTypes:    []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart", "Nmi", "PushPowerButton", "GracefulRestart"},
-			CPU:           CPUShape{Sockets: 1, CoresPerSocket: 16, ThreadsPerCore: 2, Summary: "sockets"},
-			MemoryGiB:     128,
+			TrailingSlash: true, BootModeReadOnly: true,
+			MediaSlots: []string{"1", "2"},
+			slotKinds:  map[string]slotKind{"1": kindUSB, "2": kindCD},
+			ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart", "Nmi", "PushPowerButton", "GracefulRestart"},
+			CPU:        CPUShape{Sockets: 1, CoresPerSocket: 16, ThreadsPerCore: 2, Summary: "sockets"},
+			MemoryGiB:  128,
 		}
 	case DialectXCC:
 		return Quirks{
@@ -245,7 +263,7 @@ func DialectQuirks(d Dialect) Quirks {
 		}
 	case DialectX12:
 		return Quirks{
-			MediaOnSystem: true, InsertRejectsFlags: true, KeepImageAfterEject: true,
+			MediaOnSystem: true, InsertRejectsFlags: true, KeepImageAfterEject: true, ModeResetWithoutMode: true,
 			ResetAllowable: "runtogether",
 			MediaSlots:     []string{"CD1", "USB1"},
 			ResetTypes:     []string{"On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "Nmi", "ForceOn"},

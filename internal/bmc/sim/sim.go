@@ -189,6 +189,9 @@ type system struct {
 	bootTarget  string
 	bootEnabled string
 	bootMode    string
+	// pendingBoot is a boot override written to the settings object
+	// (Quirks.BootViaSettings), applied at the next reset or power-on.
+	pendingBoot *bootPatch
 	// version counts the changes of the system's state: its ETag.
 	version uint64
 	slots   []*mediaSlot // fixed at Start; their state is guarded by mu

@@ -35,6 +35,8 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 	case s.mediaOnSystem() && len(rest) >= 1 && rest[0] == "VirtualMedia":
 		// sushy-tools and newer firmware keep virtual media under the system.
 		f.serveMedia(w, r, s, s.path+"/VirtualMedia", rest[1:])
+	case len(rest) == 1 && rest[0] == "Settings" && s.q.BootViaSettings:
+		f.serveSettings(w, r, s)
 	case len(rest) == 2 && rest[0] == "Actions" && rest[1] == "ComputerSystem.Reset":
 		if !allow(w, r, http.MethodPost) {
 			return
@@ -190,6 +192,9 @@ func (s *system) systemJSON(ctx context.Context) (map[string]any, string) {
 	if s.mediaOnSystem() {
 		d["VirtualMedia"] = odataID(s.path + "/VirtualMedia")
 	}
+	if s.q.BootViaSettings {
+		d["@Redfish.Settings"] = map[string]any{"@odata.type": "#Settings.v1_3_5.Settings", "SettingsObject": odataID(s.path + "/Settings")}
+	}
 	return d, etag
 }
 
@@ -281,68 +286,149 @@ func (s *system) checkBootMode(w http.ResponseWriter, mode string) bool {
 }
 
 func (f *Fleet) patchSystem(w http.ResponseWriter, r *http.Request, s *system) {
+	b, ok := s.readBootPatch(w, r)
+	if !ok {
+		return
+	}
+	if b != nil && s.q.BootViaSettings {
+		// iDRAC 10: Boot is read-only on the system, written through its
+		// @Redfish.Settings object.
+		writeError(w, http.StatusBadRequest, "PropertyNotWritable", "Boot is a read-only property and cannot be assigned a value.")
+		return
+	}
+	if b != nil && b.mode != "" && s.q.BootModeReadOnly {
+		writeError(w, http.StatusBadRequest, "PropertyNotWritable",
+			"The property BootSourceOverrideMode is a read only property and cannot be assigned a value.")
+		return
+	}
+	if b != nil {
+		s.mu.Lock()
+		s.applyBootLocked(*b)
+		s.mu.Unlock()
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// bootPatch is a PATCH's Boot: the values given ("" for absent).
+type bootPatch struct{ target, enabled, mode string }
+
+// readBootPatch decodes and checks a PATCH of a system (or its settings
+// object); nil without a Boot. false: answered with the error.
+func (s *system) readBootPatch(w http.ResponseWriter, r *http.Request) (*bootPatch, bool) {
 	var body map[string]json.RawMessage
 	if !decodeBody(w, r, &body) {
-		return
+		return nil, false
 	}
 	for k := range body {
 		if k != "Boot" && k != "@odata.etag" {
 			writeError(w, http.StatusBadRequest, "PropertyNotWritable", fmt.Sprintf("The property %s is a read only property and cannot be assigned a value.", k))
-			return
+			return nil, false
 		}
 	}
 	raw, ok := body["Boot"]
 	if !ok {
-		w.WriteHeader(http.StatusNoContent)
-		return
+		return nil, true
 	}
 	var boot map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &boot); err != nil {
 		writeError(w, http.StatusBadRequest, "PropertyValueTypeError", "The value for the property Boot is of a different type than the property can accept.")
-		return
+		return nil, false
 	}
-	var target, enabled, mode string
+	var b bootPatch
 	for k, v := range boot {
 		var dst *string
 		var allowed []string
 		switch k {
 		case "BootSourceOverrideTarget":
-			dst, allowed = &target, s.bootTargets()
+			dst, allowed = &b.target, s.bootTargets()
 		case "BootSourceOverrideEnabled":
-			dst, allowed = &enabled, bootEnables
+			dst, allowed = &b.enabled, bootEnables
 		case "BootSourceOverrideMode":
-			dst, allowed = &mode, bootModes
+			dst, allowed = &b.mode, bootModes
 		default:
 			writeError(w, http.StatusBadRequest, "PropertyNotWritable", fmt.Sprintf("The property Boot/%s is a read only property and cannot be assigned a value.", k))
-			return
+			return nil, false
 		}
 		if err := json.Unmarshal(v, dst); err != nil || !slices.Contains(allowed, *dst) {
 			writeError(w, http.StatusBadRequest, "PropertyValueNotInList",
 				fmt.Sprintf("The value %s for the property Boot/%s is not in the list of acceptable values.", bytes.TrimSpace(v), k))
-			return
+			return nil, false
 		}
 	}
-	if !s.checkBootMode(w, mode) {
-		return
+	if !s.checkBootMode(w, b.mode) {
+		return nil, false
 	}
-	s.mu.Lock()
-	if target != "" {
-		s.bootTarget = target
+	return &b, true
+}
+
+// applyBootLocked sets the boot override as a PATCH asked; s.mu must be
+// held. ModeResetWithoutMode: a target without a mode puts the system in
+// Legacy mode (as Supermicro BMCs were seen to).
+func (s *system) applyBootLocked(b bootPatch) {
+	if b.target != "" {
+		s.bootTarget = b.target
 	}
-	if enabled != "" {
-		s.bootEnabled = enabled
-		if enabled == "Disabled" && target == "" {
+	if b.enabled != "" {
+		s.bootEnabled = b.enabled
+		if b.enabled == "Disabled" && b.target == "" {
 			s.bootTarget = "None"
 		}
-	} else if target != "" && target != "None" && s.bootEnabled == "Disabled" {
+	} else if b.target != "" && b.target != "None" && s.bootEnabled == "Disabled" {
 		s.bootEnabled = "Once"
 	}
-	if mode != "" {
-		s.bootMode = mode
+	switch {
+	case b.mode != "":
+		s.bootMode = b.mode
+	case b.target != "" && s.q.ModeResetWithoutMode:
+		s.bootMode = "Legacy"
 	}
 	s.changedLocked()
-	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
+}
+
+// serveSettings serves the system's @Redfish.Settings object
+// (BootViaSettings): GET shows the pending Boot (the system's own until
+// one is pending), PATCH makes it pending; it applies at the next reset or
+// power-on, as a BIOS-style settings object does.
+func (f *Fleet) serveSettings(w http.ResponseWriter, r *http.Request, s *system) {
+	switch r.Method {
+	case http.MethodGet:
+		s.mu.Lock()
+		boot := map[string]any{"BootSourceOverrideTarget": s.bootTarget, "BootSourceOverrideEnabled": s.bootEnabled, "BootSourceOverrideMode": s.bootMode}
+		if p := s.pendingBoot; p != nil {
+			for k, v := range map[string]string{"BootSourceOverrideTarget": p.target, "BootSourceOverrideEnabled": p.enabled, "BootSourceOverrideMode": p.mode} {
+				if v != "" {
+					boot[k] = v
+				}
+			}
+		}
+		s.mu.Unlock()
+		f.writeDoc(w, http.StatusOK, map[string]any{
+			"@odata.id": s.path + "/Settings", "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+			"Id": "Settings", "Name": "Pending settings of system " + s.id, "Boot": boot,
+		}, "")
+	case http.MethodPatch:
+		b, ok := s.readBootPatch(w, r)
+		if !ok {
+			return
+		}
+		if b != nil {
+			s.mu.Lock()
+			s.pendingBoot = b
+			s.mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		methodNotAllowed(w, http.MethodGet, http.MethodPatch)
+	}
+}
+
+// applyPendingLocked applies a pending boot override (BootViaSettings) at
+// a reset or power-on; s.mu must be held.
+func (s *system) applyPendingLocked() {
+	if s.pendingBoot != nil {
+		s.applyBootLocked(*s.pendingBoot)
+		s.pendingBoot = nil
+	}
 }
 
 func (f *Fleet) reset(w http.ResponseWriter, r *http.Request, s *system) {

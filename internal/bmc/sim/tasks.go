@@ -52,7 +52,9 @@ func (f *Fleet) startTask(w http.ResponseWriter, name string, fn func()) {
 		d = defaultTaskDelay
 	}
 	f.later(d, func() {
-		fn()
+		if !f.q.TaskFails {
+			fn()
+		}
 		tt.mu.Lock()
 		t.done = true
 		tt.mu.Unlock()
@@ -63,7 +65,13 @@ func (f *Fleet) startTask(w http.ResponseWriter, name string, fn func()) {
 
 func (f *Fleet) taskJSONLocked(t *simTask) map[string]any {
 	state, status, pct := "Running", "OK", 50
-	if t.done {
+	var msgs []any
+	switch {
+	case t.done && f.q.TaskFails:
+		state, status, pct = "Exception", "Critical", 100
+		msgs = []any{map[string]any{"MessageId": msgRegistryBase + "InternalError",
+			"Message": "The request failed due to an internal service error (simulated task failure)."}}
+	case t.done:
 		state, pct = "Completed", 100
 	}
 	return map[string]any{
@@ -76,7 +84,7 @@ func (f *Fleet) taskJSONLocked(t *simTask) map[string]any {
 		"PercentComplete": pct,
 		"StartTime":       t.started.UTC().Format(time.RFC3339),
 		"TaskMonitor":     taskMonitorPath + "/" + t.id,
-		"Messages":        []any{},
+		"Messages":        append([]any{}, msgs...),
 	}
 }
 
@@ -115,6 +123,11 @@ func (f *Fleet) serveTasks(w http.ResponseWriter, r *http.Request, rest []string
 			return
 		}
 		t.read = true
+		if f.q.TaskFails {
+			// The outcome of a failed task: its error.
+			writeError(w, http.StatusInternalServerError, "InternalError", "The request failed due to an internal service error (simulated task failure).")
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
