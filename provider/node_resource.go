@@ -892,8 +892,22 @@ func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	force := state.ForceDestroy.ValueBool() || r.retireNotNeeded(ctx, state.ID.ValueString())
-	accepted, err := r.client.DeleteNode(ctx, state.ID.ValueString(), force)
+	force := state.ForceDestroy.ValueBool()
+	var accepted *api.Accepted
+	var err error
+	if !force && r.retireNotNeeded(ctx, state.ID.ValueString()) {
+		// Removed only if it is still unverified when the controller
+		// looks (in the delete's own transaction): a node whose BMC took
+		// the corrected credentials meanwhile is retired as any other.
+		accepted, err = r.client.DeleteUnverifiedNode(ctx, state.ID.ValueString())
+		if err == nil {
+			force = true
+		} else if errors.Is(err, apiclient.ErrConflict) {
+			accepted, err = r.client.DeleteNode(ctx, state.ID.ValueString(), false)
+		}
+	} else {
+		accepted, err = r.client.DeleteNode(ctx, state.ID.ValueString(), force)
+	}
 	if errors.Is(err, apiclient.ErrNotFound) {
 		return
 	}

@@ -113,6 +113,18 @@ func (c *Client) DeleteNode(ctx context.Context, idOrName string, force bool) (*
 	return &a, nil
 }
 
+// DeleteUnverifiedNode removes the record of a node still in enroll that
+// its controller never got into (force=true&unverified_only=true); a node
+// verified meanwhile is a conflict (ErrConflict): delete it as any other.
+func (c *Client) DeleteUnverifiedNode(ctx context.Context, idOrName string) (*api.Accepted, error) {
+	var a api.Accepted
+	q := url.Values{"force": {"true"}, "unverified_only": {"true"}}
+	if _, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/nodes/" + escape(idOrName), query: q, out: &a}); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
 // ListNodeEvents returns a node's events, oldest first, across all pages.
 func (c *Client) ListNodeEvents(ctx context.Context, idOrName string) ([]api.Event, error) {
 	return collect(pages[api.Event](ctx, c, "/v1/nodes/"+escape(idOrName)+"/events", nil))

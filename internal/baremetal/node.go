@@ -56,9 +56,10 @@ const (
 	// tell (one of the two has no system_id, or the BMC serves one
 	// system under two names). The node stays in enroll and acts on
 	// nothing, and deleting it leaves the machine alone. It is no BMC
-	// trouble: the BMC answered. The verify job keeps checking; the fault
-	// clears once the other node is gone or this one's settings reach
-	// another machine.
+	// trouble: the BMC answered. The verify runs again when the other
+	// node goes or moves (its retire, a forced delete, a change of its
+	// bmc settings), or when this one's settings change: the fault clears
+	// once this node is the machine's node or reaches another machine.
 	FaultDuplicate Fault = "duplicate"
 )
 

@@ -559,3 +559,35 @@ func testTokens(t *testing.T, e *env) {
 		t.Fatalf("metrics: %d", r.status)
 	}
 }
+
+// force=true&unverified_only=true removes a node still in enroll (one
+// whose BMC never took its credentials) and refuses, changing nothing, a
+// node verified meanwhile: the provider's removal of a node whose BMC
+// refused every login cannot remove one that just became usable.
+func TestDeleteUnverifiedOnly(t *testing.T) {
+	for name, open := range stores() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, open)
+			fresh := e.createNode("fresh")
+			verified := e.createNode("verified")
+			e.makeAvailable(verified.ID)
+
+			r := e.do("DELETE", "/v1/nodes/"+fresh.ID+"?unverified_only=true", adminSecret, "")
+			if p := r.problem(t); r.status != 400 || p.Field != "unverified_only" {
+				t.Fatalf("unverified_only without force: %d %s", r.status, r.body)
+			}
+			r = e.do("DELETE", "/v1/nodes/"+verified.ID+"?force=true&unverified_only=true", adminSecret, "")
+			if r.status != 409 || !strings.Contains(string(r.body), "is available now") {
+				t.Fatalf("verified node: %d %s", r.status, r.body)
+			}
+			var still api.Node
+			e.mustJSON("GET", "/v1/nodes/"+verified.ID, adminSecret, "", 200, &still)
+			if still.ProvisionState != api.StateAvailable {
+				t.Fatalf("the refused delete changed the node: %s", still.ProvisionState)
+			}
+			e.mustJSON("DELETE", "/v1/nodes/"+fresh.ID+"?force=true&unverified_only=true", adminSecret, "", 202, nil)
+			e.mustJSON("GET", "/v1/nodes/"+fresh.ID, adminSecret, "", 404, nil)
+		})
+	}
+}

@@ -218,7 +218,21 @@ func (s *Server) deleteNode(w http.ResponseWriter, r *http.Request, c service.Ca
 		return
 	}
 	isForce := force != nil && *force
-	jobID, maint, err := s.svc.DeleteNode(r.Context(), c, r.PathValue("id"), match, isForce)
+	unverified, err := boolParam(r, "unverified_only")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var jobID int64
+	var maint bool
+	switch {
+	case unverified != nil && *unverified && !isForce:
+		err = baremetal.FieldErrorf("unverified_only", "unverified_only goes with force=true")
+	case unverified != nil && *unverified:
+		jobID, maint, err = s.svc.DeleteUnverifiedNode(r.Context(), c, r.PathValue("id"), match)
+	default:
+		jobID, maint, err = s.svc.DeleteNode(r.Context(), c, r.PathValue("id"), match, isForce)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -62,6 +62,15 @@ func (r *nodeWork) sameMachine(ctx context.Context, n *baremetal.Node, res *bmc.
 	if res == nil || n.Driver != baremetal.DriverRedfish {
 		return nil, nil
 	}
+	others, err := r.nodesOnBMC(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return store.SameMachine(resolved(n, res), n.ID, others, res.Members), nil
+}
+
+// nodesOnBMC lists the nodes on n's BMC (store.NodesOnBMC), n among them.
+func (r *nodeWork) nodesOnBMC(ctx context.Context, n *baremetal.Node) ([]store.BMCHolder, error) {
 	ep, err := baremetal.BMCEndpointKey(n.Driver, n.BMC.Address)
 	if err != nil {
 		return nil, nil
@@ -70,7 +79,41 @@ func (r *nodeWork) sameMachine(ctx context.Context, n *baremetal.Node, res *bmc.
 	if err != nil {
 		return nil, fmt.Errorf("nodes on the BMC of node %s: %w", n.Name, err)
 	}
-	return store.SameMachine(resolved(n, res), n.ID, others, res.Members), nil
+	return others, nil
+}
+
+// duplicateOf returns the node of others (NodesOnBMC of n's BMC, oldest
+// first, n among them) whose machine n is, n being keyed as the BMC named
+// its system (res); nil when n is the machine's node. Of two nodes of one
+// machine the node is the one in service, else the one holding the
+// system's key as the BMC serves it, else the older: so two nodes that
+// each find the other (one without system_id, one with it, both enrolled
+// while the BMC was down) never both end duplicate.
+func duplicateOf(n *baremetal.Node, res *bmc.ResolvedSystem, others []store.BMCHolder) *store.BMCHolder {
+	if res == nil || n.Driver != baremetal.DriverRedfish {
+		return nil
+	}
+	same := store.SameMachine(resolved(n, res), n.ID, others, res.Members)
+	if len(same) == 0 {
+		return nil
+	}
+	older := map[string]bool{}
+	for _, o := range others {
+		if o.ID == n.ID {
+			break
+		}
+		older[o.ID] = true
+	}
+	nHolds := baremetal.SameSystemID(n.BMC.SystemID, res.ID)
+	for i := range same {
+		o := &same[i]
+		inService := o.State != baremetal.StateEnroll && o.State != baremetal.StateDeleting
+		oHolds := baremetal.SameSystemID(o.SystemID, res.ID)
+		if inService || (oHolds && !nHolds) || (oHolds == nHolds && older[o.ID] && o.State != baremetal.StateDeleting) {
+			return o
+		}
+	}
+	return nil
 }
 
 // otherMachineError: the machine n's BMC settings reach belongs to node
@@ -150,11 +193,39 @@ func (r *nodeWork) markDuplicate(ctx context.Context, job *river.Job[VerifyArgs]
 		if err != nil {
 			return err
 		}
-		same := store.SameMachine(resolved(n, res), n.ID, others, res.Members)
-		if len(same) == 0 {
+		// Lock the nodes of the machine: a concurrent removal (or move)
+		// either commits first (the row is gone or changed here) or waits
+		// for this transaction, whose JobCompleteTx then lets its InsertTx
+		// queue a new verify; read without the lock, a removal in between
+		// would find this verify still running, queue nothing, and leave n
+		// a duplicate of a node that is gone.
+		var locked []store.BMCHolder
+		for _, o := range others {
+			if o.ID == n.ID {
+				locked = append(locked, o)
+				continue
+			}
+			if len(store.SameMachine(resolved(n, res), n.ID, []store.BMCHolder{o}, res.Members)) == 0 {
+				locked = append(locked, o)
+				continue
+			}
+			m, err := tx.GetNodeForUpdate(ctx, o.ID)
+			if baremetal.IsCode(err, baremetal.CodeNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if k, err := baremetal.BMCEndpointKey(m.Driver, m.BMC.Address); err != nil || k != key {
+				continue
+			}
+			o.SystemID, o.State = m.BMC.SystemID, m.ProvisionState
+			locked = append(locked, o)
+		}
+		holder = duplicateOf(n, res, locked)
+		if holder == nil {
 			return ledger.ErrSkip
 		}
-		holder = &same[0]
 		now := time.Now()
 		r.noteSuccess(n, now)
 		n.SetActionFault(baremetal.FaultDuplicate, scrub(n, duplicateMessage(n, resolved(n, res).BMC.SystemID, *holder)), now)
@@ -166,8 +237,8 @@ func (r *nodeWork) markDuplicate(ctx context.Context, job *river.Job[VerifyArgs]
 	case left:
 		return nil
 	case moved || holder == nil:
-		// Asked about old settings, or the other node went meanwhile:
-		// ask again.
+		// Asked about old settings, or the other node went meanwhile (or
+		// n is the machine's node after all): ask again.
 		return river.JobSnooze(time.Millisecond)
 	}
 	r.log.WarnContext(ctx, "node is a second node of another node's machine; it stays in enroll", "node", n.Name,

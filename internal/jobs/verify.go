@@ -40,9 +40,9 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	res, err := w.resolveSystem(ctx, n)
 	var ps bmc.PowerState
 	var inv *bmc.Inventory
-	if err == nil {
-		var same []store.BMCHolder
-		if same, err = w.sameMachine(ctx, n, res); err == nil && len(same) > 0 {
+	if err == nil && res != nil && n.Driver == baremetal.DriverRedfish {
+		var others []store.BMCHolder
+		if others, err = w.nodesOnBMC(ctx, n); err == nil && duplicateOf(n, res, others) != nil {
 			return w.markDuplicate(ctx, job, n, ep, res)
 		}
 	}

@@ -3,7 +3,10 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
@@ -74,7 +77,13 @@ func (s *Service) resolveSystem(ctx context.Context, n *baremetal.Node) (*bmc.Re
 // node on the same system, in any spelling, is the conflict the unique
 // BMC key would raise; one that is only known to be the same machine
 // (one of the two names no system) is a conflict on bmc.system_id.
-func machineFree(ctx context.Context, q store.Queries, n *baremetal.Node, self string, members []string) error {
+//
+// Two transactions that look at one BMC's nodes at once (two creates of
+// one machine, spelled differently, so that the unique BMC key cannot
+// tell) are serialized on the BMC's endpoint: on PostgreSQL by a
+// transaction-scoped advisory lock; SQLite's transactions hold its one
+// write lock from their start.
+func machineFree(ctx context.Context, tx store.Tx, n *baremetal.Node, self string, members []string) error {
 	if n.Driver != baremetal.DriverRedfish {
 		return nil
 	}
@@ -82,7 +91,12 @@ func machineFree(ctx context.Context, q store.Queries, n *baremetal.Node, self s
 	if err != nil {
 		return nil // Validate said so already
 	}
-	others, err := q.NodesOnBMC(ctx, ep)
+	if pg, ok := tx.Native().(pgx.Tx); ok {
+		if _, err := pg.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "bmc-endpoint:"+ep); err != nil {
+			return fmt.Errorf("lock BMC endpoint: %w", err)
+		}
+	}
+	others, err := tx.NodesOnBMC(ctx, ep)
 	if err != nil {
 		return err
 	}

@@ -333,9 +333,10 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				return err
 			}
 		}
-		if reverify && !sameBMC(oldDriver, oldAddress, n.Driver, n.BMC.Address) {
-			// Moved off its BMC: a node found to be a second node of its
-			// machine there may be the machine's node now.
+		if reverify {
+			// Moved off its BMC, or to another system of it: a node found
+			// to be a second node of its machine there may be the
+			// machine's node now.
 			if err := s.reverifyOthersOnBMC(ctx, tx, oldDriver, oldAddress, n.ID); err != nil {
 				return err
 			}
@@ -362,6 +363,20 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 // It returns the retire job's id (0 with force) and whether the node is
 // in maintenance (its retire then waits for the operator).
 func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifMatch int64, force bool) (int64, bool, error) {
+	return s.deleteNode(ctx, c, idOrName, ifMatch, force, false)
+}
+
+// DeleteUnverifiedNode removes the record of a node its controller never
+// got into (force=true&unverified_only=true): only while the node is in
+// enroll without an instance, checked in the delete's transaction, so a
+// node verified meanwhile (its BMC took the corrected credentials) is
+// never removed without its retire: that is a 409, and the caller
+// deletes it as any other.
+func (s *Service) DeleteUnverifiedNode(ctx context.Context, c Caller, idOrName string, ifMatch int64) (int64, bool, error) {
+	return s.deleteNode(ctx, c, idOrName, ifMatch, true, true)
+}
+
+func (s *Service) deleteNode(ctx context.Context, c Caller, idOrName string, ifMatch int64, force, unverifiedOnly bool) (int64, bool, error) {
 	if err := requireAdmin(c, "delete nodes"); err != nil {
 		return 0, false, err
 	}
@@ -375,6 +390,10 @@ func (s *Service) DeleteNode(ctx context.Context, c Caller, idOrName string, ifM
 		}
 		if ifMatch != 0 && n.Version != ifMatch {
 			return preconditionFailed(ifMatch, n.Version)
+		}
+		if unverifiedOnly && (n.ProvisionState != baremetal.StateEnroll || n.InstanceID != "") {
+			return baremetal.Errorf(baremetal.CodeConflict, "node %s is %s now, not an enrolled node its controller never got into: delete it without unverified_only, so that its retire powers it off",
+				n.Name, n.ProvisionState)
 		}
 		name, id = n.Name, n.ID
 		if n.InstanceID != "" {
