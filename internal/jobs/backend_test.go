@@ -37,7 +37,8 @@ func newSimHarnessWith(t testing.TB, st store.Store, so sim.Options, opts ...har
 		t.Fatalf("start sim: %v", err)
 	}
 	t.Cleanup(func() { _ = fleet.Close() })
-	op := redfish.NewOpener(redfish.Options{Timeout: 5 * time.Second})
+	// The fleet is one endpoint for all its systems (a BMC takes 2).
+	op := redfish.NewOpener(redfish.Options{Timeout: 5 * time.Second, MaxConcurrentRequests: 64})
 	t.Cleanup(op.Close)
 	h := newHarness(t, st, bmc.Drivers{"redfish": op}, fleet, fleet.URL(), opts...)
 	h.fleet = fleet

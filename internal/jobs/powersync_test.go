@@ -44,7 +44,8 @@ func TestPowerSyncDistributedAcrossReplicas(t *testing.T) {
 			t.Fatalf("replica %d: open store: %v", i, err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
-		op := redfish.NewOpener(redfish.Options{Timeout: 5 * time.Second})
+		// The fleet is one endpoint for its 60 systems (a BMC takes 2).
+		op := redfish.NewOpener(redfish.Options{Timeout: 5 * time.Second, MaxConcurrentRequests: 64})
 		t.Cleanup(op.Close)
 		h := newHarness(t, st, bmc.Drivers{"redfish": op}, fleet, fleet.URL(), func(c *Config) {
 			// One pass per hour: the test sees exactly the RunOnStart pass.
