@@ -17,26 +17,36 @@ import (
 // API's node: the resource and both data sources read nodes through
 // these, and the resource writes them through nodePatch.
 
+// nodeModel is what the three node schemas share: baremetal_node (the
+// resource and the data source) and the elements of baremetal_nodes show
+// these attributes alike, filled by setFromAPI (the inventory by
+// readInventory).
+type nodeModel struct {
+	ID                types.String `tfsdk:"id"`
+	Name              types.String `tfsdk:"name"`
+	Driver            types.String `tfsdk:"driver"`
+	ResourceClass     types.String `tfsdk:"resource_class"`
+	Properties        types.Object `tfsdk:"properties"`
+	PropertyOverrides types.Set    `tfsdk:"property_overrides"`
+	Maintenance       types.Bool   `tfsdk:"maintenance"`
+	InspectOnEnroll   types.Bool   `tfsdk:"inspect_on_enroll"`
+	PowerState        types.String `tfsdk:"power_state"`
+	ProvisionState    types.String `tfsdk:"provision_state"`
+	Fault             types.String `tfsdk:"fault"`
+	LastError         types.String `tfsdk:"last_error"`
+	InstanceID        types.String `tfsdk:"instance_id"`
+	Inventory         types.Object `tfsdk:"inventory"`
+}
+
+// nodeResourceModel is baremetal_node, the resource: the node with its BMC
+// and the provider's own settings.
 type nodeResourceModel struct {
-	ID                types.String   `tfsdk:"id"`
-	Name              types.String   `tfsdk:"name"`
-	Driver            types.String   `tfsdk:"driver"`
+	nodeModel
 	BMC               *nodeBMCModel  `tfsdk:"bmc"`
-	ResourceClass     types.String   `tfsdk:"resource_class"`
-	Properties        types.Object   `tfsdk:"properties"`
-	PropertyOverrides types.Set      `tfsdk:"property_overrides"`
-	Maintenance       types.Bool     `tfsdk:"maintenance"`
 	MaintenanceReason types.String   `tfsdk:"maintenance_reason"`
 	CleanErase        types.String   `tfsdk:"clean_erase"`
-	InspectOnEnroll   types.Bool     `tfsdk:"inspect_on_enroll"`
 	WaitForAvailable  types.Bool     `tfsdk:"wait_for_available"`
 	ForceDestroy      types.Bool     `tfsdk:"force_destroy"`
-	PowerState        types.String   `tfsdk:"power_state"`
-	ProvisionState    types.String   `tfsdk:"provision_state"`
-	Fault             types.String   `tfsdk:"fault"`
-	LastError         types.String   `tfsdk:"last_error"`
-	InstanceID        types.String   `tfsdk:"instance_id"`
-	Inventory         types.Object   `tfsdk:"inventory"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -49,6 +59,15 @@ type nodeBMCModel struct {
 	Insecure          types.Bool   `tfsdk:"insecure"`
 	SystemID          types.String `tfsdk:"system_id"`
 	CipherSuite       types.Int64  `tfsdk:"cipher_suite"`
+}
+
+// nodeDataModel is a node as data sources show it: capacity and health,
+// never BMC credentials.
+type nodeDataModel struct {
+	nodeModel
+	MaintenanceReason types.String `tfsdk:"maintenance_reason"`
+	CleanErase        types.String `tfsdk:"clean_erase"`
+	FaultSince        types.String `tfsdk:"fault_since"`
 }
 
 // nodeAttrs lets API field paths find their attribute.
@@ -65,26 +84,27 @@ var propertiesAttrTypes = map[string]attr.Type{
 	"cpu_arch":  types.StringType,
 }
 
-// nodeDataModel is a node as data sources show it: capacity and health,
-// never BMC credentials.
-type nodeDataModel struct {
-	ID                types.String `tfsdk:"id"`
-	Name              types.String `tfsdk:"name"`
-	Driver            types.String `tfsdk:"driver"`
-	ResourceClass     types.String `tfsdk:"resource_class"`
-	Properties        types.Object `tfsdk:"properties"`
-	PropertyOverrides types.Set    `tfsdk:"property_overrides"`
-	Maintenance       types.Bool   `tfsdk:"maintenance"`
-	MaintenanceReason types.String `tfsdk:"maintenance_reason"`
-	CleanErase        types.String `tfsdk:"clean_erase"`
-	InspectOnEnroll   types.Bool   `tfsdk:"inspect_on_enroll"`
-	PowerState        types.String `tfsdk:"power_state"`
-	ProvisionState    types.String `tfsdk:"provision_state"`
-	Fault             types.String `tfsdk:"fault"`
-	FaultSince        types.String `tfsdk:"fault_since"`
-	LastError         types.String `tfsdk:"last_error"`
-	InstanceID        types.String `tfsdk:"instance_id"`
-	Inventory         types.Object `tfsdk:"inventory"`
+// setFromAPI copies the node's shared attributes into the model; the
+// inventory is left as it is, for readInventory, which keeps one it
+// already has.
+func (m *nodeModel) setFromAPI(n *api.Node) diag.Diagnostics {
+	m.ID = types.StringValue(n.ID)
+	m.Name = types.StringValue(n.Name)
+	m.Driver = types.StringValue(string(n.Driver))
+	m.ResourceClass = types.StringValue(n.ResourceClass)
+	var diags diag.Diagnostics
+	m.Properties, diags = propertiesObject(n.Properties)
+	overrides, d := propertyOverridesSet(n.PropertyOverrides)
+	diags.Append(d...)
+	m.PropertyOverrides = overrides
+	m.Maintenance = types.BoolValue(n.Maintenance)
+	m.InspectOnEnroll = types.BoolPointerValue(n.InspectOnEnroll)
+	m.PowerState = types.StringValue(string(n.PowerState))
+	m.ProvisionState = types.StringValue(string(n.ProvisionState))
+	m.Fault = types.StringValue(string(n.Fault))
+	m.LastError = types.StringValue(n.LastError)
+	m.InstanceID = types.StringValue(n.InstanceID)
+	return diags
 }
 
 // setFromAPI copies the node into the model. The BMC password is not in
@@ -92,9 +112,7 @@ type nodeDataModel struct {
 // secrets (nil: unknown, as after an import). bmc.password_wo is always
 // null here, which is how it stays out of the state.
 func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.Diagnostics {
-	m.ID = types.StringValue(n.ID)
-	m.Name = types.StringValue(n.Name)
-	m.Driver = types.StringValue(string(n.Driver))
+	diags := m.nodeModel.setFromAPI(n)
 	if n.BMC != nil {
 		password, version := types.StringNull(), types.Int64Null()
 		if secrets != nil {
@@ -111,47 +129,21 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.
 			CipherSuite:       types.Int64Value(int64(n.BMC.CipherSuite)),
 		}
 	}
-	m.ResourceClass = types.StringValue(n.ResourceClass)
-	var diags diag.Diagnostics
-	m.Properties, diags = propertiesObject(n.Properties)
-	overrides, d := propertyOverridesSet(n.PropertyOverrides)
-	diags.Append(d...)
-	m.PropertyOverrides = overrides
-	m.Maintenance = types.BoolValue(n.Maintenance)
+	// Optional arguments: null when unset, as in the configuration.
 	m.MaintenanceReason = stringOrNull(n.MaintenanceReason)
 	m.CleanErase = stringOrNull(string(n.CleanErase))
-	m.InspectOnEnroll = types.BoolPointerValue(n.InspectOnEnroll)
-	m.PowerState = types.StringValue(string(n.PowerState))
-	m.ProvisionState = types.StringValue(string(n.ProvisionState))
-	m.Fault = types.StringValue(string(n.Fault))
-	m.LastError = types.StringValue(n.LastError)
-	m.InstanceID = types.StringValue(n.InstanceID)
 	return diags
 }
 
 func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
-	m.ID = types.StringValue(n.ID)
-	m.Name = types.StringValue(n.Name)
-	m.Driver = types.StringValue(string(n.Driver))
-	m.ResourceClass = types.StringValue(n.ResourceClass)
-	var diags diag.Diagnostics
-	m.Properties, diags = propertiesObject(n.Properties)
-	overrides, d := propertyOverridesSet(n.PropertyOverrides)
-	diags.Append(d...)
-	m.PropertyOverrides = overrides
-	m.Maintenance = types.BoolValue(n.Maintenance)
+	diags := m.nodeModel.setFromAPI(n)
+	// Computed only: empty, not null, when unset.
 	m.MaintenanceReason = types.StringValue(n.MaintenanceReason)
 	m.CleanErase = types.StringValue(string(n.CleanErase))
-	m.InspectOnEnroll = types.BoolPointerValue(n.InspectOnEnroll)
-	m.PowerState = types.StringValue(string(n.PowerState))
-	m.ProvisionState = types.StringValue(string(n.ProvisionState))
-	m.Fault = types.StringValue(string(n.Fault))
 	m.FaultSince = types.StringValue("")
 	if n.FaultSince != nil {
 		m.FaultSince = types.StringValue(n.FaultSince.UTC().Format(time.RFC3339))
 	}
-	m.LastError = types.StringValue(n.LastError)
-	m.InstanceID = types.StringValue(n.InstanceID)
 	return diags
 }
 
