@@ -11,8 +11,8 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
-// An instance as Terraform holds it, and its conversion from the API's
-// instance.
+// An instance as Terraform holds it, and the conversions between it and
+// the API's instance: setFromAPI, instanceCreate and instanceUpdate.
 
 type instanceResourceModel struct {
 	ID            types.String        `tfsdk:"id"`
@@ -105,6 +105,50 @@ func (m *instanceResourceModel) keepPlannedObservations(planned *instanceResourc
 	keepKnown(&m.State, planned.State)
 	keepKnown(&m.Ready, planned.Ready)
 	keepKnown(&m.LastError, planned.LastError)
+}
+
+// instanceCreate is the plan's create request.
+func instanceCreate(ctx context.Context, plan *instanceResourceModel) (api.InstanceCreate, diag.Diagnostics) {
+	metadata, diags := metadataFromMap(ctx, plan.Metadata)
+	if diags.HasError() {
+		return api.InstanceCreate{}, diags
+	}
+	in := api.InstanceCreate{
+		Name:          plan.Name.ValueString(),
+		Project:       plan.Project.ValueString(),
+		ResourceClass: plan.ResourceClass.ValueString(),
+		NodeID:        plan.NodeID.ValueString(),
+		Image:         api.Image{URL: plan.Image.URL.ValueString(), Checksum: plan.Image.Checksum.ValueString()},
+		UserData:      plan.UserData.ValueString(),
+		Metadata:      metadata,
+		PowerState:    api.PowerState(plan.PowerState.ValueString()),
+		DeployTimeout: plan.DeployTimeout.ValueString(),
+		DeployMethod:  api.DeployMethod(plan.DeployMethod.ValueString()),
+	}
+	if !plan.RootDevice.IsNull() && !plan.RootDevice.IsUnknown() {
+		diags.Append(plan.RootDevice.ElementsAs(ctx, &in.RootDevice, false)...)
+	}
+	return in, diags
+}
+
+// instanceUpdate is the patch from state to plan: the power wish and the
+// metadata, the two arguments that change in place.
+func instanceUpdate(ctx context.Context, plan, state *instanceResourceModel) (api.InstanceUpdate, diag.Diagnostics) {
+	var u api.InstanceUpdate
+	var diags diag.Diagnostics
+	if !plan.PowerState.Equal(state.PowerState) {
+		p := api.PowerState(plan.PowerState.ValueString()) // "" clears the wish
+		u.PowerState = &p
+	}
+	if !plan.Metadata.Equal(state.Metadata) {
+		md, d := metadataFromMap(ctx, plan.Metadata)
+		diags.Append(d...)
+		if md == nil {
+			md = map[string]string{}
+		}
+		u.Metadata = &md
+	}
+	return u, diags
 }
 
 func metadataFromMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {

@@ -53,7 +53,7 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 	deployTimeout, _ := time.ParseDuration(plan.DeployTimeout.ValueString()) // validated
 	timeout, diags := plan.Timeouts.Create(ctx, defaultInstanceCreateTimeout+deployTimeout)
 	resp.Diagnostics.Append(diags...)
-	metadata, diags := metadataFromMap(ctx, plan.Metadata)
+	in, diags := instanceCreate(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -61,24 +61,6 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	in := api.InstanceCreate{
-		Name:          plan.Name.ValueString(),
-		Project:       plan.Project.ValueString(),
-		ResourceClass: plan.ResourceClass.ValueString(),
-		NodeID:        plan.NodeID.ValueString(),
-		Image:         api.Image{URL: plan.Image.URL.ValueString(), Checksum: plan.Image.Checksum.ValueString()},
-		UserData:      plan.UserData.ValueString(),
-		Metadata:      metadata,
-		PowerState:    api.PowerState(plan.PowerState.ValueString()),
-		DeployTimeout: plan.DeployTimeout.ValueString(),
-		DeployMethod:  api.DeployMethod(plan.DeployMethod.ValueString()),
-	}
-	if !plan.RootDevice.IsNull() && !plan.RootDevice.IsUnknown() {
-		resp.Diagnostics.Append(plan.RootDevice.ElementsAs(ctx, &in.RootDevice, false)...)
-		if resp.Diagnostics.HasError() {
-			return
-		}
-	}
 	// setFromAPI replaces power_state with the observed power: keep the wish.
 	desired := plan.PowerState
 	inst, err := r.createInstance(ctx, in)
@@ -147,19 +129,8 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 
 	desired := plan.PowerState // setFromAPI replaces it with the observed power
 	planned := plan
-	var u api.InstanceUpdate
-	if !plan.PowerState.Equal(state.PowerState) {
-		p := api.PowerState(plan.PowerState.ValueString()) // "" clears the wish
-		u.PowerState = &p
-	}
-	if !plan.Metadata.Equal(state.Metadata) {
-		md, diags := metadataFromMap(ctx, plan.Metadata)
-		resp.Diagnostics.Append(diags...)
-		if md == nil {
-			md = map[string]string{}
-		}
-		u.Metadata = &md
-	}
+	u, diags := instanceUpdate(ctx, &plan, &state)
+	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

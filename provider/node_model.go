@@ -15,7 +15,7 @@ import (
 
 // A node as Terraform holds it, and the conversions between it and the
 // API's node: the resource and both data sources read nodes through
-// these, and the resource writes them through nodePatch.
+// these, and the resource writes them through nodeCreate and nodePatch.
 
 // nodeModel is what the three node schemas share: baremetal_node (the
 // resource and the data source) and the elements of baremetal_nodes show
@@ -202,6 +202,29 @@ func (b *nodeBMCModel) password() string {
 		return b.PasswordWO.ValueString()
 	}
 	return b.Password.ValueString()
+}
+
+// nodeCreate is the plan's create request. The plan must hold the
+// write-only password, which Create copies in from the configuration.
+func nodeCreate(plan *nodeResourceModel) api.NodeCreate {
+	return api.NodeCreate{
+		Name:   plan.Name.ValueString(),
+		Driver: api.Driver(plan.Driver.ValueString()),
+		BMC: api.BMCInput{
+			Address:     plan.BMC.Address.ValueString(),
+			Username:    plan.BMC.Username.ValueString(),
+			Password:    plan.BMC.password(),
+			Insecure:    plan.BMC.Insecure.ValueBool(),
+			SystemID:    plan.BMC.SystemID.ValueString(),
+			CipherSuite: int(plan.BMC.CipherSuite.ValueInt64()),
+		},
+		ResourceClass:     plan.ResourceClass.ValueString(),
+		Properties:        overridesFromPlan(plan.Properties, plan.PropertyOverrides),
+		Maintenance:       plan.Maintenance.ValueBool(),
+		MaintenanceReason: plan.MaintenanceReason.ValueString(),
+		CleanErase:        api.CleanErase(plan.CleanErase.ValueString()),
+		InspectOnEnroll:   plan.InspectOnEnroll.ValueBoolPointer(),
+	}
 }
 
 // nodePatch builds the merge patch from state to plan. The BMC is sent

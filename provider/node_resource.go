@@ -65,24 +65,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	in := api.NodeCreate{
-		Name:   plan.Name.ValueString(),
-		Driver: api.Driver(plan.Driver.ValueString()),
-		BMC: api.BMCInput{
-			Address:     plan.BMC.Address.ValueString(),
-			Username:    plan.BMC.Username.ValueString(),
-			Password:    plan.BMC.password(),
-			Insecure:    plan.BMC.Insecure.ValueBool(),
-			SystemID:    plan.BMC.SystemID.ValueString(),
-			CipherSuite: int(plan.BMC.CipherSuite.ValueInt64()),
-		},
-		ResourceClass:     plan.ResourceClass.ValueString(),
-		Properties:        overridesFromPlan(plan.Properties, plan.PropertyOverrides),
-		Maintenance:       plan.Maintenance.ValueBool(),
-		MaintenanceReason: plan.MaintenanceReason.ValueString(),
-		CleanErase:        api.CleanErase(plan.CleanErase.ValueString()),
-		InspectOnEnroll:   plan.InspectOnEnroll.ValueBoolPointer(),
-	}
+	in := nodeCreate(&plan)
 	node, err := r.createNode(ctx, in)
 	var held *nameHeldError
 	if errors.As(err, &held) {
