@@ -78,13 +78,16 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	}
 	tflog.Info(ctx, "node enrolled", map[string]any{"id": node.ID, "name": node.Name})
 
+	secrets, planned := plan.BMC, plan
+	save := func(node *api.Node, inventory types.Object) {
+		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+		plan.keepPlannedMaintenance(&planned)
+		plan.Inventory = inventory
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
 	// Saved at once: if the wait below fails, the node exists and Terraform
 	// must know it (it will be marked tainted).
-	secrets, planned := plan.BMC, plan
-	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
-	plan.keepPlannedMaintenance(&planned)
-	plan.Inventory = types.ObjectNull(inventoryAttrTypes) // a new node is not inspected yet
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	save(node, types.ObjectNull(inventoryAttrTypes)) // a new node is not inspected yet
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -93,13 +96,10 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	}
 	node, err = r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
-		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
-		plan.keepPlannedMaintenance(&planned)
 		// Not inspected yet, as a rule: an inspection on enroll
 		// (--inspect-on-enroll) begins as the wait ends, and shows at the
 		// next refresh.
-		plan.Inventory = readInventory(ctx, r.client, node, types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		save(node, readInventory(ctx, r.client, node, types.ObjectNull(inventoryAttrTypes), &resp.Diagnostics))
 	}
 	var refused *credentialsRefusedError
 	switch {
@@ -184,12 +184,15 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 			return
 		}
 	}
-	resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
-	resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
-	if plan.Inventory.IsUnknown() {
-		plan.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
+	save := func(node *api.Node) {
+		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
+		resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
+		if plan.Inventory.IsUnknown() {
+			plan.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
+		}
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	save(node)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -198,12 +201,7 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	}
 	node, err := r.waitVerified(ctx, node.ID, timeout)
 	if node != nil {
-		resp.Diagnostics.Append(plan.setFromAPI(node, secrets)...)
-		resp.Diagnostics.Append(plan.keepPlannedObservations(&planned)...)
-		if plan.Inventory.IsUnknown() {
-			plan.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
-		}
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		save(node)
 	}
 	var refused *credentialsRefusedError
 	switch {
