@@ -63,7 +63,7 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 
 	// setFromAPI replaces power_state with the observed power: keep the wish.
 	desired := plan.PowerState
-	inst, err := r.createInstance(ctx, in)
+	inst, err := createInstance(ctx, r.client, in)
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "Could not create instance "+in.Name, err, instanceAttrs)
 		return
@@ -75,7 +75,7 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 		return
 	}
 
-	inst, err = r.waitActive(ctx, inst.ID, timeout)
+	inst, err = waitActive(ctx, r.client, inst.ID, timeout)
 	if inst != nil {
 		resp.Diagnostics.Append(plan.setFromAPI(ctx, inst, desired)...)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
@@ -87,7 +87,7 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 	// Deploying leaves the node powered on; another wish is carried out
 	// once the instance is active.
 	if power := api.PowerState(desired.ValueString()); power != "" && inst.ObservedPowerState != power {
-		r.convergePower(ctx, &plan, inst, power, timeout, &resp.Diagnostics)
+		convergePower(ctx, r.client, &plan, inst, power, timeout, &resp.Diagnostics)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 }
@@ -153,7 +153,7 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 		return
 	}
 	if inst.State == api.InstanceActive && desired.ValueString() != "" && u.PowerState != nil {
-		r.convergePower(ctx, &plan, inst, api.PowerState(desired.ValueString()), timeout, &resp.Diagnostics)
+		convergePower(ctx, r.client, &plan, inst, api.PowerState(desired.ValueString()), timeout, &resp.Diagnostics)
 		plan.keepPlannedObservations(&planned)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}

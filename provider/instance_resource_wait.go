@@ -25,15 +25,15 @@ import (
 // without virtual media for the config drive, no such class) is reported
 // at once: the controller's counts (api.Capacity) decide, the provider
 // does not restate its scheduling rules.
-func (r *InstanceResource) createInstance(ctx context.Context, in api.InstanceCreate) (*api.Instance, error) {
-	inst, err := r.client.CreateInstance(ctx, in)
+func createInstance(ctx context.Context, c *apiclient.Client, in api.InstanceCreate) (*api.Instance, error) {
+	inst, err := c.CreateInstance(ctx, in)
 	if !shouldWaitForCapacity(err) {
 		return inst, err
 	}
 	tflog.Info(ctx, "no node free yet, but some are being cleaned, verified or inspected; waiting", map[string]any{"name": in.Name})
 	first := err
 	last, werr := waitFor(ctx, "a node to become available", func(ctx context.Context) (*createAttempt, error) {
-		inst, err := r.client.CreateInstance(ctx, in)
+		inst, err := c.CreateInstance(ctx, in)
 		if ae, ok := apiclient.AsAPIError(err); (ok && ae.Problem.Code == api.CodeUnavailable) || (err != nil && ctx.Err() != nil) {
 			// The controller's own 503 (its database is out of reach)
 			// created nothing: waitFor tolerates a few, as in any wait.
@@ -85,15 +85,15 @@ func shouldWaitForCapacity(err error) bool {
 
 // waitActive waits until the instance is active. An instance in error
 // fails the wait with the controller's reason.
-func (r *InstanceResource) waitActive(ctx context.Context, id string, timeout time.Duration) (*api.Instance, error) {
+func waitActive(ctx context.Context, c *apiclient.Client, id string, timeout time.Duration) (*api.Instance, error) {
 	progress := &deployProgress{started: time.Now(), nodeName: func(ctx context.Context, id string) string {
-		if n, err := r.client.GetNode(ctx, id); err == nil {
+		if n, err := c.GetNode(ctx, id); err == nil {
 			return n.Name
 		}
 		return id // the name is a nicety; the wait goes on
 	}}
 	inst, err := waitFor(ctx, "instance "+id+" to become active", func(ctx context.Context) (*api.Instance, error) {
-		return r.client.GetInstance(ctx, id)
+		return c.GetInstance(ctx, id)
 	}, func(in *api.Instance) (bool, error) {
 		progress.observe(ctx, in)
 		switch in.State {
@@ -131,9 +131,9 @@ func (r *InstanceResource) waitActive(ctx context.Context, id string, timeout ti
 // convergePower asks for the wanted power state when the node's observed
 // one differs, then waits until it is observed. The model is updated with
 // the last instance read.
-func (r *InstanceResource) convergePower(ctx context.Context, m *instanceResourceModel, inst *api.Instance, power api.PowerState, timeout time.Duration, diags *diag.Diagnostics) {
+func convergePower(ctx context.Context, c *apiclient.Client, m *instanceResourceModel, inst *api.Instance, power api.PowerState, timeout time.Duration, diags *diag.Diagnostics) {
 	if inst.ObservedPowerState != power || inst.PowerState != power {
-		patched, err := r.client.PatchInstance(ctx, inst.ID, api.InstanceUpdate{PowerState: &power})
+		patched, err := c.PatchInstance(ctx, inst.ID, api.InstanceUpdate{PowerState: &power})
 		if err != nil {
 			addAPIError(diags, "Could not set the power of instance "+inst.Name, err, instanceAttrs)
 			return
@@ -141,7 +141,7 @@ func (r *InstanceResource) convergePower(ctx context.Context, m *instanceResourc
 		inst = patched
 	}
 	last, err := waitFor(ctx, "instance "+inst.ID+" power "+string(power), func(ctx context.Context) (*api.Instance, error) {
-		return r.client.GetInstance(ctx, inst.ID)
+		return c.GetInstance(ctx, inst.ID)
 	}, func(in *api.Instance) (bool, error) {
 		return in.ObservedPowerState == power, nil
 	})

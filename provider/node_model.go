@@ -114,9 +114,9 @@ func (m *nodeModel) setFromAPI(n *api.Node) diag.Diagnostics {
 func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.Diagnostics {
 	diags := m.nodeModel.setFromAPI(n)
 	if n.BMC != nil {
-		password, version := types.StringNull(), types.Int64Null()
+		password, version, systemID := types.StringNull(), types.Int64Null(), types.StringNull()
 		if secrets != nil {
-			password, version = secrets.Password, secrets.PasswordWOVersion
+			password, version, systemID = secrets.Password, secrets.PasswordWOVersion, secrets.SystemID
 		}
 		m.BMC = &nodeBMCModel{
 			Address:           types.StringValue(n.BMC.Address),
@@ -125,7 +125,7 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.
 			PasswordWO:        types.StringNull(),
 			PasswordWOVersion: version,
 			Insecure:          types.BoolValue(n.BMC.Insecure),
-			SystemID:          systemIDFrom(n.BMC.SystemID, secrets),
+			SystemID:          systemIDFrom(n.BMC.SystemID, systemID),
 			CipherSuite:       types.Int64Value(int64(n.BMC.CipherSuite)),
 		}
 	}

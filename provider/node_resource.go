@@ -66,7 +66,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	defer cancel()
 
 	in := nodeCreate(&plan)
-	node, err := r.createNode(ctx, in)
+	node, err := createNode(ctx, r.client, in)
 	var held *nameHeldError
 	if errors.As(err, &held) {
 		resp.Diagnostics.AddAttributeError(path.Root("name"), "Could not create node "+in.Name, held.msg)
@@ -94,7 +94,7 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	if !plan.WaitForAvailable.ValueBool() || plan.Maintenance.ValueBool() {
 		return
 	}
-	node, err = r.waitVerified(ctx, node.ID, timeout)
+	node, err = waitVerified(ctx, r.client, node.ID, timeout)
 	if node != nil {
 		// Not inspected yet, as a rule: an inspection on enroll
 		// (--inspect-on-enroll) begins as the wait ends, and shows at the
@@ -199,7 +199,7 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if node.ProvisionState != api.StateEnroll || !plan.WaitForAvailable.ValueBool() || plan.Maintenance.ValueBool() {
 		return
 	}
-	node, err := r.waitVerified(ctx, node.ID, timeout)
+	node, err := waitVerified(ctx, r.client, node.ID, timeout)
 	if node != nil {
 		save(node)
 	}

@@ -34,20 +34,20 @@ func (e *nameHeldError) Error() string { return e.msg }
 // cannot end by itself is refused at once (the old node is in maintenance:
 // only an operator lets it go on) or after retireStuckAfter (its BMC has a
 // fault), with what holds it.
-func (r *NodeResource) createNode(ctx context.Context, in api.NodeCreate) (*api.Node, error) {
+func createNode(ctx context.Context, c *apiclient.Client, in api.NodeCreate) (*api.Node, error) {
 	for {
-		node, err := r.client.CreateNode(ctx, in)
+		node, err := c.CreateNode(ctx, in)
 		if !errors.Is(err, apiclient.ErrConflict) {
 			return node, err
 		}
-		old, gerr := r.client.GetNode(ctx, in.Name)
+		old, gerr := c.GetNode(ctx, in.Name)
 		if gerr != nil || old.ProvisionState != api.StateDeleting {
 			return nil, err
 		}
 		var faultSeen time.Time
 		logged := ""
 		last, werr := waitFor(ctx, "retired node "+old.ID, func(ctx context.Context) (*api.Node, error) {
-			n, err := r.client.GetNode(ctx, old.ID)
+			n, err := c.GetNode(ctx, old.ID)
 			if errors.Is(err, apiclient.ErrNotFound) {
 				return nil, nil
 			}
@@ -146,9 +146,9 @@ func (e *credentialsRefusedError) detail(next string) string {
 // faults clear themselves. Credentials the BMC refuses refusalsToFail
 // times in a row are not: they end the wait with a
 // *credentialsRefusedError.
-func (r *NodeResource) waitVerified(ctx context.Context, id string, timeout time.Duration) (*api.Node, error) {
+func waitVerified(ctx context.Context, c *apiclient.Client, id string, timeout time.Duration) (*api.Node, error) {
 	node, err := waitFor(ctx, "node "+id+" to be verified", func(ctx context.Context) (*api.Node, error) {
-		return r.client.GetNode(ctx, id)
+		return c.GetNode(ctx, id)
 	}, func(n *api.Node) (bool, error) {
 		switch n.ProvisionState {
 		case api.StateEnroll:
