@@ -61,7 +61,7 @@ func TestCreateInstanceWaitsOnTheControllersCounts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := &scriptedServer{t: t, answers: tc.answers}
 			r := &InstanceResource{client: testClient(t, srv)}
-			inst, err := r.createInstance(context.Background(), api.InstanceCreate{Name: "web", ResourceClass: "gpu"})
+			inst, err := createInstance(context.Background(), r.client, api.InstanceCreate{Name: "web", ResourceClass: "gpu"})
 			switch {
 			case tc.wantErr == "" && (err != nil || inst == nil || inst.ID != "i1"):
 				t.Fatalf("want the instance, got %+v, %v", inst, err)
@@ -79,7 +79,7 @@ func TestCreateInstanceWaitsOnTheControllersCounts(t *testing.T) {
 		r := &InstanceResource{client: testClient(t, srv)}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		_, err := r.createInstance(ctx, api.InstanceCreate{Name: "web", ResourceClass: "gpu"})
+		_, err := createInstance(ctx, r.client, api.InstanceCreate{Name: "web", ResourceClass: "gpu"})
 		if err == nil || !errors.Is(err, apiclient.ErrNoCapacity) ||
 			!strings.Contains(err.Error(), "1 faulted (power_mismatch)") ||
 			!strings.Contains(err.Error(), "Waited for nodes being cleaned, verified or inspected to become available") {

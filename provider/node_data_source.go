@@ -3,12 +3,10 @@ package provider
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -29,28 +27,6 @@ type NodeDataSource struct {
 
 // NewNodeDataSource is the data source's constructor for the provider.
 func NewNodeDataSource() datasource.DataSource { return &NodeDataSource{} }
-
-// nodeDataModel is a node as data sources show it: capacity and health,
-// never BMC credentials.
-type nodeDataModel struct {
-	ID                types.String `tfsdk:"id"`
-	Name              types.String `tfsdk:"name"`
-	Driver            types.String `tfsdk:"driver"`
-	ResourceClass     types.String `tfsdk:"resource_class"`
-	Properties        types.Object `tfsdk:"properties"`
-	PropertyOverrides types.Set    `tfsdk:"property_overrides"`
-	Maintenance       types.Bool   `tfsdk:"maintenance"`
-	MaintenanceReason types.String `tfsdk:"maintenance_reason"`
-	CleanErase        types.String `tfsdk:"clean_erase"`
-	InspectOnEnroll   types.Bool   `tfsdk:"inspect_on_enroll"`
-	PowerState        types.String `tfsdk:"power_state"`
-	ProvisionState    types.String `tfsdk:"provision_state"`
-	Fault             types.String `tfsdk:"fault"`
-	FaultSince        types.String `tfsdk:"fault_since"`
-	LastError         types.String `tfsdk:"last_error"`
-	InstanceID        types.String `tfsdk:"instance_id"`
-	Inventory         types.Object `tfsdk:"inventory"`
-}
 
 func (d *NodeDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_node"
@@ -183,30 +159,4 @@ func (d *NodeDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &out)...)
-}
-
-func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
-	m.ID = types.StringValue(n.ID)
-	m.Name = types.StringValue(n.Name)
-	m.Driver = types.StringValue(string(n.Driver))
-	m.ResourceClass = types.StringValue(n.ResourceClass)
-	var diags diag.Diagnostics
-	m.Properties, diags = propertiesObject(n.Properties)
-	overrides, d := propertyOverridesSet(n.PropertyOverrides)
-	diags.Append(d...)
-	m.PropertyOverrides = overrides
-	m.Maintenance = types.BoolValue(n.Maintenance)
-	m.MaintenanceReason = types.StringValue(n.MaintenanceReason)
-	m.CleanErase = types.StringValue(string(n.CleanErase))
-	m.InspectOnEnroll = types.BoolPointerValue(n.InspectOnEnroll)
-	m.PowerState = types.StringValue(string(n.PowerState))
-	m.ProvisionState = types.StringValue(string(n.ProvisionState))
-	m.Fault = types.StringValue(string(n.Fault))
-	m.FaultSince = types.StringValue("")
-	if n.FaultSince != nil {
-		m.FaultSince = types.StringValue(n.FaultSince.UTC().Format(time.RFC3339))
-	}
-	m.LastError = types.StringValue(n.LastError)
-	m.InstanceID = types.StringValue(n.InstanceID)
-	return diags
 }

@@ -132,7 +132,7 @@ func TestWaitVerifiedStopsOnADuplicate(t *testing.T) {
 	r := &NodeResource{client: c}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := r.waitVerified(ctx, "n2", 10*time.Second)
+	_, err := waitVerified(ctx, r.client, "n2", 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "second node of another node's machine") || !strings.Contains(err.Error(), lastError) {
 		t.Fatalf("waitVerified on a duplicate: %v", err)
 	}

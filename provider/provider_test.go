@@ -166,12 +166,13 @@ func TestNodePatchSendsOnlyChanges(t *testing.T) {
 	overrides, _ := propertyOverridesSet([]api.PropertyName{api.PropertyCPUs, api.PropertyMemoryMB})
 	base := func() *nodeResourceModel {
 		return &nodeResourceModel{
-			Name: types.StringValue("n1"), Driver: types.StringValue("redfish"),
+			nodeModel: nodeModel{Name: types.StringValue("n1"), Driver: types.StringValue("redfish"),
+				ResourceClass: types.StringValue("rc"), Properties: props, PropertyOverrides: overrides,
+				Maintenance: types.BoolValue(false)},
 			BMC: &nodeBMCModel{Address: types.StringValue("http://a"), Username: types.StringValue("u"),
 				Password: types.StringValue("p"), Insecure: types.BoolValue(false), SystemID: types.StringNull(),
 				CipherSuite: types.Int64Value(0)},
-			ResourceClass: types.StringValue("rc"), Properties: props, PropertyOverrides: overrides,
-			Maintenance: types.BoolValue(false), MaintenanceReason: types.StringNull(),
+			MaintenanceReason: types.StringNull(),
 		}
 	}
 	if _, changed := nodePatch(base(), base()); changed {

@@ -73,10 +73,10 @@ func (systemIDUnlessMoved) PlanModifyString(ctx context.Context, req planmodifie
 }
 
 // systemIDFrom is the controller's system_id in the spelling of prior (the
-// plan's or the state's BMC) when that names the same system.
-func systemIDFrom(got string, prior *nodeBMCModel) types.String {
-	if prior != nil && !prior.SystemID.IsNull() && !prior.SystemID.IsUnknown() && api.SameRedfishSystem(prior.SystemID.ValueString(), got) {
-		return prior.SystemID
+// plan's or the state's) when that names the same system.
+func systemIDFrom(got string, prior types.String) types.String {
+	if !prior.IsNull() && !prior.IsUnknown() && api.SameRedfishSystem(prior.ValueString(), got) {
+		return prior
 	}
 	return stringOrNull(got)
 }
