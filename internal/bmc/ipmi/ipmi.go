@@ -3,6 +3,7 @@ package ipmi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -424,10 +425,15 @@ func (c *Client) SystemUUID(ctx context.Context) (string, error) {
 // InsertMedia is not available over IPMI: virtual media is vendor
 // specific (or Redfish). The error is permanent (KindUnsupported).
 func (c *Client) InsertMedia(context.Context, string) error {
-	return bmc.Errorf(bmc.KindUnsupported, "insert media", "IPMI has no standard virtual media; use the redfish driver")
+	return noMedia("insert media")
 }
 
 // EjectMedia is not available over IPMI; see InsertMedia.
 func (c *Client) EjectMedia(context.Context) error {
-	return bmc.Errorf(bmc.KindUnsupported, "eject media", "IPMI has no standard virtual media; use the redfish driver")
+	return noMedia("eject media")
+}
+
+// noMedia is bmc.ErrNoVirtualMedia, as the callers test it.
+func noMedia(op string) error {
+	return &bmc.Error{Kind: bmc.KindUnsupported, Op: op, Err: fmt.Errorf("%w: IPMI has no standard virtual media; use the redfish driver", bmc.ErrNoVirtualMedia)}
 }

@@ -643,6 +643,9 @@ func TestUnsupported(t *testing.T) {
 	}
 	wantKind(t, vm.InsertMedia(ctx, "http://images/x.iso"), bmc.KindUnsupported)
 	wantKind(t, vm.EjectMedia(ctx), bmc.KindUnsupported)
+	if err := vm.EjectMedia(ctx); !errors.Is(err, bmc.ErrNoVirtualMedia) {
+		t.Fatalf("EjectMedia: %v, want bmc.ErrNoVirtualMedia (the jobs boot IPMI nodes from the network by it)", err)
+	}
 }
 
 func TestClosedOpener(t *testing.T) {
