@@ -8,7 +8,7 @@ import "context"
 // queries/<table>.<dialect>.sql), with the rows of rows.go. Parameters
 // come in the order the queries name them; :execrows queries return the
 // number of rows they changed; a read of one row that finds none returns
-// sql.ErrNoRows (pgx's ErrNoRows is the same error).
+// sql.ErrNoRows (pgx's ErrNoRows is one, for errors.Is).
 //
 // Each dialect's querier.go makes its generated *dbsqlc.Queries a
 // Querier: the queries of plain types are sqlc's methods as they are, and
