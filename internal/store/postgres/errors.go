@@ -10,13 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres/internal/dbsqlc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
-
-// binding is the store's queries (sqlstore) on this package's generated
-// code (the shared queries and queries/*.postgres.sql) and errors.
-var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
 
 // dialect is PostgreSQL's errors, as sqlstore asks about them. The
 // constraint names sqlstore knows are the migrations' own.

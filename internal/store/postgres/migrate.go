@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres/internal/dbsqlc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
 // Migrations are NNNN_name.sql files, applied in version order, each in its
@@ -69,8 +69,8 @@ func backfillBMCKeys(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	q := dbsqlc.New(tx)
-	if err := store.BackfillBMCKeys(ctx, binding.Queries(nil, q, q, q).Backfill(), nil); err != nil {
+	q := newQuerier(tx)
+	if err := store.BackfillBMCKeys(ctx, sqlstore.New(dialect{}, nil, q, q, q).Backfill(), nil); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -28,14 +28,23 @@ type Store struct {
 	pool *pgxpool.Pool
 	// onPool is the generated code on the pool, for every transaction's
 	// reads after a failed write.
-	onPool *dbsqlc.Queries
+	onPool querier
 	box    *secret.Box
 }
 
 // queries are the store's queries (sqlstore) with PostgreSQL's own
 // InsertEvents.
 type queries struct {
-	sqlstore.Queries[*dbsqlc.Queries]
+	sqlstore.Queries
+	// pg is the generated code the writes run on, for the queries only
+	// PostgreSQL has (InsertEventBatch, GetNodeForUpdate, NextFreeNode).
+	pg querier
+}
+
+// newQueries returns the queries of a store or transaction: w runs the
+// writes and the reads, explain what sqlstore.New says.
+func newQueries(box *secret.Box, w, explain querier) queries {
+	return queries{Queries: sqlstore.New(dialect{}, box, w, w, explain), pg: w}
 }
 
 // InsertEvents sends the inserts as one batch: one round trip, the
@@ -55,7 +64,7 @@ func (q queries) InsertEvents(ctx context.Context, evs []*baremetal.Event) error
 	}
 	ids := make([]int64, len(evs))
 	var failed error
-	q.Writer().InsertEventBatch(ctx, args).QueryRow(func(i int, id int64, err error) {
+	q.pg.InsertEventBatch(ctx, args).QueryRow(func(i int, id int64, err error) {
 		if err != nil && failed == nil {
 			failed = q.EventError(evs[i], err)
 		}
@@ -103,8 +112,8 @@ func Open(ctx context.Context, url string, box *secret.Box) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	q := dbsqlc.New(pool)
-	s := &Store{queries: queries{binding.Queries(box, q, q, q)}, pool: pool, onPool: q, box: box}
+	q := newQuerier(pool)
+	s := &Store{queries: newQueries(box, q, q), pool: pool, onPool: q, box: box}
 	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -169,8 +178,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx store.Tx) error) error {
 	}()
 	// After a failed statement PostgreSQL refuses every later one in the
 	// transaction, so a failed write is explained on the pool.
-	q := dbsqlc.New(pgTx)
-	if err := fn(&Tx{queries: queries{binding.Queries(s.box, q, q, s.onPool)}, tx: pgTx}); err != nil {
+	if err := fn(&Tx{queries: newQueries(s.box, newQuerier(pgTx), s.onPool), tx: pgTx}); err != nil {
 		return sqlstore.TxError(dialect{}, err)
 	}
 	done = true
@@ -211,7 +219,7 @@ type Tx struct {
 
 // GetNodeForUpdate reads the node with FOR UPDATE (see store.Tx).
 func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.Node, error) {
-	return sqlstore.GetNodeWith(ctx, t.Queries, idOrName, (*dbsqlc.Queries).GetNodeForUpdate)
+	return sqlstore.GetNodeWith(ctx, t.Queries, idOrName, t.pg.GetNodeForUpdate)
 }
 
 // ClaimNode claims a free node with FOR UPDATE SKIP LOCKED (see
@@ -229,14 +237,14 @@ func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.
 // claims.
 func (t *Tx) ClaimNode(ctx context.Context, c store.NodeClaim) (*baremetal.Node, error) {
 	n, err := t.claimIn(ctx, func() (*baremetal.Node, error) {
-		return sqlstore.ClaimNodeWith(ctx, t.Queries, c, (*dbsqlc.Queries).ClaimNode)
+		return sqlstore.ClaimNode(ctx, t.Queries, c)
 	})
 	if !baremetal.IsCode(err, baremetal.CodeNotFound) || !store.Storable(c.ResourceClass, string(c.Driver)) {
 		return n, err
 	}
 	after := ""
 	for {
-		id, err := t.Writer().NextFreeNode(ctx, after, c.ResourceClass, string(c.Driver))
+		id, err := t.pg.NextFreeNode(ctx, after, c.ResourceClass, string(c.Driver))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, store.NoFreeNode(c)
 		}

@@ -8,13 +8,8 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
-
-// binding is the store's queries (sqlstore) on this package's generated
-// code (the shared queries and queries/*.sqlite.sql) and errors.
-var binding = sqlstore.Bind(dialect{}, (*dbsqlc.Queries)(nil))
 
 // dialect is SQLite's errors, as sqlstore asks about them.
 type dialect struct{}

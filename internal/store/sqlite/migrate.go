@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
@@ -66,8 +65,8 @@ func backfillBMCKeys(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	defer tx.Rollback()
-	q := dbsqlc.New(tx)
-	if err := store.BackfillBMCKeys(ctx, binding.Queries(nil, q, q, q).Backfill(), nil); err != nil {
+	q := newQuerier(tx)
+	if err := store.BackfillBMCKeys(ctx, sqlstore.New(dialect{}, nil, q, q, q).Backfill(), nil); err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

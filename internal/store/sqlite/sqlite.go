@@ -35,7 +35,6 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlite/internal/dbsqlc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/sqlstore"
 )
 
@@ -43,7 +42,7 @@ import (
 type Store struct {
 	// Reads outside transactions go to the read pool, writes through the
 	// gate to the writer.
-	sqlstore.Queries[*dbsqlc.Queries]
+	sqlstore.Queries
 	writer *sql.DB
 	gate   writeGate
 	// txq holds the transactions waiting for the writer (group.go).
@@ -149,8 +148,8 @@ func Open(ctx context.Context, path string, box *secret.Box) (st *Store, err err
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	s.reader = reader
-	w := dbsqlc.New(gatedWriter{writer, s.gate})
-	s.Queries = binding.Queries(box, dbsqlc.New(reader), w, w)
+	w := newQuerier(gatedWriter{writer, s.gate})
+	s.Queries = sqlstore.New(dialect{}, box, newQuerier(reader), w, w)
 	return s, nil
 }
 
@@ -237,13 +236,13 @@ func privateFiles(path string) error {
 // Tx is an open transaction; every query runs on it (a transaction must
 // see its own writes, and the one connection is its).
 type Tx struct {
-	sqlstore.Queries[*dbsqlc.Queries]
+	sqlstore.Queries
 	tx *sql.Tx
 }
 
 func (s *Store) newTx(sqlTx *sql.Tx) *Tx {
-	q := dbsqlc.New(sqlTx)
-	return &Tx{Queries: binding.Queries(s.box, q, q, q), tx: sqlTx}
+	q := newQuerier(sqlTx)
+	return &Tx{Queries: sqlstore.New(dialect{}, s.box, q, q, q), tx: sqlTx}
 }
 
 // GetNodeForUpdate is GetNode: the transaction already holds the
@@ -257,7 +256,7 @@ func (t *Tx) GetNodeForUpdate(ctx context.Context, idOrName string) (*baremetal.
 // already holds the database's write lock, so no other create can claim
 // it before this one ends.
 func (t *Tx) ClaimNode(ctx context.Context, c store.NodeClaim) (*baremetal.Node, error) {
-	return sqlstore.ClaimNodeWith(ctx, t.Queries, c, (*dbsqlc.Queries).ClaimNode)
+	return sqlstore.ClaimNode(ctx, t.Queries, c)
 }
 
 // Native returns the *sql.Tx, for River's InsertTx.

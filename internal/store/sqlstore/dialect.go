@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/secret"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -72,21 +71,3 @@ const (
 	AgentSessionsTokenHashKey = "agent_sessions_token_hash_key"
 	IdempotencyKeysPkey       = "idempotency_keys_pkey"
 )
-
-// Binding is a dialect bound once (Bind): its generated code's typed
-// calls and its errors.
-type Binding[Q Plain] struct {
-	dialect Dialect
-	typed   typed[Q]
-}
-
-// Queries returns the store.Queries of one store or transaction. read
-// serves reads; write the writes and the reads that must see them (a
-// write's version check); explain the reads that explain a failed write
-// (naming the node that holds a BMC endpoint): on PostgreSQL a failed
-// statement fails every later one in its transaction, so there it is the
-// pool, where on SQLite it is the transaction itself (one connection:
-// anything else would wait for it).
-func (b *Binding[Q]) Queries(box *secret.Box, read, write, explain Q) Queries[Q] {
-	return Queries[Q]{b: b, box: box, r: read, w: write, x: explain}
-}

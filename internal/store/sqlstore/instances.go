@@ -24,7 +24,7 @@ func EventTime(e *baremetal.Event) Time {
 	return Time(store.Timestamp(t))
 }
 
-func (q Queries[Q]) InsertEvent(ctx context.Context, e *baremetal.Event) error {
+func (q Queries) InsertEvent(ctx context.Context, e *baremetal.Event) error {
 	if !store.Storable(e.NodeID) {
 		return store.NotFound("node", e.NodeID)
 	}
@@ -38,8 +38,8 @@ func (q Queries[Q]) InsertEvent(ctx context.Context, e *baremetal.Event) error {
 }
 
 // EventError is the error of a failed insert of e.
-func (q Queries[Q]) EventError(e *baremetal.Event, err error) error {
-	if q.b.dialect.ForeignKeyViolation(err) {
+func (q Queries) EventError(e *baremetal.Event, err error) error {
+	if q.dialect.ForeignKeyViolation(err) {
 		return store.NotFound("node", e.NodeID)
 	}
 	return q.wrap("insert event", err)
@@ -47,7 +47,7 @@ func (q Queries[Q]) EventError(e *baremetal.Event, err error) error {
 
 // InsertEvents inserts one event after another; IDs and times are set
 // only when all were written.
-func (q Queries[Q]) InsertEvents(ctx context.Context, evs []*baremetal.Event) error {
+func (q Queries) InsertEvents(ctx context.Context, evs []*baremetal.Event) error {
 	done := make([]baremetal.Event, len(evs))
 	for i, e := range evs {
 		done[i] = *e
@@ -61,20 +61,20 @@ func (q Queries[Q]) InsertEvents(ctx context.Context, evs []*baremetal.Event) er
 	return nil
 }
 
-func (q Queries[Q]) ListEvents(ctx context.Context, nodeID string, p store.Page) ([]*baremetal.Event, string, error) {
+func (q Queries) ListEvents(ctx context.Context, nodeID string, p store.Page) ([]*baremetal.Event, string, error) {
 	after, err := decodeIntCursor(p.After)
 	if err != nil || !store.Storable(nodeID) {
 		return nil, "", err
 	}
 	limit := store.PageLimit(p.Limit)
-	var events []*baremetal.Event
-	err = q.b.typed.listEvents(q.r, ctx, eventFilter{nodeID: nodeID, after: after, limit: int64(limit) + 1}, func(r eventRow) error {
-		events = append(events, &baremetal.Event{ID: r.ID, NodeID: r.NodeID, Time: time.Time(r.Time), Actor: r.Actor,
-			Type: r.Type, Field: r.Field, Old: r.Old, New: r.New, Message: r.Message})
-		return nil
-	})
+	rs, err := q.r.ListEvents(ctx, nodeID, after, int64(limit)+1)
 	if err != nil {
 		return nil, "", q.wrap("list events", err)
+	}
+	var events []*baremetal.Event
+	for _, r := range rs {
+		events = append(events, &baremetal.Event{ID: r.ID, NodeID: r.NodeID, Time: time.Time(r.Time), Actor: r.Actor,
+			Type: r.Type, Field: r.Field, Old: r.Old, New: r.New, Message: r.Message})
 	}
 	events, next := store.TrimPage(events, limit, func(e *baremetal.Event) string { return strconv.FormatInt(e.ID, 10) })
 	return events, next, nil
@@ -94,7 +94,7 @@ func decodeIntCursor(c string) (int64, error) {
 
 // ---- instances ----
 
-func (q Queries[Q]) instance(r *instanceRow) (*baremetal.Instance, error) {
+func (q Queries) instance(r *InstanceRow) (*baremetal.Instance, error) {
 	i := &baremetal.Instance{
 		ID: r.ID, Name: r.Name, Project: r.Project, NodeID: r.NodeID, ResourceClass: r.ResourceClass,
 		Image:    baremetal.Image{URL: r.ImageURL, Checksum: r.ImageChecksum},
@@ -130,34 +130,38 @@ func (q Queries[Q]) instance(r *instanceRow) (*baremetal.Instance, error) {
 	return i, nil
 }
 
-// appendInstance returns a yield that appends each row's instance to *list.
-func (q Queries[Q]) appendInstance(list *[]*baremetal.Instance) func(instanceRow) error {
-	return func(r instanceRow) error {
-		i, err := q.instance(&r)
-		*list = append(*list, i)
-		return err
+// instances returns the instances of a list query's rows (nil for none).
+func (q Queries) instances(rs []*InstanceRow) ([]*baremetal.Instance, error) {
+	var list []*baremetal.Instance
+	for _, r := range rs {
+		i, err := q.instance(r)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, i)
 	}
+	return list, nil
 }
 
 // instanceWrite is the parameters of a write of i: its ready token
 // sealed, its maps as JSON objects. ID, Now and Version are the caller's.
-func (q Queries[Q]) instanceWrite(i *baremetal.Instance) (instanceWrite, error) {
+func (q Queries) instanceWrite(i *baremetal.Instance) (InstanceWrite, error) {
 	sealed := ""
 	if i.ReadyToken != "" {
 		var err error
 		if sealed, err = q.box.Seal(i.ReadyToken); err != nil {
-			return instanceWrite{}, err
+			return InstanceWrite{}, err
 		}
 	}
 	meta, err := jsonObject(i.Metadata)
 	if err != nil {
-		return instanceWrite{}, err
+		return InstanceWrite{}, err
 	}
 	root, err := jsonObject(i.RootDevice)
 	if err != nil {
-		return instanceWrite{}, err
+		return InstanceWrite{}, err
 	}
-	return instanceWrite{
+	return InstanceWrite{
 		Name: i.Name, Project: i.Project, NodeID: i.NodeID, ResourceClass: i.ResourceClass,
 		ImageURL: i.Image.URL, ImageChecksum: i.Image.Checksum, UserData: i.UserData, Metadata: meta,
 		State: string(i.State), PowerState: string(i.PowerState), LastError: i.LastError,
@@ -176,12 +180,16 @@ func jsonObject(m map[string]string) (string, error) {
 	return string(b), err
 }
 
-func (q Queries[Q]) GetInstance(ctx context.Context, idOrName string) (*baremetal.Instance, error) {
+func (q Queries) GetInstance(ctx context.Context, idOrName string) (*baremetal.Instance, error) {
 	if !store.Storable(idOrName) {
 		return nil, store.NotFound("instance", idOrName)
 	}
-	var found []*baremetal.Instance
-	if err := q.b.typed.getInstance(q.r, ctx, idOrName, q.appendInstance(&found)); err != nil {
+	rs, err := q.r.GetInstance(ctx, idOrName)
+	if err != nil {
+		return nil, q.wrap("get instance", err)
+	}
+	found, err := q.instances(rs)
+	if err != nil {
 		return nil, q.wrap("get instance", err)
 	}
 	switch {
@@ -194,15 +202,28 @@ func (q Queries[Q]) GetInstance(ctx context.Context, idOrName string) (*baremeta
 		Message: fmt.Sprintf("several projects have an instance named %q; use its id", idOrName)}
 }
 
-func (q Queries[Q]) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*baremetal.Instance, string, error) {
+func (q Queries) ListInstances(ctx context.Context, f store.InstanceFilter) ([]*baremetal.Instance, string, error) {
 	after, err := store.DecodeIDCursor(f.After)
 	if err != nil || !store.Storable(f.Project, f.Name, f.NodeID) {
 		return nil, "", err
 	}
 	limit := store.PageLimit(f.Limit)
-	var list []*baremetal.Instance
-	err = q.b.typed.listInstances(q.r, ctx, instanceFilter{after: after, project: f.Project, name: f.Name,
-		nodeID: f.NodeID, limit: int64(limit) + 1}, q.appendInstance(&list))
+	pageLimit := int64(limit) + 1
+	// Each filter has the statement whose index serves it (see
+	// instances.<dialect>.sql).
+	var rs []*InstanceRow
+	switch {
+	case f.Name != "":
+		rs, err = q.r.ListInstancesByName(ctx, f.Name, after, f.Project, f.NodeID, pageLimit)
+	case f.NodeID != "":
+		rs, err = q.r.ListInstancesByNode(ctx, f.NodeID, after, f.Project, pageLimit)
+	default:
+		rs, err = q.r.ListInstances(ctx, after, f.Project, pageLimit)
+	}
+	if err != nil {
+		return nil, "", q.wrap("list instances", err)
+	}
+	list, err := q.instances(rs)
 	if err != nil {
 		return nil, "", q.wrap("list instances", err)
 	}
@@ -214,14 +235,14 @@ func duplicateInstance(i *baremetal.Instance, err error) error {
 	return store.Duplicate("name", fmt.Sprintf("project %q already has an instance named %q", i.Project, i.Name), err)
 }
 
-func (q Queries[Q]) InsertInstance(ctx context.Context, i *baremetal.Instance) error {
+func (q Queries) InsertInstance(ctx context.Context, i *baremetal.Instance) error {
 	w, err := q.instanceWrite(i)
 	if err != nil {
 		return q.wrap("insert instance", err)
 	}
 	id, now := newID(i.ID), store.Now()
 	w.ID, w.Now = id, Time(now)
-	if _, err := q.b.typed.insertInstance(q.w, ctx, w); err != nil {
+	if _, err := q.w.InsertInstance(ctx, w); err != nil {
 		switch q.unique(err) {
 		case InstancesProjectNameKey:
 			return duplicateInstance(i, err)
@@ -234,21 +255,21 @@ func (q Queries[Q]) InsertInstance(ctx context.Context, i *baremetal.Instance) e
 	return nil
 }
 
-func (q Queries[Q]) UpdateInstance(ctx context.Context, i *baremetal.Instance) error {
+func (q Queries) UpdateInstance(ctx context.Context, i *baremetal.Instance) error {
 	w, err := q.instanceWrite(i)
 	if err != nil {
 		return q.wrap("update instance", err)
 	}
 	now := store.Now()
 	w.ID, w.Now, w.Version = i.ID, Time(now), i.Version
-	changed, err := q.b.typed.updateInstance(q.w, ctx, w)
+	changed, err := q.w.UpdateInstance(ctx, w)
 	if err != nil {
 		if q.unique(err) == InstancesProjectNameKey {
 			return duplicateInstance(i, err)
 		}
 		return q.wrap("update instance", err)
 	}
-	if err := q.checkWritten(ctx, changed, "instance", i.ID, i.Version, Q.InstanceVersion); err != nil {
+	if err := q.checkWritten(ctx, changed, "instance", i.ID, i.Version, Querier.InstanceVersion); err != nil {
 		return err
 	}
 	i.Version++
@@ -256,7 +277,7 @@ func (q Queries[Q]) UpdateInstance(ctx context.Context, i *baremetal.Instance) e
 	return nil
 }
 
-func (q Queries[Q]) DeleteInstance(ctx context.Context, id string, version int64) error {
+func (q Queries) DeleteInstance(ctx context.Context, id string, version int64) error {
 	if !store.Storable(id) {
 		return store.NotFound("instance", id)
 	}
@@ -264,11 +285,11 @@ func (q Queries[Q]) DeleteInstance(ctx context.Context, id string, version int64
 	if err != nil {
 		return q.wrap("delete instance", err)
 	}
-	return q.checkWritten(ctx, changed, "instance", id, version, Q.InstanceVersion)
+	return q.checkWritten(ctx, changed, "instance", id, version, Querier.InstanceVersion)
 }
 
 // CountInstances counts a project's instances; "" counts every project's.
-func (q Queries[Q]) CountInstances(ctx context.Context, project string) (int, error) {
+func (q Queries) CountInstances(ctx context.Context, project string) (int, error) {
 	if !store.Storable(project) {
 		return 0, nil
 	}
@@ -281,7 +302,7 @@ func (q Queries[Q]) CountInstances(ctx context.Context, project string) (int, er
 
 // ---- quotas ----
 
-func (q Queries[Q]) GetQuota(ctx context.Context, project string) (*baremetal.Quota, error) {
+func (q Queries) GetQuota(ctx context.Context, project string) (*baremetal.Quota, error) {
 	quota := &baremetal.Quota{Project: project, Instances: -1}
 	if !store.Storable(project) {
 		return quota, nil // not set
@@ -297,7 +318,7 @@ func (q Queries[Q]) GetQuota(ctx context.Context, project string) (*baremetal.Qu
 	return quota, nil
 }
 
-func (q Queries[Q]) SetQuota(ctx context.Context, quota *baremetal.Quota) error {
+func (q Queries) SetQuota(ctx context.Context, quota *baremetal.Quota) error {
 	if err := q.w.SetQuota(ctx, quota.Project, int64(quota.Instances)); err != nil {
 		return q.wrap("set quota", err)
 	}

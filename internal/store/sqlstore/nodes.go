@@ -15,26 +15,34 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
-// Queries implements store.Queries on a dialect's generated code Q (its
-// *dbsqlc.Queries), on one store or transaction (Binding.Queries).
+// Queries implements store.Queries on a dialect's generated code (a
+// Querier), on one store or transaction (New).
 //
 // Lookups by a key that no store could hold (store.Storable) answer "not
 // found" or an empty list without asking the database: PostgreSQL would
 // refuse the statement (and, in a transaction, every later one).
-type Queries[Q Plain] struct {
-	b       *Binding[Q]
+type Queries struct {
+	dialect Dialect
 	box     *secret.Box
-	r, w, x Q
+	r, w, x Querier
 }
 
-var _ store.Queries = Queries[Plain]{}
+var _ store.Queries = Queries{}
 
-// Writer returns the handle of the writes, for a dialect's own queries.
-func (q Queries[Q]) Writer() Q { return q.w }
+// New returns the store.Queries of one store or transaction of dialect d.
+// read serves reads; write the writes and the reads that must see them (a
+// write's version check); explain the reads that explain a failed write
+// (naming the node that holds a BMC endpoint): on PostgreSQL a failed
+// statement fails every later one in its transaction, so there it is the
+// pool, where on SQLite it is the transaction itself (one connection:
+// anything else would wait for it). box seals and opens secrets.
+func New(d Dialect, box *secret.Box, read, write, explain Querier) Queries {
+	return Queries{dialect: d, box: box, r: read, w: write, x: explain}
+}
 
-func (q Queries[Q]) wrap(op string, err error) error { return Wrap(q.b.dialect, op, err) }
+func (q Queries) wrap(op string, err error) error { return Wrap(q.dialect, op, err) }
 
-func (q Queries[Q]) unique(err error) string { return q.b.dialect.UniqueViolation(err) }
+func (q Queries) unique(err error) string { return q.dialect.UniqueViolation(err) }
 
 func newID(id string) string {
 	if id != "" {
@@ -46,8 +54,8 @@ func newID(id string) string {
 // checkWritten turns a version-checked write that changed no row into
 // the right error: the row is gone (not found) or has another version
 // (conflict). stored reads the row's version.
-func (q Queries[Q]) checkWritten(ctx context.Context, changed int64, kind, id string, version int64,
-	stored func(Q, context.Context, string) (int64, error)) error {
+func (q Queries) checkWritten(ctx context.Context, changed int64, kind, id string, version int64,
+	stored func(Querier, context.Context, string) (int64, error)) error {
 	if changed > 0 {
 		return nil
 	}
@@ -63,7 +71,7 @@ func (q Queries[Q]) checkWritten(ctx context.Context, changed int64, kind, id st
 
 // ---- nodes ----
 
-func (q Queries[Q]) node(r *nodeRow) (*baremetal.Node, error) {
+func (q Queries) node(r *NodeRow) (*baremetal.Node, error) {
 	n := &baremetal.Node{
 		ID:     r.ID,
 		Name:   r.Name,
@@ -105,30 +113,33 @@ func (q Queries[Q]) node(r *nodeRow) (*baremetal.Node, error) {
 	return n, nil
 }
 
-// appendNode returns a yield that appends each row's node to *nodes.
-func (q Queries[Q]) appendNode(nodes *[]*baremetal.Node) func(nodeRow) error {
-	return func(r nodeRow) error {
-		n, err := q.node(&r)
-		*nodes = append(*nodes, n)
-		return err
+// nodes returns the nodes of a list query's rows.
+func (q Queries) nodes(rs []*NodeRow) ([]*baremetal.Node, error) {
+	nodes := make([]*baremetal.Node, len(rs))
+	for i, r := range rs {
+		var err error
+		if nodes[i], err = q.node(r); err != nil {
+			return nil, err
+		}
 	}
+	return nodes, nil
 }
 
 // nodeWrite is the parameters of a write of n: its BMC password sealed,
 // its bmc_key (store.BMCKeyArg). ID, Now and Version are the caller's.
-func (q Queries[Q]) nodeWrite(n *baremetal.Node) (nodeWrite, error) {
+func (q Queries) nodeWrite(n *baremetal.Node) (NodeWrite, error) {
 	sealed := ""
 	if n.BMC.Password != "" {
 		var err error
 		if sealed, err = q.box.Seal(n.BMC.Password); err != nil {
-			return nodeWrite{}, err
+			return NodeWrite{}, err
 		}
 	}
 	var key *string
 	if k, ok := store.BMCKeyArg(n).(string); ok {
 		key = &k
 	}
-	return nodeWrite{
+	return NodeWrite{
 		Name: n.Name, Driver: string(n.Driver), BMCAddress: n.BMC.Address, BMCUsername: n.BMC.Username,
 		BMCPasswordSealed: sealed, BMCInsecure: n.BMC.Insecure, BMCSystemID: n.BMC.SystemID,
 		BMCCipherSuite: int64(n.BMC.CipherSuite), ResourceClass: n.ResourceClass,
@@ -152,58 +163,57 @@ func normalizeNodeTimes(n *baremetal.Node) {
 	n.LastSeenAt = store.TimestampPtr(n.LastSeenAt)
 }
 
-func (q Queries[Q]) GetNode(ctx context.Context, idOrName string) (*baremetal.Node, error) {
-	return q.getNode(ctx, idOrName, q.b.typed.getNode)
+func (q Queries) GetNode(ctx context.Context, idOrName string) (*baremetal.Node, error) {
+	return q.getNode(ctx, idOrName, q.r.GetNode)
 }
 
 // GetNodeWith is GetNode through a dialect's own query of the same
 // columns (PostgreSQL's GetNodeForUpdate).
-func GetNodeWith[Q Plain, R nodeShape](ctx context.Context, q Queries[Q], idOrName string,
-	get func(Q, context.Context, string) (*R, error)) (*baremetal.Node, error) {
-	return q.getNode(ctx, idOrName, one(get, nodeOf[R]))
+func GetNodeWith(ctx context.Context, q Queries, idOrName string,
+	get func(context.Context, string) (*NodeRow, error)) (*baremetal.Node, error) {
+	return q.getNode(ctx, idOrName, get)
 }
 
-// ClaimNodeWith is a dialect's store.Tx.ClaimNode through its own query
-// (see nodes.<dialect>.sql), on the transaction.
-func ClaimNodeWith[Q Plain, R nodeShape](ctx context.Context, q Queries[Q], c store.NodeClaim,
-	claim func(Q, context.Context, string, string) (*R, error)) (*baremetal.Node, error) {
+// ClaimNode is store.Tx.ClaimNode through the dialect's ClaimNode (see
+// nodes.<dialect>.sql), on the transaction's writes.
+func ClaimNode(ctx context.Context, q Queries, c store.NodeClaim) (*baremetal.Node, error) {
 	if !store.Storable(c.ResourceClass, string(c.Driver)) {
 		return nil, store.NoFreeNode(c)
 	}
-	r, err := claim(q.w, ctx, c.ResourceClass, string(c.Driver))
+	r, err := q.w.ClaimNode(ctx, c.ResourceClass, string(c.Driver))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.NoFreeNode(c)
 	}
 	if err != nil {
 		return nil, q.wrap("claim node", err)
 	}
-	row := nodeRow(*r)
-	n, err := q.node(&row)
+	n, err := q.node(r)
 	if err != nil {
 		return nil, q.wrap("claim node", err)
 	}
 	return n, nil
 }
 
-func (q Queries[Q]) getNode(ctx context.Context, idOrName string, get func(Q, context.Context, string) (nodeRow, error)) (*baremetal.Node, error) {
+func (q Queries) getNode(ctx context.Context, idOrName string,
+	get func(context.Context, string) (*NodeRow, error)) (*baremetal.Node, error) {
 	if !store.Storable(idOrName) {
 		return nil, store.NotFound("node", idOrName)
 	}
-	r, err := get(q.r, ctx, idOrName)
+	r, err := get(ctx, idOrName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.NotFound("node", idOrName)
 	}
 	if err != nil {
 		return nil, q.wrap("get node", err)
 	}
-	n, err := q.node(&r)
+	n, err := q.node(r)
 	if err != nil {
 		return nil, q.wrap("get node", err)
 	}
 	return n, nil
 }
 
-func (q Queries[Q]) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremetal.Node, string, error) {
+func (q Queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremetal.Node, string, error) {
 	after, err := store.DecodeIDCursor(f.After)
 	if err != nil {
 		return nil, "", err
@@ -212,24 +222,30 @@ func (q Queries[Q]) ListNodes(ctx context.Context, f store.NodeFilter) ([]*barem
 		return nil, "", nil // no node matches
 	}
 	limit := store.PageLimit(f.Limit)
-	// One extra row tells whether there is a next page.
-	nf := nodeFilter{after: after, provisionState: string(f.ProvisionState), maintenance: f.Maintenance,
-		resourceClass: f.ResourceClass, dueBefore: (*Time)(f.DueBefore), limit: int64(limit) + 1}
+	pageLimit := int64(limit) + 1 // one extra row tells whether there is a next page
 	// Asking for deleting nodes by state shows them without the flag.
+	hideState := ""
 	if !f.IncludeDeleting && f.ProvisionState != baremetal.StateDeleting {
-		nf.hideState = string(baremetal.StateDeleting)
+		hideState = string(baremetal.StateDeleting)
 	}
-	switch f.Fault {
-	case "":
-	case "any", "none":
-		faulted := f.Fault == "any"
-		nf.faulted = &faulted
-	default:
-		nf.fault = f.Fault
+	var rs []*NodeRow
+	if f.ProvisionState == "" && f.Maintenance == nil && f.Fault == "" && f.ResourceClass == "" && f.DueBefore == nil {
+		rs, err = q.r.ListNodes(ctx, after, hideState, pageLimit)
+	} else {
+		// Fault "any" and "none" filter on whether there is a fault.
+		fault, faulted := f.Fault, (*bool)(nil)
+		if f.Fault == "any" || f.Fault == "none" {
+			some := f.Fault == "any"
+			fault, faulted = "", &some
+		}
+		rs, err = q.r.ListNodesFiltered(ctx, after, hideState, string(f.ProvisionState), f.Maintenance, fault, faulted,
+			f.ResourceClass, (*Time)(f.DueBefore), pageLimit)
 	}
-	nf.filtered = nf.provisionState != "" || nf.maintenance != nil || f.Fault != "" || nf.resourceClass != "" || nf.dueBefore != nil
-	nodes := make([]*baremetal.Node, 0, min(limit+1, 128))
-	if err := q.b.typed.listNodes(q.r, ctx, nf, q.appendNode(&nodes)); err != nil {
+	if err != nil {
+		return nil, "", q.wrap("list nodes", err)
+	}
+	nodes, err := q.nodes(rs)
+	if err != nil {
 		return nil, "", q.wrap("list nodes", err)
 	}
 	nodes, next := store.TrimPage(nodes, limit, func(n *baremetal.Node) string { return n.ID })
@@ -237,7 +253,7 @@ func (q Queries[Q]) ListNodes(ctx context.Context, f store.NodeFilter) ([]*barem
 }
 
 // GetNodes passes the ids as one JSON array (see nodes.sql).
-func (q Queries[Q]) GetNodes(ctx context.Context, ids []string) ([]*baremetal.Node, error) {
+func (q Queries) GetNodes(ctx context.Context, ids []string) ([]*baremetal.Node, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -256,34 +272,38 @@ func (q Queries[Q]) GetNodes(ctx context.Context, ids []string) ([]*baremetal.No
 	if err != nil {
 		return nil, q.wrap("get nodes", err)
 	}
-	nodes := make([]*baremetal.Node, 0, len(keep))
-	if err := q.b.typed.getNodes(q.r, ctx, string(list), q.appendNode(&nodes)); err != nil {
+	rs, err := q.r.GetNodes(ctx, string(list))
+	if err != nil {
+		return nil, q.wrap("get nodes", err)
+	}
+	nodes, err := q.nodes(rs)
+	if err != nil {
 		return nil, q.wrap("get nodes", err)
 	}
 	return nodes, nil
 }
 
-func (q Queries[Q]) CountNodes(ctx context.Context) ([]store.NodeCount, error) {
-	var out []store.NodeCount
-	err := q.b.typed.countNodes(q.r, ctx, func(r countRow) error {
-		out = append(out, store.NodeCount{ProvisionState: baremetal.ProvisionState(r.ProvisionState),
-			Fault: baremetal.Fault(r.Fault), Maintenance: r.Maintenance, Count: int(r.Count)})
-		return nil
-	})
+func (q Queries) CountNodes(ctx context.Context) ([]store.NodeCount, error) {
+	rs, err := q.r.CountNodes(ctx)
 	if err != nil {
 		return nil, q.wrap("count nodes", err)
+	}
+	var out []store.NodeCount
+	for _, r := range rs {
+		out = append(out, store.NodeCount{ProvisionState: baremetal.ProvisionState(r.ProvisionState),
+			Fault: baremetal.Fault(r.Fault), Maintenance: r.Maintenance, Count: int(r.Count)})
 	}
 	return out, nil
 }
 
-func (q Queries[Q]) InsertNode(ctx context.Context, n *baremetal.Node) error {
+func (q Queries) InsertNode(ctx context.Context, n *baremetal.Node) error {
 	w, err := q.nodeWrite(n)
 	if err != nil {
 		return q.wrap("insert node", err)
 	}
 	id, now := newID(n.ID), store.Now()
 	w.ID, w.Now = id, Time(now)
-	if _, err := q.b.typed.insertNode(q.w, ctx, w); err != nil {
+	if _, err := q.w.InsertNode(ctx, w); err != nil {
 		switch q.unique(err) {
 		case NodesNameKey:
 			return store.Duplicate("name", fmt.Sprintf("a node named %q already exists", n.Name), err)
@@ -299,14 +319,14 @@ func (q Queries[Q]) InsertNode(ctx context.Context, n *baremetal.Node) error {
 	return nil
 }
 
-func (q Queries[Q]) UpdateNode(ctx context.Context, n *baremetal.Node) error {
+func (q Queries) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 	w, err := q.nodeWrite(n)
 	if err != nil {
 		return q.wrap("update node", err)
 	}
 	now := store.Now()
 	w.ID, w.Now, w.Version = n.ID, Time(now), n.Version
-	changed, err := q.b.typed.updateNode(q.w, ctx, w)
+	changed, err := q.w.UpdateNode(ctx, w)
 	if err != nil {
 		switch q.unique(err) {
 		case NodesNameKey:
@@ -316,7 +336,7 @@ func (q Queries[Q]) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 		}
 		return q.wrap("update node", err)
 	}
-	if err := q.checkWritten(ctx, changed, "node", n.ID, n.Version, Q.NodeVersion); err != nil {
+	if err := q.checkWritten(ctx, changed, "node", n.ID, n.Version, Querier.NodeVersion); err != nil {
 		return err
 	}
 	n.Version++
@@ -326,10 +346,10 @@ func (q Queries[Q]) UpdateNode(ctx context.Context, n *baremetal.Node) error {
 }
 
 // duplicateBMC explains a bmc_key violation by naming the node holding
-// the key, read on the explain handle (see Binding.Queries): a holder
+// the key, read on the explain handle (see New): a holder
 // committed by another transaction is visible there, since the violation
 // waited for its commit.
-func (q Queries[Q]) duplicateBMC(ctx context.Context, key *string, cause error) error {
+func (q Queries) duplicateBMC(ctx context.Context, key *string, cause error) error {
 	h, err := q.bmcHolder(ctx, q.x, key)
 	if err != nil {
 		return q.wrap("explain a duplicate bmc key", fmt.Errorf("%w (and reading the node holding it: %v)", cause, err))
@@ -338,8 +358,8 @@ func (q Queries[Q]) duplicateBMC(ctx context.Context, key *string, cause error) 
 }
 
 // bmcHolder returns the node holding key, nil when none does.
-func (q Queries[Q]) bmcHolder(ctx context.Context, on Q, key *string) (*store.BMCHolder, error) {
-	r, err := q.b.typed.nodeByBMCKey(on, ctx, key)
+func (q Queries) bmcHolder(ctx context.Context, on Querier, key *string) (*store.BMCHolder, error) {
+	r, err := on.NodeByBMCKey(ctx, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -350,23 +370,24 @@ func (q Queries[Q]) bmcHolder(ctx context.Context, on Q, key *string) (*store.BM
 		State: baremetal.ProvisionState(r.ProvisionState)}, nil
 }
 
-func (q Queries[Q]) NodesOnBMC(ctx context.Context, endpoint string) ([]store.BMCHolder, error) {
+func (q Queries) NodesOnBMC(ctx context.Context, endpoint string) ([]store.BMCHolder, error) {
 	if endpoint == "" || !store.Storable(endpoint) {
 		return nil, nil
 	}
-	var out []store.BMCHolder
-	err := q.b.typed.nodesOnBMC(q.r, ctx, endpoint, func(r holderRow) error {
-		out = append(out, store.BMCHolder{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
-			State: baremetal.ProvisionState(r.ProvisionState)})
-		return nil
-	})
+	past := endpoint + "0" // see NodesOnBMCEndpoint
+	rs, err := q.r.NodesOnBMCEndpoint(ctx, &endpoint, &past)
 	if err != nil {
 		return nil, q.wrap("list the nodes on a BMC", err)
+	}
+	var out []store.BMCHolder
+	for _, r := range rs {
+		out = append(out, store.BMCHolder{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
+			State: baremetal.ProvisionState(r.ProvisionState)})
 	}
 	return out, nil
 }
 
-func (q Queries[Q]) DeleteNode(ctx context.Context, id string, version int64) error {
+func (q Queries) DeleteNode(ctx context.Context, id string, version int64) error {
 	if !store.Storable(id) {
 		return store.NotFound("node", id)
 	}
@@ -374,29 +395,32 @@ func (q Queries[Q]) DeleteNode(ctx context.Context, id string, version int64) er
 	if err != nil {
 		return q.wrap("delete node", err)
 	}
-	return q.checkWritten(ctx, changed, "node", id, version, Q.NodeVersion)
+	return q.checkWritten(ctx, changed, "node", id, version, Querier.NodeVersion)
 }
 
 // Backfill is the store.BMCKeyBackfill of these queries (run in one
 // transaction at Open).
-func (q Queries[Q]) Backfill() store.BMCKeyBackfill { return backfill[Q]{q} }
+func (q Queries) Backfill() store.BMCKeyBackfill { return backfill{q} }
 
-type backfill[Q Plain] struct{ q Queries[Q] }
+type backfill struct{ q Queries }
 
-func (b backfill[Q]) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
+func (b backfill) UnkeyedNodes(ctx context.Context) ([]store.UnkeyedNode, error) {
+	rs, err := b.q.w.UnkeyedNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []store.UnkeyedNode
-	err := b.q.b.typed.unkeyedNodes(b.q.w, ctx, func(r unkeyedRow) error {
+	for _, r := range rs {
 		out = append(out, store.UnkeyedNode{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
 			Driver: baremetal.Driver(r.Driver)})
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }
 
-func (b backfill[Q]) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
+func (b backfill) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, error) {
 	return b.q.bmcHolder(ctx, b.q.w, &key)
 }
 
-func (b backfill[Q]) SetBMCKey(ctx context.Context, id, key string) error {
+func (b backfill) SetBMCKey(ctx context.Context, id, key string) error {
 	return b.q.w.SetNodeBMCKey(ctx, &key, id)
 }

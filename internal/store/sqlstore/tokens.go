@@ -13,12 +13,12 @@ import (
 
 // ---- tokens ----
 
-func token(r *tokenRow) *baremetal.Token {
+func token(r *TokenRow) *baremetal.Token {
 	return &baremetal.Token{ID: r.ID, Name: r.Name, Role: baremetal.Role(r.Role), Project: r.Project, Hash: r.Hash,
 		ExpiresAt: (*time.Time)(r.ExpiresAt), CreatedAt: time.Time(r.CreatedAt)}
 }
 
-func (q Queries[Q]) InsertToken(ctx context.Context, t *baremetal.Token) error {
+func (q Queries) InsertToken(ctx context.Context, t *baremetal.Token) error {
 	id, now := newID(t.ID), store.Now()
 	err := q.w.InsertToken(ctx, id, t.Name, string(t.Role), t.Project, t.Hash, (*Time)(t.ExpiresAt), Time(now))
 	if err != nil {
@@ -37,15 +37,15 @@ func (q Queries[Q]) InsertToken(ctx context.Context, t *baremetal.Token) error {
 	return nil
 }
 
-func (q Queries[Q]) GetTokenByHash(ctx context.Context, hash string) (*baremetal.Token, error) {
-	return q.getToken(ctx, hash, q.b.typed.getTokenByHash, &baremetal.Error{Code: baremetal.CodeNotFound, Message: "token not found"})
+func (q Queries) GetTokenByHash(ctx context.Context, hash string) (*baremetal.Token, error) {
+	return q.getToken(ctx, hash, Querier.GetTokenByHash, &baremetal.Error{Code: baremetal.CodeNotFound, Message: "token not found"})
 }
 
-func (q Queries[Q]) GetToken(ctx context.Context, id string) (*baremetal.Token, error) {
-	return q.getToken(ctx, id, q.b.typed.getToken, store.NotFound("token", id))
+func (q Queries) GetToken(ctx context.Context, id string) (*baremetal.Token, error) {
+	return q.getToken(ctx, id, Querier.GetToken, store.NotFound("token", id))
 }
 
-func (q Queries[Q]) getToken(ctx context.Context, key string, get func(Q, context.Context, string) (tokenRow, error),
+func (q Queries) getToken(ctx context.Context, key string, get func(Querier, context.Context, string) (*TokenRow, error),
 	notFound error) (*baremetal.Token, error) {
 	if !store.Storable(key) {
 		return nil, notFound
@@ -57,28 +57,28 @@ func (q Queries[Q]) getToken(ctx context.Context, key string, get func(Q, contex
 	if err != nil {
 		return nil, q.wrap("get token", err)
 	}
-	return token(&r), nil
+	return token(r), nil
 }
 
-func (q Queries[Q]) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Token, string, error) {
+func (q Queries) ListTokens(ctx context.Context, p store.Page) ([]*baremetal.Token, string, error) {
 	after, err := store.DecodeIDCursor(p.After)
 	if err != nil {
 		return nil, "", err
 	}
 	limit := store.PageLimit(p.Limit)
-	var list []*baremetal.Token
-	err = q.b.typed.listTokens(q.r, ctx, tokenFilter{after: after, limit: int64(limit) + 1}, func(r tokenRow) error {
-		list = append(list, token(&r))
-		return nil
-	})
+	rs, err := q.r.ListTokens(ctx, after, int64(limit)+1)
 	if err != nil {
 		return nil, "", q.wrap("list tokens", err)
+	}
+	var list []*baremetal.Token
+	for _, r := range rs {
+		list = append(list, token(r))
 	}
 	list, next := store.TrimPage(list, limit, func(x *baremetal.Token) string { return x.ID })
 	return list, next, nil
 }
 
-func (q Queries[Q]) DeleteToken(ctx context.Context, id string) error {
+func (q Queries) DeleteToken(ctx context.Context, id string) error {
 	if !store.Storable(id) {
 		return store.NotFound("token", id)
 	}
@@ -92,7 +92,7 @@ func (q Queries[Q]) DeleteToken(ctx context.Context, id string) error {
 	return nil
 }
 
-func (q Queries[Q]) CountTokens(ctx context.Context) (int, error) {
+func (q Queries) CountTokens(ctx context.Context) (int, error) {
 	n, err := q.r.CountTokens(ctx)
 	if err != nil {
 		return 0, q.wrap("count tokens", err)
@@ -102,7 +102,7 @@ func (q Queries[Q]) CountTokens(ctx context.Context) (int, error) {
 
 // ---- agent sessions and inventories ----
 
-func (q Queries[Q]) session(r *sessionRow) (*baremetal.AgentSession, error) {
+func (q Queries) session(r *SessionRow) (*baremetal.AgentSession, error) {
 	s := &baremetal.AgentSession{NodeID: r.NodeID, Purpose: baremetal.AgentPurpose(r.Purpose), TokenHash: r.TokenHash,
 		Command: r.Command, Status: r.Status, Inventory: r.Inventory, BootID: r.BootID,
 		NetbootIDs: store.DecodeNetbootIDs(r.NetbootIDs), IdentityIDs: store.DecodeNetbootIDs(r.IdentityIDs),
@@ -115,7 +115,7 @@ func (q Queries[Q]) session(r *sessionRow) (*baremetal.AgentSession, error) {
 	return s, nil
 }
 
-func (q Queries[Q]) PutAgentSession(ctx context.Context, s *baremetal.AgentSession) error {
+func (q Queries) PutAgentSession(ctx context.Context, s *baremetal.AgentSession) error {
 	if !store.Storable(s.NodeID) {
 		return store.NotFound("node", s.NodeID)
 	}
@@ -128,7 +128,7 @@ func (q Queries[Q]) PutAgentSession(ctx context.Context, s *baremetal.AgentSessi
 		s.BootID, (*Time)(s.LastSeenAt), Time(now), store.EncodeNetbootIDs(s.NetbootIDs), store.EncodeNetbootIDs(s.IdentityIDs))
 	switch {
 	case err == nil:
-	case q.b.dialect.ForeignKeyViolation(err):
+	case q.dialect.ForeignKeyViolation(err):
 		return store.NotFound("node", s.NodeID)
 	case q.unique(err) == AgentSessionsTokenHashKey:
 		return store.Duplicate("token_hash", "an agent session with this token already exists", err)
@@ -143,15 +143,16 @@ func (q Queries[Q]) PutAgentSession(ctx context.Context, s *baremetal.AgentSessi
 
 var errNoSession = &baremetal.Error{Code: baremetal.CodeNotFound, Message: "agent session not found"}
 
-func (q Queries[Q]) GetAgentSession(ctx context.Context, nodeID string) (*baremetal.AgentSession, error) {
-	return q.getSession(ctx, nodeID, q.b.typed.getSession)
+func (q Queries) GetAgentSession(ctx context.Context, nodeID string) (*baremetal.AgentSession, error) {
+	return q.getSession(ctx, nodeID, Querier.GetAgentSession)
 }
 
-func (q Queries[Q]) GetAgentSessionByTokenHash(ctx context.Context, hash string) (*baremetal.AgentSession, error) {
-	return q.getSession(ctx, hash, q.b.typed.getSessionHash)
+func (q Queries) GetAgentSessionByTokenHash(ctx context.Context, hash string) (*baremetal.AgentSession, error) {
+	return q.getSession(ctx, hash, Querier.GetAgentSessionByTokenHash)
 }
 
-func (q Queries[Q]) getSession(ctx context.Context, key string, get func(Q, context.Context, string) (sessionRow, error)) (*baremetal.AgentSession, error) {
+func (q Queries) getSession(ctx context.Context, key string,
+	get func(Querier, context.Context, string) (*SessionRow, error)) (*baremetal.AgentSession, error) {
 	if !store.Storable(key) {
 		return nil, errNoSession
 	}
@@ -162,50 +163,53 @@ func (q Queries[Q]) getSession(ctx context.Context, key string, get func(Q, cont
 	if err != nil {
 		return nil, q.wrap("get agent session", err)
 	}
-	s, err := q.session(&r)
+	s, err := q.session(r)
 	if err != nil {
 		return nil, q.wrap("get agent session", err)
 	}
 	return s, nil
 }
 
-func (q Queries[Q]) FindAgentSessionsByNetbootID(ctx context.Context, id string) ([]*baremetal.AgentSession, error) {
-	var out []*baremetal.AgentSession
-	err := q.b.typed.findSessions(q.r, ctx, store.NetbootIDPattern(id), func(r sessionRow) error {
-		s, err := q.session(&r)
-		out = append(out, s)
-		return err
-	})
+func (q Queries) FindAgentSessionsByNetbootID(ctx context.Context, id string) ([]*baremetal.AgentSession, error) {
+	rs, err := q.r.FindAgentSessionsByNetbootID(ctx, store.NetbootIDPattern(id))
 	if err != nil {
 		return nil, q.wrap("find agent sessions by netboot id", err)
 	}
+	var out []*baremetal.AgentSession
+	for _, r := range rs {
+		s, err := q.session(r)
+		if err != nil {
+			return nil, q.wrap("find agent sessions by netboot id", err)
+		}
+		out = append(out, s)
+	}
 	return out, nil
 }
 
-func (q Queries[Q]) ListAgentActivity(ctx context.Context, fromID, toID string) ([]*baremetal.AgentActivity, error) {
+func (q Queries) ListAgentActivity(ctx context.Context, fromID, toID string) ([]*baremetal.AgentActivity, error) {
 	if !store.Storable(fromID, toID) {
 		return nil, nil // no node has such an id
 	}
-	var out []*baremetal.AgentActivity
-	err := q.b.typed.listActivity(q.r, ctx, activityFilter{fromID: fromID, toID: toID}, func(r activityRow) error {
-		out = append(out, &baremetal.AgentActivity{NodeID: r.NodeID, Purpose: baremetal.AgentPurpose(r.Purpose),
-			Command: r.Command, Status: r.Status, LastSeenAt: (*time.Time)(r.LastSeenAt)})
-		return nil
-	})
+	rs, err := q.r.ListAgentActivity(ctx, fromID, toID)
 	if err != nil {
 		return nil, q.wrap("list agent activity", err)
+	}
+	var out []*baremetal.AgentActivity
+	for _, r := range rs {
+		out = append(out, &baremetal.AgentActivity{NodeID: r.NodeID, Purpose: baremetal.AgentPurpose(r.Purpose),
+			Command: r.Command, Status: r.Status, LastSeenAt: (*time.Time)(r.LastSeenAt)})
 	}
 	return out, nil
 }
 
-func (q Queries[Q]) UpdateAgentSession(ctx context.Context, s *baremetal.AgentSession) error {
+func (q Queries) UpdateAgentSession(ctx context.Context, s *baremetal.AgentSession) error {
 	now := store.Now()
 	changed, err := q.w.UpdateAgentSession(ctx, s.Command, s.Status, s.Inventory, s.BootID, (*Time)(s.LastSeenAt), Time(now),
 		s.AgentAddr, s.Refused, s.NodeID, s.Version)
 	if err != nil {
 		return q.wrap("update agent session", err)
 	}
-	if err := q.checkWritten(ctx, changed, "agent session", s.NodeID, s.Version, Q.AgentSessionVersion); err != nil {
+	if err := q.checkWritten(ctx, changed, "agent session", s.NodeID, s.Version, Querier.AgentSessionVersion); err != nil {
 		return err
 	}
 	s.Version++
@@ -213,7 +217,7 @@ func (q Queries[Q]) UpdateAgentSession(ctx context.Context, s *baremetal.AgentSe
 	return nil
 }
 
-func (q Queries[Q]) DeleteAgentSession(ctx context.Context, nodeID string) error {
+func (q Queries) DeleteAgentSession(ctx context.Context, nodeID string) error {
 	if !store.Storable(nodeID) {
 		return nil
 	}
@@ -223,14 +227,14 @@ func (q Queries[Q]) DeleteAgentSession(ctx context.Context, nodeID string) error
 	return nil
 }
 
-func (q Queries[Q]) SetInventory(ctx context.Context, inv *baremetal.Inventory) error {
+func (q Queries) SetInventory(ctx context.Context, inv *baremetal.Inventory) error {
 	if !store.Storable(inv.NodeID) {
 		return store.NotFound("node", inv.NodeID)
 	}
 	at := store.Timestamp(inv.InspectedAt)
 	err := q.w.SetInventory(ctx, inv.NodeID, inv.Data, Time(at))
 	switch {
-	case q.b.dialect.ForeignKeyViolation(err):
+	case q.dialect.ForeignKeyViolation(err):
 		return store.NotFound("node", inv.NodeID)
 	case err != nil:
 		return q.wrap("set inventory", err)
@@ -239,12 +243,12 @@ func (q Queries[Q]) SetInventory(ctx context.Context, inv *baremetal.Inventory) 
 	return nil
 }
 
-func (q Queries[Q]) GetInventory(ctx context.Context, nodeID string) (*baremetal.Inventory, error) {
+func (q Queries) GetInventory(ctx context.Context, nodeID string) (*baremetal.Inventory, error) {
 	notFound := &baremetal.Error{Code: baremetal.CodeNotFound, Message: fmt.Sprintf("node %s has not been inspected", nodeID)}
 	if !store.Storable(nodeID) {
 		return nil, notFound
 	}
-	r, err := q.b.typed.getInventory(q.r, ctx, nodeID)
+	r, err := q.r.GetInventory(ctx, nodeID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound
 	}
@@ -259,7 +263,7 @@ func (q Queries[Q]) GetInventory(ctx context.Context, nodeID string) (*baremetal
 // idempotencyTTL is how long a create's key is honoured.
 const idempotencyTTL = 24 * time.Hour
 
-func (q Queries[Q]) PutIdempotencyKey(ctx context.Context, k *baremetal.IdempotencyKey) error {
+func (q Queries) PutIdempotencyKey(ctx context.Context, k *baremetal.IdempotencyKey) error {
 	if !store.Storable(k.Key, k.TokenID) {
 		return &baremetal.Error{Code: baremetal.CodeInvalid, Field: "key", Message: "the Idempotency-Key holds characters that cannot be stored"}
 	}
@@ -279,12 +283,12 @@ func (q Queries[Q]) PutIdempotencyKey(ctx context.Context, k *baremetal.Idempote
 	return nil
 }
 
-func (q Queries[Q]) GetIdempotencyKey(ctx context.Context, tokenID, key string) (*baremetal.IdempotencyKey, error) {
+func (q Queries) GetIdempotencyKey(ctx context.Context, tokenID, key string) (*baremetal.IdempotencyKey, error) {
 	notFound := &baremetal.Error{Code: baremetal.CodeNotFound, Message: "idempotency key not found"}
 	if !store.Storable(key, tokenID) {
 		return nil, notFound
 	}
-	r, err := q.b.typed.getKey(q.r, ctx, keyFilter{tokenID: tokenID, key: key, since: Time(store.Now().Add(-idempotencyTTL))})
+	r, err := q.r.GetIdempotencyKey(ctx, tokenID, key, Time(store.Now().Add(-idempotencyTTL)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound
 	}
