@@ -188,7 +188,8 @@ func (f *flags) parse(args []string) error {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(fl.Name)); ok {
-			if e := fl.Value.Set(v); e != nil {
+			// Through the FlagSet, so the flag counts as given (set).
+			if e := f.Set(fl.Name, v); e != nil {
 				err = fmt.Errorf("%s=%q: %w", envName(fl.Name), v, e)
 			}
 		}
@@ -196,7 +197,8 @@ func (f *flags) parse(args []string) error {
 	return err
 }
 
-// set reports whether the command line gave flag name.
+// set reports whether the command line or the environment gave flag
+// name.
 func (f *flags) set(name string) bool {
 	found := false
 	f.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
@@ -259,6 +261,17 @@ func (f *serveFlags) settings() []app.Setting {
 			Doc:  "its address"})
 }
 
+// config is the controller's Config as the flags say it.
+func (f *serveFlags) config() app.Config {
+	cfg := f.cfg
+	if f.simSystems > 0 && !f.set("redfish-max-connections") {
+		// Every simulated system is behind the one endpoint, which the
+		// default cap per BMC would make a bottleneck.
+		cfg.RedfishMaxConnections = 64
+	}
+	return cfg
+}
+
 func serve(ctx context.Context, args []string) error {
 	f := newServeFlags()
 	if err := f.parse(args); err != nil {
@@ -270,7 +283,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	// Before the simulated fleet starts and its state file is written:
 	// bad settings change nothing. (Start checks again, for every caller.)
-	cfg := f.cfg
+	cfg := f.config()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -279,11 +292,6 @@ func serve(ctx context.Context, args []string) error {
 		log.Warn("--power-sync-interval is 0: the periodic power sync is off; faults are only noticed by jobs")
 	}
 	if f.simSystems > 0 {
-		if !f.set("redfish-max-connections") {
-			// Every simulated system is behind the one endpoint, which
-			// the default cap per BMC would make a bottleneck.
-			cfg.RedfishMaxConnections = 64
-		}
 		// The fleet's state lives with the controller's: a restart of
 		// the demo leaves the machines as they were, as real ones are.
 		fleet, err := sim.Start(sim.Options{Listen: f.simListen, Systems: f.simSystems, StateFile: filepath.Join(cfg.DataDir, simStateFile)})
@@ -358,9 +366,7 @@ func runSim(ctx context.Context, args []string) error {
 	}
 	var vm *sim.VMOptions
 	if *qemuVM {
-		set := map[string]bool{}
-		f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-		if !set["systems"] {
+		if !f.set("systems") {
 			*systems = 1
 		}
 		dir := *vmDir

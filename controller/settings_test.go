@@ -133,3 +133,26 @@ func TestServeRefusesBadSettingsFirst(t *testing.T) {
 		t.Errorf("serve created %s", dir)
 	}
 }
+
+// A flag given through its BAREMETAL_ variable is given, as on the
+// command line: serve --sim-systems keeps the operator's
+// BAREMETAL_REDFISH_MAX_CONNECTIONS instead of raising it to 64.
+func TestFlagFromTheEnvironmentIsGiven(t *testing.T) {
+	t.Setenv("BAREMETAL_REDFISH_MAX_CONNECTIONS", "5")
+	f := newServeFlags()
+	if err := f.parse([]string{"--sim-systems", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.config().RedfishMaxConnections; got != 5 {
+		t.Errorf("BAREMETAL_REDFISH_MAX_CONNECTIONS=5 with --sim-systems: %d connections per BMC, want 5", got)
+	}
+	t.Setenv("BAREMETAL_REDFISH_MAX_CONNECTIONS", "")
+	_ = os.Unsetenv("BAREMETAL_REDFISH_MAX_CONNECTIONS") // t.Setenv restores it
+	f = newServeFlags()
+	if err := f.parse([]string{"--sim-systems", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.config().RedfishMaxConnections; got != 64 {
+		t.Errorf("--sim-systems alone: %d connections per BMC, want 64", got)
+	}
+}
