@@ -28,7 +28,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/app"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 )
@@ -145,15 +144,28 @@ func run(args []string) error {
 // flags wraps a FlagSet so every flag falls back to a BAREMETAL_* env var.
 type flags struct {
 	*flag.FlagSet
-	logLevel, logFormat *string
+	logLevel, logFormat string
 }
 
 func newFlags(name string) *flags {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	f := &flags{FlagSet: fs}
-	f.logLevel = f.String("log-level", "info", "log level: debug, info, warn, error")
-	f.logFormat = f.String("log-format", "text", "log format: text or json")
+	f := &flags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
+	f.add(f.logSettings()...)
 	return f
+}
+
+// logSettings are every command's logging flags.
+func (f *flags) logSettings() []app.Setting {
+	return []app.Setting{
+		{Name: "log-level", Value: &f.logLevel, Default: "info", Help: "log level: debug, info, warn, error"},
+		{Name: "log-format", Value: &f.logFormat, Default: "text", Help: "log format: text or json", Doc: "`text`, or `json` for machine-read logs"},
+	}
+}
+
+// add defines the settings' flags.
+func (f *flags) add(settings ...app.Setting) {
+	for _, s := range settings {
+		s.AddTo(f.FlagSet)
+	}
 }
 
 func envName(flagName string) string {
@@ -176,7 +188,8 @@ func (f *flags) parse(args []string) error {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(fl.Name)); ok {
-			if e := fl.Value.Set(v); e != nil {
+			// Through the FlagSet, so the flag counts as given (set).
+			if e := f.Set(fl.Name, v); e != nil {
 				err = fmt.Errorf("%s=%q: %w", envName(fl.Name), v, e)
 			}
 		}
@@ -184,7 +197,8 @@ func (f *flags) parse(args []string) error {
 	return err
 }
 
-// set reports whether the command line gave flag name.
+// set reports whether the command line or the environment gave flag
+// name.
 func (f *flags) set(name string) bool {
 	found := false
 	f.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
@@ -193,60 +207,73 @@ func (f *flags) set(name string) bool {
 
 func (f *flags) logger() (*slog.Logger, error) {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(*f.logLevel)); err != nil {
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
-	switch *f.logFormat {
+	switch f.logFormat {
 	case "text":
 		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	default:
-		return nil, fmt.Errorf("--log-format must be text or json, got %q", *f.logFormat)
+		return nil, fmt.Errorf("--log-format must be text or json, got %q", f.logFormat)
 	}
 }
 
-func storeFlags(f *flags, cfg *app.Config) {
-	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the embedded database, secret key and generated admin token")
-	f.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (postgres://...); empty = embedded SQLite in --data-dir")
-	f.StringVar(&cfg.SecretKeyFile, "secret-key-file", cfg.SecretKeyFile, "AES-256 key for BMC passwords at rest (default <data-dir>/secret.key, generated on first start)")
+// storeSettings are cfg's settings that say where the database is:
+// migrate's flags, and serve's too.
+func storeSettings(cfg *app.Config) []app.Setting {
+	var out []app.Setting
+	for _, s := range cfg.Settings() {
+		switch s.Name {
+		case "data-dir", "database-url", "secret-key-file":
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// serveFlags are controller serve's flags: the controller's settings
+// (app.Config's table), the simulated fleet's and logging's.
+type serveFlags struct {
+	*flags
+	cfg        app.Config
+	simSystems int
+	simListen  string
+}
+
+func newServeFlags() *serveFlags {
+	f := &serveFlags{flags: newFlags("serve")}
+	f.add(f.settings()...)
+	return f
+}
+
+// settings are serve's own, in the README's order (logging's follow
+// them there).
+func (f *serveFlags) settings() []app.Setting {
+	return append(f.cfg.Settings(),
+		app.Setting{Name: "sim-systems", Value: &f.simSystems,
+			Help: "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)",
+			Doc:  "also run a simulated Redfish BMC fleet with N systems"},
+		app.Setting{Name: "sim-listen", Value: &f.simListen, Default: "127.0.0.1:8000",
+			Help: "address of the simulated BMC fleet (its systems' power, boot override, media and faults are kept in <data-dir>/" + simStateFile + " across restarts)",
+			Doc:  "its address"})
+}
+
+// config is the controller's Config as the flags say it.
+func (f *serveFlags) config() app.Config {
+	cfg := f.cfg
+	if f.simSystems > 0 && !f.set("redfish-max-connections") {
+		// Every simulated system is behind the one endpoint, which the
+		// default cap per BMC would make a bottleneck.
+		cfg.RedfishMaxConnections = 64
+	}
+	return cfg
 }
 
 func serve(ctx context.Context, args []string) error {
-	cfg := app.Defaults()
-	f := newFlags("serve")
-	f.StringVar(&cfg.Listen, "listen", cfg.Listen, "address of the REST API")
-	storeFlags(f, &cfg)
-	f.StringVar(&cfg.BootstrapToken, "bootstrap-token", "", "admin token to create on first start, when no token exists; ignored later, so a revoked one stays revoked (default: generate one into <data-dir>/admin-token)")
-	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serve the API over HTTPS with this PEM certificate (with --tls-key-file)")
-	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file")
-	f.StringVar(&cfg.PublicURL, "public-url", "", "the API's base URL as BMCs and booted instances reach it (config drives, readiness callbacks); default: derived from --listen unless that is a wildcard address")
-	f.DurationVar(&cfg.PowerSyncInterval, "power-sync-interval", cfg.PowerSyncInterval, "how often every node's power state is read")
-	f.IntVar(&cfg.PowerSyncWorkers, "power-sync-workers", cfg.PowerSyncWorkers, "concurrent BMC reads during power sync")
-	f.DurationVar(&cfg.BMCTimeout, "bmc-timeout", cfg.BMCTimeout, "timeout of one BMC call")
-	f.DurationVar(&cfg.PowerChangeTimeout, "power-change-timeout", cfg.PowerChangeTimeout, "how long to wait for a power change to be observed before recording power_mismatch")
-	f.IntVar(&cfg.RedfishMaxConnections, "redfish-max-connections", cfg.RedfishMaxConnections, "concurrent requests (and connections) to one Redfish BMC: BMCs take few (iDRAC); raise it for a service in front of many systems (with --sim-systems it defaults to 64: the simulated fleet is one endpoint)")
-	f.DurationVar(&cfg.MediaSettle, "media-settle", cfg.MediaSettle, "how long a BMC may take to show a virtual media insert or eject it accepted, read back until it does, before the request is sent once more (then fails naming the slot)")
-	f.IntVar(&cfg.FaultThreshold, "fault-threshold", cfg.FaultThreshold, "consecutive BMC failures before a node is marked faulted")
-	f.DurationVar(&cfg.MaxBackoff, "max-backoff", cfg.MaxBackoff, "cap of the retry backoff of faulted nodes and failing jobs")
-	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent jobs (deploy, cleanup, ...) per controller")
-	f.BoolVar(&cfg.ImageCheck, "image-check", cfg.ImageCheck, "before a deploy gives an image URL to the BMC, check it from the controller (HEAD and a range GET): an image that is not there fails the instance with the reason; disable only if the controller cannot reach the image servers the BMCs use")
-	f.StringVar(&cfg.ImageURLAllow, "image-url-allow", "", "CIDR ranges, comma-separated, that the image check may fetch from although it refuses them by default: loopback and link-local addresses (e.g. 127.0.0.1/32 for an image server on the controller's host, as make run's demo); a cloud metadata address only by its exact /32 or /128; never the controller's own API address")
-	f.StringVar(&cfg.ImageURLDeny, "image-url-deny", "", "CIDR ranges, comma-separated, that the image check never fetches from (nor follows a redirect to), besides what it refuses by default: cloud metadata services, link-local and loopback addresses, the controller's own API address")
-	f.StringVar(&cfg.AgentKernel, "agent-kernel", "", "serve the deploy agent (inspection): a Linux kernel, e.g. Debian's /boot/vmlinuz-<version> from linux-image-amd64; this binary (built with CGO_ENABLED=0) becomes the agent's /init; needs --public-url")
-	f.StringVar(&cfg.AgentModulesDir, "agent-modules-dir", "", "the agent kernel's modules (default /lib/modules/<its version>)")
-	f.StringVar(&cfg.AgentUEFI, "agent-uefi", "auto", "with --agent-kernel, how the agent ISO boots on UEFI firmware (BIOS always): secure-boot (Debian's signed shim and GRUB: shim-signed, grub-efi-amd64-signed; boots with Secure Boot on or off), grub (grub-efi-amd64-bin; Secure Boot off only), on (either), off, or auto (the first installed of secure-boot and grub, else BIOS only, with a warning)")
-	f.StringVar(&cfg.AgentURL, "agent-url", "", "the API's base URL as booted nodes (the deploy agent) reach it, when that differs from --public-url (a provisioning network apart from the BMCs')")
-	f.StringVar(&cfg.AgentCABundle, "agent-ca-bundle", "auto", "with --agent-kernel, the deploy agent's trust store for https image, config drive and controller URLs (a PEM file of CA certificates): auto (the host's "+image.DefaultCABundle+", Debian's ca-certificates), none, or a file")
-	f.StringVar(&cfg.AgentCAFile, "agent-ca-file", "", "with --agent-kernel, a PEM file of CA certificates the deploy agent trusts besides the system's: for an https --agent-url or image servers behind a private CA")
-	f.BoolVar(&cfg.AgentNetboot, "agent-netboot", false, "with --agent-kernel, boot the deploy agent from the network on nodes whose BMC has no virtual media (IPMI): the provisioning network's DHCP must hand iPXE the boot file <agent-url>/v1/agent/netboot (see the README)")
-	f.StringVar(&cfg.CleanErase, "clean-erase", cfg.CleanErase, "with --agent-kernel, how cleaning erases a node's disks between tenants: metadata (partition tables and filesystem signatures at both ends of every disk), full (every byte) or off")
-	f.StringVar(&cfg.CleanEraseClass, "clean-erase-class", "", "per resource class, how cleaning erases disks, overriding --clean-erase: class=mode pairs separated by commas, e.g. storage=full,scratch=off")
-	f.BoolVar(&cfg.InspectOnEnroll, "inspect-on-enroll", false, "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes only with --agent-netboot (they have no virtual media to boot the agent from)")
-	f.DurationVar(&cfg.AgentTimeout, "agent-timeout", 15*time.Minute, "how long a booted deploy agent may take to report before the work it was booted for gives up")
-	simSystems := f.Int("sim-systems", 0, "also run a simulated Redfish BMC fleet with this many systems (demos, quickstart)")
-	simListen := f.String("sim-listen", "127.0.0.1:8000", "address of the simulated BMC fleet (its systems' power, boot override, media and faults are kept in <data-dir>/"+simStateFile+" across restarts)")
+	f := newServeFlags()
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -254,27 +281,25 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkServeConfig(cfg); err != nil {
+	// Before the simulated fleet starts and its state file is written:
+	// bad settings change nothing. (Start checks again, for every caller.)
+	cfg := f.config()
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	cfg.Logger = log
 	if cfg.PowerSyncInterval == 0 {
 		log.Warn("--power-sync-interval is 0: the periodic power sync is off; faults are only noticed by jobs")
 	}
-	if *simSystems > 0 {
-		if !f.set("redfish-max-connections") {
-			// Every simulated system is behind the one endpoint, which
-			// the default cap per BMC would make a bottleneck.
-			cfg.RedfishMaxConnections = 64
-		}
+	if f.simSystems > 0 {
 		// The fleet's state lives with the controller's: a restart of
 		// the demo leaves the machines as they were, as real ones are.
-		fleet, err := sim.Start(sim.Options{Listen: *simListen, Systems: *simSystems, StateFile: filepath.Join(cfg.DataDir, simStateFile)})
+		fleet, err := sim.Start(sim.Options{Listen: f.simListen, Systems: f.simSystems, StateFile: filepath.Join(cfg.DataDir, simStateFile)})
 		if err != nil {
 			return fmt.Errorf("start simulated BMC fleet: %w", err)
 		}
 		defer func() { _ = fleet.Close() }()
-		log.Info("simulated Redfish BMC fleet running", "url", fleet.URL(), "systems", *simSystems,
+		log.Info("simulated Redfish BMC fleet running", "url", fleet.URL(), "systems", f.simSystems,
 			"first_system", fleet.SystemIDs()[0], "username", "admin", "password", "password")
 	}
 	a, err := app.Start(ctx, cfg)
@@ -292,35 +317,10 @@ func serve(ctx context.Context, args []string) error {
 // state, in the data dir.
 const simStateFile = "sim-state.json"
 
-// checkServeConfig rejects settings that would make the controller
-// silently useless (a zero timeout fails every BMC call at once).
-func checkServeConfig(cfg app.Config) error {
-	var errs []error
-	positive := func(name string, d time.Duration) {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be positive, got %s", name, d))
-		}
-	}
-	positive("bmc-timeout", cfg.BMCTimeout)
-	positive("power-change-timeout", cfg.PowerChangeTimeout)
-	positive("max-backoff", cfg.MaxBackoff)
-	positive("media-settle", cfg.MediaSettle)
-	if cfg.PowerSyncInterval < 0 {
-		errs = append(errs, fmt.Errorf("--power-sync-interval must not be negative, got %s", cfg.PowerSyncInterval))
-	}
-	for name, v := range map[string]int{"power-sync-workers": cfg.PowerSyncWorkers, "fault-threshold": cfg.FaultThreshold, "workers": cfg.Workers,
-		"redfish-max-connections": cfg.RedfishMaxConnections} {
-		if v < 1 {
-			errs = append(errs, fmt.Errorf("--%s must be at least 1, got %d", name, v))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 func migrate(ctx context.Context, args []string) error {
-	cfg := app.Defaults()
+	var cfg app.Config
 	f := newFlags("migrate")
-	storeFlags(f, &cfg)
+	f.add(storeSettings(&cfg)...)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -366,9 +366,7 @@ func runSim(ctx context.Context, args []string) error {
 	}
 	var vm *sim.VMOptions
 	if *qemuVM {
-		set := map[string]bool{}
-		f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-		if !set["systems"] {
+		if !f.set("systems") {
 			*systems = 1
 		}
 		dir := *vmDir

@@ -28,7 +28,6 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/image"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agentboot"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
@@ -48,111 +47,6 @@ import (
 // long enough for a BMC's login, short enough that a dead BMC never holds
 // the API; the verify job asks again.
 const enrollResolveTimeout = 5 * time.Second
-
-// Config is everything a controller needs; the binary fills it from flags
-// and environment variables.
-type Config struct {
-	Listen         string // host:port of the API; "127.0.0.1:0" picks a port
-	DataDir        string
-	DatabaseURL    string // empty: embedded SQLite in DataDir
-	BootstrapToken string
-	SecretKeyFile  string // empty: <DataDir>/secret.key
-	// TLSCertFile and TLSKeyFile, when both set, make the API serve HTTPS
-	// (PEM files; re-read at start only).
-	TLSCertFile string
-	TLSKeyFile  string
-	// PublicURL is the API's base URL as BMCs and booted instances reach
-	// it: BMCs fetch config drives from it, instances call back to it.
-	// Empty: derived from Listen unless Listen is a wildcard address.
-	PublicURL string
-
-	PowerSyncInterval  time.Duration
-	PowerSyncWorkers   int
-	BMCTimeout         time.Duration
-	PowerChangeTimeout time.Duration
-	PowerPollInterval  time.Duration
-	FaultThreshold     int
-	MaxBackoff         time.Duration
-	RetryBase          time.Duration
-	Workers            int
-	// RedfishMaxConnections caps the concurrent requests (and connections)
-	// to one Redfish BMC (default 2: BMCs take few; a service in front of
-	// many systems, like the simulated fleet, may take more).
-	RedfishMaxConnections int
-	// MediaSettle is how long a BMC may take to show a virtual media
-	// insert or eject it accepted before the request is sent again (and
-	// then fails): default 15s.
-	MediaSettle time.Duration
-	// ImageCheck makes deploys look at an image URL from the controller
-	// (HEAD and a range GET) before a BMC gets it, so an image that is not
-	// there fails its instance with the reason. Off only where the
-	// controller cannot reach the image servers the BMCs use.
-	ImageCheck bool
-	// ImageURLAllow and ImageURLDeny are the check's CIDR lists, comma
-	// separated (netguard.ParsePrefixes). The check never fetches from a
-	// cloud metadata service, a link-local or loopback address or the
-	// controller's own API address (imagecheck); Allow exempts ranges
-	// from that (make run allows 127.0.0.1 for the simulator's demo
-	// image), Deny refuses more.
-	ImageURLAllow, ImageURLDeny string
-
-	// AgentKernel, when set, makes the controller serve the deploy agent:
-	// a Linux kernel (Debian's /boot/vmlinuz-*), its modules from
-	// AgentModulesDir (default /lib/modules/<its version>), and this
-	// binary (AgentBinary when set; it must be static, CGO_ENABLED=0) as
-	// the agent's /init. Inspection needs it.
-	AgentKernel     string
-	AgentModulesDir string
-	AgentBinary     string
-	// AgentUEFI is how the served agent ISO boots on UEFI firmware:
-	// auto (default: Debian's signed shim and GRUB where installed, so
-	// Secure Boot nodes boot it too, else unsigned GRUB, else BIOS only),
-	// on, secure-boot, grub or off (image.ResolveUEFI).
-	AgentUEFI string
-	// AgentCABundle is the deploy agent's trust store for https (a PEM
-	// file): auto (default: the host's, Debian's ca-certificates), none,
-	// or a file (image.ResolveCABundle). AgentCAFile adds to it per boot.
-	AgentCABundle string
-	// AgentURL is the API's base URL as booted nodes (the deploy agent)
-	// reach it, when that differs from PublicURL (a provisioning network
-	// apart from the BMCs' network). Empty: PublicURL.
-	AgentURL string
-	// AgentNetboot boots the deploy agent from the network on nodes whose
-	// BMC has no virtual media (IPMI): the provisioning network's DHCP
-	// hands iPXE the API's netboot script (api.AgentNetbootPath at
-	// AgentURL), which boots the agent on the node being booted.
-	AgentNetboot bool
-	// AgentCAFile is a PEM file of CA certificates the agent trusts,
-	// besides the system's, for the controller's https URL and the image
-	// servers (its initramfs has no trust store of its own).
-	AgentCAFile string
-	// AgentTimeout bounds the wait for a booted agent's report.
-	AgentTimeout time.Duration
-	// CleanErase is how cleanups erase disks with the deploy agent:
-	// "metadata" (default), "full" or "off".
-	CleanErase string
-	// CleanEraseClass overrides CleanErase per resource class:
-	// "class=mode[,class=mode...]", modes as CleanErase.
-	CleanEraseClass string
-	// InspectOnEnroll inspects every node whose BMC verify succeeded
-	// (enroll → inspecting → available) before it can be scheduled;
-	// needs AgentKernel.
-	InspectOnEnroll bool
-
-	Logger *slog.Logger
-}
-
-// Defaults returns the documented defaults.
-func Defaults() Config {
-	return Config{
-		Listen: "127.0.0.1:8080", DataDir: "./data",
-		PowerSyncInterval: 60 * time.Second, PowerSyncWorkers: 64, BMCTimeout: 10 * time.Second,
-		PowerChangeTimeout: 60 * time.Second, PowerPollInterval: 2 * time.Second,
-		FaultThreshold: 3, MaxBackoff: 5 * time.Minute, RetryBase: 2 * time.Second, Workers: 100,
-		RedfishMaxConnections: redfish.DefaultMaxConcurrentRequests, MediaSettle: 15 * time.Second,
-		ImageCheck: true, CleanErase: "metadata",
-	}
-}
 
 // readAgentCA reads --agent-ca-file ("": none): at least one PEM
 // certificate, nothing else.
@@ -183,43 +77,6 @@ func readAgentCA(path string) (string, error) {
 		return "", fmt.Errorf("--agent-ca-file %s: no PEM certificate in it", path)
 	}
 	return string(b), nil
-}
-
-// ParseCleanEraseClass reads --clean-erase-class: comma-separated
-// class=mode pairs, each class once, modes as --clean-erase. The map's
-// values are the jobs' (off is "").
-func ParseCleanEraseClass(v string) (map[string]string, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	out := map[string]string{}
-	for _, pair := range strings.Split(v, ",") {
-		class, mode, ok := strings.Cut(strings.TrimSpace(pair), "=")
-		if !ok {
-			return nil, fmt.Errorf("--clean-erase-class %q: want class=mode pairs separated by commas, e.g. storage=full,scratch=off", pair)
-		}
-		if err := baremetal.ValidateResourceClass("--clean-erase-class", class); err != nil {
-			return nil, err
-		}
-		switch mode {
-		case "metadata", "full", "off":
-		default:
-			return nil, fmt.Errorf("--clean-erase-class %s=%q: want metadata, full or off", class, mode)
-		}
-		if _, dup := out[class]; dup {
-			return nil, fmt.Errorf("--clean-erase-class: resource class %s is given twice", class)
-		}
-		out[class] = cleanErase(mode)
-	}
-	return out, nil
-}
-
-// cleanErase is the jobs' CleanErase for the --clean-erase value.
-func cleanErase(v string) string {
-	if v == "off" {
-		return ""
-	}
-	return v
 }
 
 // App is a running controller.
@@ -294,11 +151,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	// Certificate problems are found before anything is opened.
-	var tlsConfig *tls.Config
-	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
-		return nil, errors.New("--tls-cert-file and --tls-key-file go together")
+	// Bad settings and certificates are found before anything is opened.
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
+	var tlsConfig *tls.Config
 	if cfg.TLSCertFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
 		if err != nil {
@@ -328,10 +185,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if publicURL == "" {
 		log.Warn("no --public-url and the API listens on a wildcard address: instances with user_data or deploy_timeout cannot get their config drive", "listen", cfg.Listen)
 	}
-	checker, err := imageChecker(cfg, a.listener.Addr())
-	if err != nil {
-		return fail(err)
-	}
+	checker := imageChecker(cfg, a.listener.Addr())
 	st, err := OpenStore(ctx, cfg, log)
 	if err != nil {
 		return fail(err)
@@ -345,29 +199,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	a.ipmi = ipmi.NewOpener(ipmi.Options{Timeout: cfg.BMCTimeout, Logger: log})
 	drivers := bmc.Drivers{"redfish": a.redfish, "ipmi": a.ipmi}
 
-	if cfg.RetryBase > cfg.MaxBackoff {
-		// A small --max-backoff (tests, impatient operators) caps the
-		// first retry too.
-		cfg.RetryBase = cfg.MaxBackoff
-	}
-	switch cfg.CleanErase {
-	case "", "metadata", "full", "off":
-	default:
-		return fail(fmt.Errorf("--clean-erase %q: want metadata, full or off", cfg.CleanErase))
-	}
-	byClass, err := ParseCleanEraseClass(cfg.CleanEraseClass)
-	if err != nil {
-		return fail(err)
-	}
-	if cfg.InspectOnEnroll && cfg.AgentKernel == "" {
-		return fail(errors.New("--inspect-on-enroll needs --agent-kernel: inspection boots the deploy agent"))
-	}
+	byClass, _ := ParseCleanEraseClass(cfg.CleanEraseClass) // Validate read it
 	agentCA, err := readAgentCA(cfg.AgentCAFile)
 	if err != nil {
 		return fail(err)
-	}
-	if cfg.AgentNetboot && cfg.AgentKernel == "" {
-		return fail(errors.New("--agent-netboot needs --agent-kernel: it boots the deploy agent from the network"))
 	}
 	var images *agentboot.Builder
 	agentBIOSOnly := false
@@ -469,23 +304,18 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 // imageChecker is the deploys' image URL check, nil when it is off (a
 // typed nil would not compare equal to nil inside jobs). api is the API's
 // bound address: the check never fetches from it.
-func imageChecker(cfg Config, api net.Addr) (jobs.ImageChecker, error) {
-	allow, err := netguard.ParsePrefixes("--image-url-allow", cfg.ImageURLAllow)
-	if err != nil {
-		return nil, err
-	}
-	deny, err := netguard.ParsePrefixes("--image-url-deny", cfg.ImageURLDeny)
-	if err != nil {
-		return nil, err
-	}
+func imageChecker(cfg Config, api net.Addr) jobs.ImageChecker {
 	if !cfg.ImageCheck {
-		return nil, nil
+		return nil
 	}
+	// Validate read the lists.
+	allow, _ := netguard.ParsePrefixes("--image-url-allow", cfg.ImageURLAllow)
+	deny, _ := netguard.ParsePrefixes("--image-url-deny", cfg.ImageURLDeny)
 	opts := imagecheck.Options{Timeout: cfg.BMCTimeout, Allow: allow, Deny: deny}
 	if ap, err := netip.ParseAddrPort(api.String()); err == nil {
 		opts.Own = append(opts.Own, ap)
 	}
-	return imagecheck.New(opts), nil
+	return imagecheck.New(opts)
 }
 
 // PublicURL checks an operator's --public-url, or derives one from the

@@ -61,7 +61,8 @@ type Config struct {
 	// Default 3.
 	FaultThreshold int
 	// RetryBase is the first backoff step after a failed BMC call; each
-	// further failure doubles it. Default 2s.
+	// further failure doubles it. Default 2s, or MaxBackoff when that is
+	// smaller.
 	RetryBase time.Duration
 	// MaxBackoff caps job retry delays and NextCheckAt. Default 5m.
 	MaxBackoff time.Duration
@@ -153,6 +154,16 @@ type ImageChecker interface {
 	Check(ctx context.Context, imageURL string) error
 }
 
+// Defaults is the Config whose every field is what its zero value stands
+// for (PowerSyncInterval: DefaultPowerSyncInterval). The controller's
+// settings table (app.Config.Settings) says the same; an app test holds
+// them together.
+func Defaults() Config {
+	c := Config{PowerSyncInterval: DefaultPowerSyncInterval}.withDefaults()
+	c.AgentTimeout = c.agentTimeout()
+	return c
+}
+
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -172,8 +183,10 @@ func (c Config) withDefaults() Config {
 	def(&c.PowerChangeTimeout, 60*time.Second)
 	def(&c.PowerPollInterval, 2*time.Second)
 	def(&c.MediaSettle, 15*time.Second)
-	def(&c.RetryBase, 2*time.Second)
 	def(&c.MaxBackoff, 5*time.Minute)
+	// A small MaxBackoff (tests, impatient operators) caps the first
+	// retry too.
+	def(&c.RetryBase, min(2*time.Second, c.MaxBackoff))
 	def(&c.MaintenancePoll, 30*time.Second)
 	def(&c.BusyPoll, 2*time.Second)
 	def(&c.FetchCooldown, 20*time.Millisecond)
