@@ -97,11 +97,10 @@ func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose ba
 func (w *nodeWork) checkAgentBootMode(ctx context.Context, n *baremetal.Node) error {
 	mode := ""
 	err := w.bmcCall(ctx, n, "read boot mode", func(ctx context.Context, c bmc.Client) error {
-		g, ok := c.(bmc.BootModeGetter)
-		if !ok {
-			return nil
+		g, err := bmc.Capability[bmc.BootModeGetter](c)
+		if err != nil {
+			return nil // the driver cannot tell
 		}
-		var err error
 		mode, err = g.BootMode(ctx)
 		return err
 	})
@@ -130,16 +129,13 @@ func (w *nodeWork) nodeIdentity(ctx context.Context, n *baremetal.Node) ([]strin
 		}
 	}
 	err := w.bmcCall(ctx, n, "read system UUID", func(ctx context.Context, c bmc.Client) error {
-		var (
-			id  string
-			err error
-		)
-		switch g := c.(type) {
-		case bmc.SystemUUIDGetter:
+		var id string
+		g, err := bmc.Capability[bmc.SystemUUIDGetter](c)
+		if err == nil {
 			id, err = g.SystemUUID(ctx)
-		case bmc.InventoryGetter:
+		} else if ig, ierr := bmc.Capability[bmc.InventoryGetter](c); ierr == nil {
 			var inv bmc.Inventory
-			inv, err = g.Inventory(ctx)
+			inv, err = ig.Inventory(ctx)
 			id = inv.SystemUUID
 		}
 		// A BMC without the command may still be recognised by the

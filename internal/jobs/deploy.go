@@ -233,7 +233,11 @@ func (w *deployWorker) prepareBoot(ctx context.Context, n *baremetal.Node, inst 
 			}
 		}
 		err := w.mediaCall(ctx, n, "insert media", func(ctx context.Context, c bmc.Client) error {
-			return c.(bmc.VirtualMedia).InsertMedia(ctx, inst.Image.URL)
+			vm, err := bmc.Capability[bmc.VirtualMedia](c)
+			if err != nil {
+				return err
+			}
+			return vm.InsertMedia(ctx, inst.Image.URL)
 		})
 		switch {
 		case err == nil:
@@ -290,9 +294,9 @@ func (w *deployWorker) attachConfigDrive(ctx context.Context, n *baremetal.Node,
 	}
 	url := w.cfg.PublicURL + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
 	err := w.mediaCall(ctx, n, "insert config drive", func(ctx context.Context, c bmc.Client) error {
-		cd, ok := c.(bmc.ConfigDriveMedia)
-		if !ok {
-			return bmc.Errorf(bmc.KindUnsupported, "insert config drive", "the driver cannot attach a second virtual media image")
+		cd, err := bmc.Capability[bmc.ConfigDriveMedia](c)
+		if err != nil {
+			return err
 		}
 		return cd.InsertConfigDrive(ctx, url)
 	})
@@ -350,7 +354,7 @@ func (w *deployWorker) deployError(ctx context.Context, job *river.Job[DeployArg
 		}
 		now := time.Now()
 		if fault != baremetal.FaultNone {
-			n.SetActionFault(fault, scrub(n, msg), now)
+			n.SetActionFault(fault, msg, now)
 		} else if !n.Fault.BMC() {
 			n.LastError = msg
 		}

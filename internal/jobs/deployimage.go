@@ -92,7 +92,7 @@ func (w *deployWorker) failOnImage(ctx context.Context, job *river.Job[DeployArg
 func imageFailure(n *baremetal.Node, err error) (public, detail string) {
 	var be *bmc.Error
 	if errors.As(err, &be) && be.Kind == bmc.KindImage {
-		msg := baremetal.ClipError(scrub(n, fmt.Sprintf("the BMC of node %s could not use the image: %v", n.Name, be.Err)))
+		msg := baremetal.ClipError(fmt.Sprintf("the BMC of node %s could not use the image: %v", n.Name, be.Err))
 		return msg, msg
 	}
 	detail = baremetal.ClipError(scrub(n, err.Error()))

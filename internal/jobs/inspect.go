@@ -99,7 +99,11 @@ func (w *inspectWorker) bootAgent(ctx context.Context, job *river.Job[InspectArg
 // powers the node on (or resets it), waiting until on is observed.
 func (w *nodeWork) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
 	if err := w.mediaCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
-		return c.(bmc.VirtualMedia).InsertMedia(ctx, url)
+		vm, err := bmc.Capability[bmc.VirtualMedia](c)
+		if err != nil {
+			return err
+		}
+		return vm.InsertMedia(ctx, url)
 	}); err != nil {
 		return err
 	}
@@ -191,7 +195,7 @@ func (w *inspectWorker) inspectError(ctx context.Context, job *river.Job[Inspect
 		w.recordRefused(ctx, n.ID, "inspect", err)
 		return w.refusedRetry(ctx, job.Kind, fmt.Errorf("inspect node %s: %w", n.Name, err))
 	case f == failUnsupported:
-		return w.endInspection(ctx, job, n, nil, scrub(n, err.Error()))
+		return w.endInspection(ctx, job, n, nil, err.Error())
 	case f.bmcTrouble():
 		w.recordBMCFailure(ctx, n.ID, "inspect", err)
 	}

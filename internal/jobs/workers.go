@@ -155,11 +155,11 @@ type mediaSupport struct {
 func (r *nodeWork) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (mediaSupport, error) {
 	var ms mediaSupport
 	err := r.mediaCall(ctx, n, "eject media", func(ctx context.Context, c bmc.Client) error {
-		vm, ok := c.(bmc.VirtualMedia)
-		if !ok {
-			return nil
+		vm, err := bmc.Capability[bmc.VirtualMedia](c)
+		if err != nil {
+			return nil // the driver has none
 		}
-		err := vm.EjectMedia(ctx)
+		err = vm.EjectMedia(ctx)
 		if err != nil && bmc.KindOf(err) == bmc.KindUnsupported {
 			ms.why = err.Error()
 			return nil
