@@ -11,7 +11,7 @@ import "context"
 // constraint (~T).
 
 // nodeRow is a node as every read returns it: a row of the view
-// node_rows (migration 0012), the nodes row but bmc_key and its
+// node_rows (migrations 0012, 0014), the nodes row but bmc_key and its
 // inventory's inspected_at (zero when none).
 type nodeRow = struct {
 	ID                string
@@ -52,6 +52,7 @@ type nodeRow = struct {
 	InspectedCPUArch  string
 	CleanErase        string
 	InspectOnEnroll   *bool
+	Flow              string
 	InspectedAt       Time
 }
 
@@ -93,6 +94,7 @@ type nodeWrite = struct {
 	InspectedCPUArch  string
 	CleanErase        string
 	InspectOnEnroll   *bool
+	Flow              string
 	BMCKey            *string
 	Now               Time
 	Version           int64

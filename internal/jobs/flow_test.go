@@ -1,0 +1,81 @@
+package jobs
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+)
+
+// stepEvents lists the "step" events of a node, as flow/step.
+func stepEvents(evs []*baremetal.Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Type == "step" && e.New != "" {
+			out = append(out, e.New)
+		}
+	}
+	return out
+}
+
+// A flow shows on the node while it runs: its name, its declared steps,
+// the current step and since when, each step's start an event. A retire
+// whose BMC does not answer stays at power_off, with the BMC's trouble in
+// the node's fault; once it answers, the flow goes on from there and the
+// record goes.
+func TestFlowShowsItsStep(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, sys := newFakeHarness(t, open(t), 1)
+		n := h.addNode("n-retire", sys[0], baremetal.StateDeleting, false)
+		mustPower(t, h, sys[0], true)
+		// check_machine makes no BMC call for a node whose driver cannot
+		// resolve systems (the fake cannot), power_off's fail.
+		h.fault(sys[0], sim.FaultDown)
+		h.start()
+		h.enqueue(RetireArgs{NodeID: n.ID})
+		cur := h.waitNode(n.ID, wait, "faulted at power_off", func(n *baremetal.Node) bool {
+			return n.Fault == baremetal.FaultBMCUnreachable
+		})
+		f := cur.Flow
+		if f == nil || f.Name != "retire" || f.Step != "power_off" || f.StepIndex() != 1 ||
+			strings.Join(f.Steps, ",") != "check_machine,power_off,clear_boot,remove" || time.Since(f.StepStartedAt) > wait {
+			t.Fatalf("flow of a retire waiting for its BMC: %+v", f)
+		}
+		if got := strings.Join(stepEvents(h.events(n.ID)), ","); got != "retire/check_machine,retire/power_off" {
+			t.Errorf("step events %s, want retire/check_machine,retire/power_off", got)
+		}
+		if e := findEvent(h.events(n.ID), "step", "retire: step power_off (2 of 4) started; check_machine finished after "); e == nil {
+			t.Errorf("no event of power_off's start:%s", dumpEvents(h.events(n.ID)))
+		}
+		h.fault(sys[0], sim.FaultNone)
+		h.waitGone(n.ID, wait)
+		if p, _ := h.bmc.Power(sys[0]); p != "Off" {
+			t.Errorf("retired node left powered %s", p)
+		}
+	})
+}
+
+// A flow picks up at the step its node shows, as after a crash, a
+// replica's loss or a retry: a retire recorded at remove removes the
+// record without asking the BMC (which would fail: it is down) for what
+// the earlier steps did.
+func TestFlowResumesAtItsStep(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, sys := newFakeHarness(t, open(t), 1)
+		n := h.addNode("n-resumed", sys[0], baremetal.StateDeleting, false)
+		h.setNode(n.ID, func(n *baremetal.Node) {
+			n.Flow = &baremetal.Flow{Name: "retire", Steps: retire.names(), Step: "remove", StepStartedAt: time.Now()}
+		})
+		h.fault(sys[0], sim.FaultDown)
+		before := h.requests(sys[0])
+		h.start()
+		h.enqueue(RetireArgs{NodeID: n.ID})
+		h.waitGone(n.ID, wait)
+		if after := h.requests(sys[0]); after != before {
+			t.Errorf("the resumed retire asked the BMC again (%d requests)", after-before)
+		}
+	})
+}
