@@ -35,9 +35,19 @@ const imageCheckAttempts = 5
 
 // aboutImage reports whether err blames the deploy's image.
 func aboutImage(err error) bool {
-	var ie *imagecheck.Error
-	return errors.As(err, &ie) || (isBMCErr(err) && bmc.KindOf(err) == bmc.KindImage)
+	var (
+		ie *imagecheck.Error
+		in *inputError
+	)
+	return errors.As(err, &ie) || errors.As(err, &in) || (isBMCErr(err) && bmc.KindOf(err) == bmc.KindImage)
 }
+
+// inputError is the deploy agent's report that writing the image failed
+// on the user's input (unreachable, checksum, format, no disk fits), in
+// its words.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
 
 // failOnImage records a deploy that failed on its image: the instance goes
 // to error with the reason; the node, which did nothing wrong, is released
@@ -46,21 +56,23 @@ func aboutImage(err error) bool {
 // node_id for the record; deleting it later leaves the node alone. The
 // instance's owner reads its last_error; the node's event, for admins,
 // has the detail (see imageFailure).
-func (w *deployWorker) failOnImage(ctx context.Context, job *river.Job[DeployArgs], n *baremetal.Node, cause error) error {
+func (r *run) failOnImage(ctx context.Context, cause error) error {
+	n, job := r.node, r.job
 	public, msg := imageFailure(n, cause)
 	if imagecheck.IsTransient(cause) {
 		public = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, public)
 		msg = fmt.Sprintf("gave up after %d attempts: %s", job.Attempt, msg)
 	}
-	_, err := w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
-		inst, err := deployingInstance(ctx, tx, n, job.Args.InstanceID)
+	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+		inst, err := deployingInstance(ctx, tx, n, r.inst.ID)
 		if err != nil {
 			return err
 		}
 		// Ejecting the old media worked before the image was looked at:
 		// whatever BMC trouble the node had is over.
-		w.noteSuccess(n, time.Now())
+		r.noteSuccess(n, time.Now())
 		n.InstanceID = ""
+		c.Events = append(c.Events, r.failedEvent(r.stepName(), "the instance's image: "+msg))
 		if err := n.Transition(baremetal.StateCleaning); err != nil {
 			return err
 		}
@@ -70,13 +82,13 @@ func (w *deployWorker) failOnImage(ctx context.Context, job *river.Job[DeployArg
 		if err := tx.UpdateInstance(ctx, inst); err != nil {
 			return err
 		}
-		_, err = w.InsertTx(ctx, tx, CleanupArgs{NodeID: n.ID})
+		_, err = r.InsertTx(ctx, tx, CleanupArgs{NodeID: n.ID})
 		return err
 	})
 	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
 		// Not recorded: let River run the deploy again, which will fail
 		// the same way and try to record it again.
-		return fmt.Errorf("record image failure of instance %s: %w", job.Args.InstanceID, err)
+		return fmt.Errorf("record image failure of instance %s: %w", r.inst.ID, err)
 	}
 	return river.JobCancel(fmt.Errorf("deploy node %s: %w", n.Name, cause))
 }

@@ -215,13 +215,15 @@ func (r *run) note(key, value string) {
 	r.notes[key] = value
 }
 
-// failedEvent is the event that says the flow failed at its current step
-// for good (what: why), for the write that records the failure.
-func (r *run) failedEvent(what string) *baremetal.Event {
-	s := r.flow.steps[r.at]
-	return &baremetal.Event{Type: "step", Field: "flow", Old: r.flow.name + "/" + s.name,
-		Message: fmt.Sprintf("%s: step %s (%d of %d) failed: %s", r.flow.name, s.name, r.at+1, len(r.flow.steps), what)}
+// failedEvent is the event that says the flow failed for good at step
+// (what: why), for the write that records the failure.
+func (r *run) failedEvent(step, what string) *baremetal.Event {
+	return &baremetal.Event{Type: "step", Field: "flow", Old: r.flow.name + "/" + step,
+		Message: fmt.Sprintf("%s: step %s (%d of %d) failed: %s", r.flow.name, step, r.flow.index(step)+1, len(r.flow.steps), what)}
 }
+
+// stepName is the current step's name.
+func (r *run) stepName() string { return r.flow.steps[r.at].name }
 
 // stopped is asked between the polls of a wait (waitPower): has the node
 // left the flow (instance deleted, node deleted or moved on)?

@@ -79,3 +79,49 @@ func TestFlowResumesAtItsStep(t *testing.T) {
 		}
 	})
 }
+
+// An image deploy whose agent is lost goes back to boot_agent: the node
+// shows the flow boot a new agent and wait for its write again.
+func TestImageDeployBootsAgainAfterALostAgent(t *testing.T) {
+	h, sys, n, _, _ := writingAgent(t, openSQLite(t), time.Now().Add(-20*time.Second), nil)
+	if err := h.fleet.SetPower(sys, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "deploy/boot_agent,deploy/write_image,deploy/boot_agent,deploy/write_image"
+	h.waitNode(n.ID, wait, "at write_image again", func(*baremetal.Node) bool {
+		return strings.Join(stepEvents(h.events(n.ID)), ",") == want
+	})
+}
+
+// An image deploy recorded at boot_disk (the agent wrote the image; then
+// the controller crashed, or the BMC failed the boot) boots the written
+// disk: no new agent, no second write, and the event says what the agent
+// wrote, from the flow's notes.
+func TestImageDeployResumesAtBootDisk(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, systems := newSimHarness(t, open(t), 1, func(c *Config) { c.AgentBoot, c.PublicURL = true, "http://controller.invalid" })
+		n := h.addNode("n-written", systems[0], baremetal.StateDeploying, false)
+		inst := h.addInstance(n, "web")
+		h.setInstance(inst.ID, func(i *baremetal.Instance) { i.DeployMethod = baremetal.DeployImage })
+		h.setNode(n.ID, func(n *baremetal.Node) {
+			n.Flow = &baremetal.Flow{Name: "deploy", Steps: imageDeploy.names(), Step: "boot_disk", StepStartedAt: time.Now(),
+				Notes: map[string]string{"written": "wrote 2.0 GiB to /dev/sda"}}
+		})
+		h.start()
+		h.enqueue(DeployArgs{NodeID: n.ID, InstanceID: inst.ID})
+		got := h.waitNode(n.ID, wait, "active", func(n *baremetal.Node) bool { return n.ProvisionState == baremetal.StateActive })
+		if got.Flow != nil {
+			t.Errorf("flow %+v after the deploy", got.Flow)
+		}
+		evs := h.events(n.ID)
+		if e := findEvent(evs, "provision_state", "wrote 2.0 GiB to /dev/sda; booted from disk"); e == nil {
+			t.Errorf("no event says what was written and booted:%s", dumpEvents(evs))
+		}
+		if e := findEvent(evs, "deploy", "booted the deploy agent"); e != nil {
+			t.Errorf("the resumed deploy booted the agent again: %s", e.Message)
+		}
+		if target, enabled, err := h.fleet.BootOverride(systems[0]); err != nil || target != "Hdd" || enabled != "Continuous" {
+			t.Errorf("boot override %s %s (%v), want a persistent boot from disk", target, enabled, err)
+		}
+	})
+}
