@@ -91,6 +91,44 @@ func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose ba
 	return how, nil
 }
 
+// bootFromCD inserts url as virtual media, sets a one-time CD boot and
+// powers the node on (or resets it), waiting until on is observed.
+func (w *nodeWork) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
+	if err := w.mediaCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
+		vm, err := bmc.Capability[bmc.VirtualMedia](c)
+		if err != nil {
+			return err
+		}
+		return vm.InsertMedia(ctx, url)
+	}); err != nil {
+		return err
+	}
+	return w.bootOnce(ctx, n, bmc.BootCD)
+}
+
+// bootOnce sets a one-time boot from dev and powers the node on (or
+// resets it), waiting until on is observed.
+func (w *nodeWork) bootOnce(ctx context.Context, n *baremetal.Node, dev bmc.BootDevice) error {
+	if err := w.bmcCall(ctx, n, "set boot device", func(ctx context.Context, c bmc.Client) error {
+		return c.SetBootDevice(ctx, dev, false)
+	}); err != nil {
+		return err
+	}
+	ps, err := w.readPower(ctx, n)
+	if err != nil {
+		return err
+	}
+	action := bmc.ActionOn
+	if ps == bmc.PowerOn {
+		action = bmc.ActionReset
+	}
+	if err := w.setPower(ctx, n, action); err != nil {
+		return err
+	}
+	_, err = w.waitPower(ctx, n, bmc.PowerOn, nil)
+	return err
+}
+
 // checkAgentBootMode refuses to boot a BIOS-only agent ISO on a node
 // whose BMC reports UEFI boot mode: the boot would fail at the node's
 // console, and the agent timeout would say only that nothing reported.

@@ -125,3 +125,53 @@ func TestImageDeployResumesAtBootDisk(t *testing.T) {
 		}
 	})
 }
+
+// A cleanup recorded at power_off after its erase powers off and
+// finishes without booting the agent to erase again, and says what the
+// erase did, from the flow's notes.
+func TestCleanupResumesAfterTheErase(t *testing.T) {
+	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		h, systems := newSimHarness(t, open(t), 1, func(c *Config) {
+			c.AgentBoot, c.PublicURL, c.CleanErase = true, "http://controller.invalid", "metadata"
+		})
+		n := h.addNode("n-erased", systems[0], baremetal.StateCleaning, false)
+		mustPower(t, h, systems[0], true)
+		h.setNode(n.ID, func(n *baremetal.Node) {
+			n.Flow = &baremetal.Flow{Name: "cleanup", Steps: cleanupErasing.names(), Step: "power_off", StepStartedAt: time.Now(),
+				Notes: map[string]string{"erased": "disks erased (metadata): 1 disk"}}
+		})
+		h.start()
+		h.enqueue(CleanupArgs{NodeID: n.ID})
+		h.waitNode(n.ID, wait, "available", func(n *baremetal.Node) bool { return n.ProvisionState == baremetal.StateAvailable })
+		evs := h.events(n.ID)
+		if e := findEvent(evs, "provision_state", "cleaned: disks erased (metadata): 1 disk; powered off"); e == nil {
+			t.Errorf("no event says what the erase did:%s", dumpEvents(evs))
+		}
+		if e := findEvent(evs, "clean", "booted the deploy agent"); e != nil {
+			t.Errorf("the resumed cleanup erased again: %s", e.Message)
+		}
+		if p, _ := h.bmc.Power(systems[0]); p != "Off" {
+			t.Errorf("power %s after the cleanup", p)
+		}
+	})
+}
+
+// An inspection that cannot boot the agent fails at boot_agent, and the
+// node's events say so, besides its last_error.
+func TestInspectionFailsAtItsStep(t *testing.T) {
+	h, systems := newSimHarness(t, openSQLite(t), 1)
+	n := h.addNode("n-noagent", systems[0], baremetal.StateInspecting, false)
+	h.start()
+	h.enqueue(InspectArgs{NodeID: n.ID})
+	got := h.waitNode(n.ID, wait, "available", func(n *baremetal.Node) bool { return n.ProvisionState == baremetal.StateAvailable })
+	if !strings.Contains(got.LastError, "serves no deploy agent image") || got.Flow != nil {
+		t.Errorf("after the inspection: last_error %q, flow %+v", got.LastError, got.Flow)
+	}
+	evs := h.events(n.ID)
+	if e := findEvent(evs, "step", "inspect: step boot_agent (1 of 4) failed: the controller serves no deploy agent image"); e == nil {
+		t.Errorf("no event says where the inspection failed:%s", dumpEvents(evs))
+	}
+	if got := strings.Join(stepEvents(evs), ","); got != "inspect/boot_agent,inspect/power_off,inspect/clear_boot" {
+		t.Errorf("step events %s", got)
+	}
+}

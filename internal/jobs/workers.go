@@ -19,10 +19,11 @@ import (
 
 // nodeWork is what the workers of node jobs share: their dependencies
 // (the store, the ledger that writes nodes, the queue, the BMC drivers
-// in cfg) and the steps more than one kind takes (BMC calls and fault
-// accounting, powering off, clearing boot, mutual exclusion). Each kind's
-// own work lives on its worker, beside its args: deployWorker in
-// deploy.go, cleanupWorker in cleanup.go, and so on.
+// in cfg) and what more than one kind does (BMC calls and fault
+// accounting, powering off, clearing boot, mutual exclusion, the flow
+// engine of flow.go). Each kind's own work lives beside its worker: the
+// deploy flows in deploy.go and deploydisk.go, cleanup in cleanup.go,
+// and so on.
 type nodeWork struct {
 	cfg     Config
 	store   store.Store
