@@ -140,6 +140,21 @@ func (r *nodeWork) waitPower(ctx context.Context, n *baremetal.Node, want bmc.Po
 	}
 }
 
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // errStopped: the node moved on (e.g. its instance was deleted mid-deploy)
 // and the job gave up on purpose.
 var errStopped = errors.New("node moved on; job stopped")

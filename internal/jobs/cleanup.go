@@ -30,7 +30,7 @@ type cleanupWorker struct{ nodeWorker[CleanupArgs] }
 
 var cleanup = &flow{
 	name: "cleanup", state: baremetal.StateCleaning,
-	steps: []step{
+	steps: []flowStep{
 		{"power_off", powerOffCleaning},
 		{"clear_boot", clearBootCleaned},
 	},
@@ -42,7 +42,7 @@ var cleanup = &flow{
 // get this one's data.
 var cleanupErasing = &flow{
 	name: "cleanup", state: baremetal.StateCleaning,
-	steps: []step{
+	steps: []flowStep{
 		{"boot_agent", bootEraseAgent},
 		{"erase", eraseDisks},
 		{"power_off", powerOffCleaning},
@@ -52,7 +52,7 @@ var cleanupErasing = &flow{
 }
 
 func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
-	return w.finish(ctx, job.JobRow, w.runFlow(ctx, job.JobRow, job.Args.NodeID, true, func(_ context.Context, r *run) (*flow, error) {
+	return w.finish(ctx, job.JobRow, w.runFlow(ctx, job.JobRow, job.Args.NodeID, true, func(_ context.Context, r *flowRun) (*flow, error) {
 		r.deletedInstance = job.Args.InstanceID
 		if w.cfg.AgentBoot && w.cfg.eraseMode(r.node) != "" {
 			return cleanupErasing, nil
@@ -68,15 +68,15 @@ func eraseCommand(job *rivertype.JobRow) string { return fmt.Sprintf("erase-%d",
 // (Config.eraseMode), unless the node's agent session carries the erase
 // already. A node the agent cannot be booted on (no virtual media, no
 // network boot) is not erased, and an event says so.
-func bootEraseAgent(ctx context.Context, r *run) (result, error) {
+func bootEraseAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 	n := r.node
 	cmdID := eraseCommand(r.job)
 	sess, err := r.store.GetAgentSession(ctx, n.ID)
 	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
-		return next, err
+		return nextStep, err
 	}
 	if sess != nil && sess.Purpose == baremetal.AgentClean && sessionCommand(sess) == cmdID {
-		return next, nil
+		return nextStep, nil
 	}
 	cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: r.cfg.eraseMode(n)}
 	how, err := r.startAgent(ctx, n, baremetal.AgentClean, cmd)
@@ -89,25 +89,25 @@ func bootEraseAgent(ctx context.Context, r *run) (result, error) {
 			return nil
 		})
 		if err != nil {
-			return done, ignoreGone(err)
+			return flowOver, ignoreGone(err)
 		}
 		r.note("erased", note)
 		return goTo("power_off"), nil
 	case err != nil:
-		return next, err
+		return nextStep, err
 	}
 	msg := fmt.Sprintf("booted the deploy agent %s to erase the disks (%s)", how, cmd.Erase)
 	if err := r.agentBooted(ctx, n.ID, baremetal.StateCleaning, "clean", msg); err != nil {
-		return done, ignoreGone(err)
+		return flowOver, ignoreGone(err)
 	}
-	return next, nil
+	return nextStep, nil
 }
 
 // eraseDisks waits for the agent's report on the erase and checks what
 // it read back (eraseReadBack). A failed or lost erase is the node's
 // clean_failed fault and boots a new agent; the session it reads is gone
 // then, as after any lost agent.
-func eraseDisks(ctx context.Context, r *run) (result, error) {
+func eraseDisks(ctx context.Context, r *flowRun) (stepResult, error) {
 	n := r.node
 	cmdID := eraseCommand(r.job)
 	sess, err := r.store.GetAgentSession(ctx, n.ID)
@@ -115,13 +115,13 @@ func eraseDisks(ctx context.Context, r *run) (result, error) {
 	case baremetal.IsCode(err, baremetal.CodeNotFound):
 		return goTo("boot_agent"), nil
 	case err != nil:
-		return next, err
+		return nextStep, err
 	case sess.Purpose != baremetal.AgentClean || sessionCommand(sess) != cmdID:
 		return goTo("boot_agent"), nil
 	}
 	out, err := r.commandOutcome(sess, cmdID)
 	if err != nil {
-		return next, err
+		return nextStep, err
 	}
 	mode := r.cfg.eraseMode(n)
 	var failed string
@@ -136,27 +136,27 @@ func eraseDisks(ctx context.Context, r *run) (result, error) {
 		failed = eraseReadBack(out.status, mode)
 	}
 	if err := r.store.DeleteAgentSession(ctx, n.ID); err != nil {
-		return next, err
+		return nextStep, err
 	}
 	if failed != "" {
 		r.recordActionFault(ctx, n.ID, baremetal.FaultCleanFailed, failed)
-		return next, errors.New(failed)
+		return nextStep, errors.New(failed)
 	}
 	r.note("erased", "disks erased ("+mode+"): "+out.status.Message)
-	return next, nil
+	return nextStep, nil
 }
 
 // powerOffCleaning makes sure the machine is observed off, giving up the
 // wait when the node leaves cleaning.
-func powerOffCleaning(ctx context.Context, r *run) (result, error) {
-	return next, r.powerOff(ctx, r.node, r.stopped)
+func powerOffCleaning(ctx context.Context, r *flowRun) (stepResult, error) {
+	return nextStep, r.powerOff(ctx, r.node, r.stopped)
 }
 
 // clearBootCleaned clears the boot override and media, and returns the
 // node to the pool, saying what the cleanup did.
-func clearBootCleaned(ctx context.Context, r *run) (result, error) {
+func clearBootCleaned(ctx context.Context, r *flowRun) (stepResult, error) {
 	if err := r.clearBoot(ctx, r.node); err != nil {
-		return next, err
+		return nextStep, err
 	}
 	_, err := r.ledger.Update(ctx, r.node.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateCleaning {
@@ -178,18 +178,7 @@ func clearBootCleaned(ctx context.Context, r *run) (result, error) {
 		}
 		return nil
 	})
-	return done, ignoreGone(err)
-}
-
-// recordActionFault writes an action fault (e.g. power_mismatch) to a node.
-func (r *nodeWork) recordActionFault(ctx context.Context, nodeID string, f baremetal.Fault, msg string) {
-	_, err := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
-		n.SetActionFault(f, scrub(n, msg), time.Now())
-		return nil
-	})
-	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
-		r.log.WarnContext(ctx, "record fault", "node", nodeID, "fault", f, "err", err)
-	}
+	return flowOver, ignoreGone(err)
 }
 
 // eraseReadBack says why an erase the agent reported succeeded does not

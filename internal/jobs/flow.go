@@ -24,14 +24,14 @@ import (
 // written on the node (baremetal.Flow: the API shows it, an event says
 // it), so a retried, snoozed or rescued job, on this replica or another,
 // picks up at its step. Steps are small and idempotent (a crash may run
-// one again), and say what comes next (result); an error goes to the
+// one again), and say what comes next (stepResult); an error goes to the
 // flow's fail, which records what it means for the node (fault
 // accounting, last_error) and decides between retrying, waiting, going
 // to another step and giving up, as that flow must (a deploy gives up, a
 // cleanup never does). New work is new steps.
 //
 // What a step finds that a later step says or needs (what the erase did,
-// how the image boots) goes in run.notes, kept on the node when the flow
+// how the image boots) goes in flowRun.notes, kept on the node when the flow
 // moves on. A step that waits for the deploy agent reads what it needs
 // from the agent's session, which outlives the job.
 
@@ -42,36 +42,36 @@ type flow struct {
 	// state is the provision state the flow moves a node on from: the
 	// flow is over when the node has left it.
 	state baremetal.ProvisionState
-	steps []step
+	steps []flowStep
 	// fail decides what a step's error means (see flow's comment).
-	fail func(ctx context.Context, r *run, err error) (result, error)
+	fail func(ctx context.Context, r *flowRun, err error) (stepResult, error)
 }
 
-// step is one small, idempotent piece of a flow.
-type step struct {
+// flowStep is one small, idempotent piece of a flow.
+type flowStep struct {
 	name string
-	run  func(ctx context.Context, r *run) (result, error)
+	run  func(ctx context.Context, r *flowRun) (stepResult, error)
 }
 
-// result is what a step (or a flow's fail) says comes next: the next
-// step (the zero result), a wait before this step runs again, another
+// stepResult is what a step (or a flow's fail) says comes next: the next
+// step (the zero stepResult), a wait before this step runs again, another
 // step, or the end of the flow.
-type result struct {
+type stepResult struct {
 	wait time.Duration
 	goTo string
 	end  bool
 }
 
-// next (the next step), done (the flow is over: its last write ended it,
-// or the node moved on), waitFor (run this step again after d, the job
-// snoozed meanwhile, holding nothing) and goTo (go on with another step).
+// nextStep, flowOver (its last write ended it, or the node moved on),
+// waitFor (run this step again after d, the job snoozed meanwhile,
+// holding nothing) and goTo (go on with another step).
 var (
-	next = result{}
-	done = result{end: true}
+	nextStep = stepResult{}
+	flowOver = stepResult{end: true}
 )
 
-func waitFor(d time.Duration) result { return result{wait: d} }
-func goTo(step string) result        { return result{goTo: step} }
+func waitFor(d time.Duration) stepResult { return stepResult{wait: d} }
+func goTo(step string) stepResult        { return stepResult{goTo: step} }
 
 func (f *flow) names() []string {
 	names := make([]string, len(f.steps))
@@ -83,11 +83,11 @@ func (f *flow) names() []string {
 
 // index is the position of the named step, -1 when the flow has none.
 func (f *flow) index(name string) int {
-	return slices.IndexFunc(f.steps, func(s step) bool { return s.name == name })
+	return slices.IndexFunc(f.steps, func(s flowStep) bool { return s.name == name })
 }
 
-// run is one flow on one node, as a job works it.
-type run struct {
+// flowRun is one flow on one node, as a job works it.
+type flowRun struct {
 	*nodeWork
 	job  *rivertype.JobRow
 	flow *flow
@@ -109,12 +109,12 @@ type run struct {
 // says so), lets pick choose the flow (nil: nothing to do) and what it is
 // about, and runs the flow from the step the node is at.
 func (r *nodeWork) runFlow(ctx context.Context, job *rivertype.JobRow, nodeID string, maintenance bool,
-	pick func(ctx context.Context, r *run) (*flow, error)) error {
+	pick func(ctx context.Context, r *flowRun) (*flow, error)) error {
 	n, err := r.begin(ctx, job, nodeID, maintenance)
 	if n == nil {
 		return err
 	}
-	rn := &run{nodeWork: r, job: job, node: n}
+	rn := &flowRun{nodeWork: r, job: job, node: n}
 	f, err := pick(ctx, rn)
 	if f == nil || err != nil {
 		return err
@@ -128,12 +128,12 @@ func (r *nodeWork) runFlow(ctx context.Context, job *rivertype.JobRow, nodeID st
 
 // current reports whether n is still in this run's flow: in its state,
 // and for a deploy with its instance.
-func (r *run) current(n *baremetal.Node) bool {
+func (r *flowRun) current(n *baremetal.Node) bool {
 	return n.ProvisionState == r.flow.state && (r.inst == nil || n.InstanceID == r.inst.ID)
 }
 
 // work runs the steps from the one the node is at.
-func (r *run) work(ctx context.Context) error {
+func (r *flowRun) work(ctx context.Context) error {
 	r.at = 0
 	if f := r.node.Flow; f != nil && f.Name == r.flow.name {
 		r.at = max(r.flow.index(f.Step), 0)
@@ -175,7 +175,7 @@ func (r *run) work(ctx context.Context) error {
 // says so already (a step resumed), with the notes of the steps before
 // and an event. over: the node left the flow meanwhile (deleted, or moved
 // on by an operator or a user), which ends it quietly.
-func (r *run) enter(ctx context.Context) (over bool, err error) {
+func (r *flowRun) enter(ctx context.Context) (over bool, err error) {
 	s := r.flow.steps[r.at]
 	if f := r.node.Flow; f != nil && f.Name == r.flow.name && f.Step == s.name && maps.Equal(f.Notes, r.notes) {
 		return false, nil
@@ -208,7 +208,7 @@ func (r *run) enter(ctx context.Context) (over bool, err error) {
 }
 
 // note keeps what a step found for the flow's later steps.
-func (r *run) note(key, value string) {
+func (r *flowRun) note(key, value string) {
 	if r.notes == nil {
 		r.notes = map[string]string{}
 	}
@@ -217,17 +217,17 @@ func (r *run) note(key, value string) {
 
 // failedEvent is the event that says the flow failed for good at step
 // (what: why), for the write that records the failure.
-func (r *run) failedEvent(step, what string) *baremetal.Event {
+func (r *flowRun) failedEvent(step, what string) *baremetal.Event {
 	return &baremetal.Event{Type: "step", Field: "flow", Old: r.flow.name + "/" + step,
 		Message: fmt.Sprintf("%s: step %s (%d of %d) failed: %s", r.flow.name, step, r.flow.index(step)+1, len(r.flow.steps), what)}
 }
 
 // stepName is the current step's name.
-func (r *run) stepName() string { return r.flow.steps[r.at].name }
+func (r *flowRun) stepName() string { return r.flow.steps[r.at].name }
 
 // stopped is asked between the polls of a wait (waitPower): has the node
 // left the flow (instance deleted, node deleted or moved on)?
-func (r *run) stopped(ctx context.Context) bool {
+func (r *flowRun) stopped(ctx context.Context) bool {
 	cur, err := r.store.GetNode(ctx, r.node.ID)
 	if err != nil {
 		return baremetal.IsCode(err, baremetal.CodeNotFound)
@@ -239,24 +239,36 @@ func (r *run) stopped(ctx context.Context) bool {
 	return false
 }
 
+// The steps several flows take.
+
+// powerOffStep makes sure the machine is observed off.
+func powerOffStep(ctx context.Context, r *flowRun) (stepResult, error) {
+	return nextStep, r.powerOff(ctx, r.node, nil)
+}
+
+// clearBootStep clears the boot override and ejects virtual media.
+func clearBootStep(ctx context.Context, r *flowRun) (stepResult, error) {
+	return nextStep, r.clearBoot(ctx, r.node)
+}
+
 // keepTrying is the fail of the flows that never give up (cleanup,
 // retire; inspect but for what ends an inspection): the node's record
 // says what went wrong (a power change never observed is power_mismatch,
 // a refusal bmc_refused, other BMC trouble counts towards a BMC fault)
 // and the job retries, with backoff, forever; slowly after a refusal,
 // which only a change on the BMC fixes.
-func keepTrying(ctx context.Context, r *run, err error) (result, error) {
+func keepTrying(ctx context.Context, r *flowRun, err error) (stepResult, error) {
 	n := r.node
 	switch f := classify(err); {
 	case f == failStopped:
-		return done, nil
+		return flowOver, nil
 	case f == failPowerTimeout:
 		r.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, r.flow.name+": "+err.Error())
 	case f == failRefused:
 		r.recordRefused(ctx, n.ID, r.flow.name, err)
-		return next, r.refusedRetry(ctx, r.job.Kind, fmt.Errorf("%s node %s: %w", r.flow.name, n.Name, err))
+		return nextStep, r.refusedRetry(ctx, r.job.Kind, fmt.Errorf("%s node %s: %w", r.flow.name, n.Name, err))
 	case f.bmcTrouble():
 		r.recordBMCFailure(ctx, n.ID, r.flow.name, err)
 	}
-	return next, r.retryForever(r.job, fmt.Errorf("%s node %s: %w", r.flow.name, n.Name, err))
+	return nextStep, r.retryForever(r.job, fmt.Errorf("%s node %s: %w", r.flow.name, n.Name, err))
 }

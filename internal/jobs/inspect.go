@@ -38,9 +38,9 @@ import (
 // trouble is retried with backoff, like a cleanup.
 type inspectWorker struct{ nodeWorker[InspectArgs] }
 
-var inspect = &flow{
+var inspection = &flow{
 	name: "inspect", state: baremetal.StateInspecting,
-	steps: []step{
+	steps: []flowStep{
 		{"boot_agent", bootInspectAgent},
 		{"wait_inventory", waitInventory},
 		{"power_off", powerOffStep},
@@ -53,14 +53,14 @@ var inspect = &flow{
 const agentPoll = 3 * time.Second
 
 func (w *inspectWorker) Work(ctx context.Context, job *river.Job[InspectArgs]) error {
-	return w.finish(ctx, job.JobRow, w.runFlow(ctx, job.JobRow, job.Args.NodeID, true, func(context.Context, *run) (*flow, error) {
-		return inspect, nil
+	return w.finish(ctx, job.JobRow, w.runFlow(ctx, job.JobRow, job.Args.NodeID, true, func(context.Context, *flowRun) (*flow, error) {
+		return inspection, nil
 	}))
 }
 
 // bootInspectAgent boots the agent, unless an inspection's session says
 // it is booted already.
-func bootInspectAgent(ctx context.Context, r *run) (result, error) {
+func bootInspectAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 	n := r.node
 	if !r.cfg.AgentBoot || r.cfg.PublicURL == "" {
 		return endInspection(r, "the controller serves no deploy agent image (start it with --agent-kernel and --public-url)"), nil
@@ -69,39 +69,39 @@ func bootInspectAgent(ctx context.Context, r *run) (result, error) {
 	switch {
 	case baremetal.IsCode(err, baremetal.CodeNotFound):
 	case err != nil:
-		return next, err
+		return nextStep, err
 	case sess.Purpose == baremetal.AgentInspect:
-		return next, nil
+		return nextStep, nil
 	}
 	// None, or one left by other work on this node: this boot is the
 	// inspection's.
 	how, err := r.startAgent(ctx, n, baremetal.AgentInspect, nil)
 	if err != nil {
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
-			return done, nil
+			return flowOver, nil
 		}
-		return next, err
+		return nextStep, err
 	}
 	msg := fmt.Sprintf("booted the deploy agent %s; waiting up to %s for its report", how, r.cfg.agentTimeout())
 	if err := r.agentBooted(ctx, n.ID, baremetal.StateInspecting, "inspect", msg); err != nil {
-		return done, ignoreGone(err)
+		return flowOver, ignoreGone(err)
 	}
-	return next, nil
+	return nextStep, nil
 }
 
 // waitInventory waits for the agent's first report with an inventory,
 // for AgentTimeout at most.
-func waitInventory(ctx context.Context, r *run) (result, error) {
+func waitInventory(ctx context.Context, r *flowRun) (stepResult, error) {
 	sess, err := r.store.GetAgentSession(ctx, r.node.ID)
 	switch {
 	case baremetal.IsCode(err, baremetal.CodeNotFound):
 		return goTo("boot_agent"), nil
 	case err != nil:
-		return next, err
+		return nextStep, err
 	case sess.Purpose != baremetal.AgentInspect:
 		return goTo("boot_agent"), nil
 	case sess.LastSeenAt != nil && sess.Inventory != "":
-		return next, nil
+		return nextStep, nil
 	case time.Since(sess.CreatedAt) > r.cfg.agentTimeout():
 		msg := fmt.Sprintf("the deploy agent did not report within %s of booting the node from %s (does the node reach the controller at --public-url?)",
 			r.cfg.agentTimeout(), r.cfg.PublicURL)
@@ -116,7 +116,7 @@ func waitInventory(ctx context.Context, r *run) (result, error) {
 // endInspection ends the inspection at the current step as failed (why):
 // the flow goes on to power the node off and make it available, with why
 // in its last_error.
-func endInspection(r *run, why string) result {
+func endInspection(r *flowRun, why string) stepResult {
 	r.note("failure", why)
 	r.note("failed_step", r.stepName())
 	return goTo("power_off")
@@ -126,7 +126,7 @@ func endInspection(r *run, why string) result {
 // cannot be booted on the node: no virtual media, no identity to boot it
 // from the network by, a boot mode it does not boot in) as a failed one;
 // the rest is retried, like a cleanup.
-func inspectFailed(ctx context.Context, r *run, err error) (result, error) {
+func inspectFailed(ctx context.Context, r *flowRun, err error) (stepResult, error) {
 	if f := classify(err); (f == failPermanent || f == failUnsupported) && r.at < r.flow.index("power_off") {
 		msg := err.Error()
 		var perm *permanentError
@@ -141,10 +141,10 @@ func inspectFailed(ctx context.Context, r *run, err error) (result, error) {
 // clearBootInspected clears the boot media and makes the node available
 // again, with the inventory its agent reported or the reason it has none
 // (the note "failure").
-func clearBootInspected(ctx context.Context, r *run) (result, error) {
+func clearBootInspected(ctx context.Context, r *flowRun) (stepResult, error) {
 	n := r.node
 	if err := r.clearBoot(ctx, n); err != nil {
-		return next, err
+		return nextStep, err
 	}
 	failure, failedStep := r.notes["failure"], cmp.Or(r.notes["failed_step"], r.stepName())
 	var inv *api.AgentInventory
@@ -154,7 +154,7 @@ func clearBootInspected(ctx context.Context, r *run) (result, error) {
 		case baremetal.IsCode(err, baremetal.CodeNotFound):
 			failure = "the deploy agent's session is gone, and its report with it"
 		case err != nil:
-			return next, err
+			return nextStep, err
 		default:
 			inv = new(api.AgentInventory)
 			if err := json.Unmarshal([]byte(sess.Inventory), inv); err != nil {
@@ -166,7 +166,7 @@ func clearBootInspected(ctx context.Context, r *run) (result, error) {
 	if inv != nil {
 		var err error
 		if data, err = json.Marshal(inv); err != nil {
-			return next, err
+			return nextStep, err
 		}
 	}
 	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
@@ -195,7 +195,7 @@ func clearBootInspected(ctx context.Context, r *run) (result, error) {
 		c.Reason = "inspected: " + InventorySummary(inv)
 		return n.Transition(baremetal.StateAvailable)
 	})
-	return done, ignoreGone(err)
+	return flowOver, ignoreGone(err)
 }
 
 // fillFromAgent records the properties the agent's inventory shows

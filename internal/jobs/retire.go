@@ -20,7 +20,7 @@ type retireWorker struct{ nodeWorker[RetireArgs] }
 
 var retire = &flow{
 	name: "retire", state: baremetal.StateDeleting,
-	steps: []step{
+	steps: []flowStep{
 		{"check_machine", checkMachine},
 		{"power_off", powerOffStep},
 		{"clear_boot", clearBootStep},
@@ -31,13 +31,13 @@ var retire = &flow{
 
 var retireForce = &flow{
 	name: "retire", state: baremetal.StateDeleting,
-	steps: []step{{"remove", removeNode}},
+	steps: []flowStep{{"remove", removeNode}},
 	fail:  keepTrying,
 }
 
 func (w *retireWorker) Work(ctx context.Context, job *river.Job[RetireArgs]) error {
 	a := job.Args
-	err := w.runFlow(ctx, job.JobRow, a.NodeID, !a.Force, func(context.Context, *run) (*flow, error) {
+	err := w.runFlow(ctx, job.JobRow, a.NodeID, !a.Force, func(context.Context, *flowRun) (*flow, error) {
 		if a.Force {
 			return retireForce, nil
 		}
@@ -55,36 +55,26 @@ func (w *retireWorker) Work(ctx context.Context, job *river.Job[RetireArgs]) err
 // never touches it, since powering it off would stop the other node's
 // server. Its record is removed at once, without a BMC call; the log says
 // so (the node's events go with its record).
-func checkMachine(ctx context.Context, r *run) (result, error) {
+func checkMachine(ctx context.Context, r *flowRun) (stepResult, error) {
 	err := r.ownMachine(ctx, r.node)
 	var other *otherMachineError
 	if !errors.As(err, &other) {
-		return next, err
+		return nextStep, err
 	}
 	n := r.node
 	if err := r.deleteNode(ctx, n.ID); err != nil {
-		return next, err
+		return nextStep, err
 	}
 	r.log.InfoContext(ctx, "node removed without touching its BMC: its machine is another node's", "node", n.Name, "id", n.ID,
 		"same_as_node_id", other.holder.ID, "same_as_name", other.holder.Name, "reason", other.msg)
-	return done, nil
-}
-
-// powerOffStep makes sure the machine is observed off.
-func powerOffStep(ctx context.Context, r *run) (result, error) {
-	return next, r.powerOff(ctx, r.node, nil)
-}
-
-// clearBootStep clears the boot override and ejects virtual media.
-func clearBootStep(ctx context.Context, r *run) (result, error) {
-	return next, r.clearBoot(ctx, r.node)
+	return flowOver, nil
 }
 
 // removeNode removes the record of a node still in state deleting.
-func removeNode(ctx context.Context, r *run) (result, error) {
+func removeNode(ctx context.Context, r *flowRun) (stepResult, error) {
 	if err := r.deleteNode(ctx, r.node.ID); err != nil {
-		return next, err
+		return nextStep, err
 	}
 	r.log.InfoContext(ctx, "node removed", "node", r.node.Name, "id", r.node.ID)
-	return done, nil
+	return flowOver, nil
 }
