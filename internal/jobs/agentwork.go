@@ -267,6 +267,10 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// agentPoll is how often a step that waits for the agent looks for its
+// report.
+const agentPoll = 3 * time.Second
+
 // agentSilence is how long an agent may be silent (it reports every 3 s
 // while it runs a command, every 10 s otherwise, and not at all while its
 // machine boots) before the jobs waiting on it ask the BMC whether its

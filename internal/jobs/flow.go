@@ -139,7 +139,12 @@ func (r *flowRun) work(ctx context.Context) error {
 		r.at = max(r.flow.index(f.Step), 0)
 		r.notes = maps.Clone(f.Notes)
 	}
-	for r.at < len(r.flow.steps) {
+	for ran := 0; r.at < len(r.flow.steps); ran++ {
+		if ran > 2*len(r.flow.steps) {
+			// Steps that send each other back and forth (a bug): fail the
+			// attempt, which River retries, rather than spin.
+			return fmt.Errorf("%s flow of node %s: its steps went round in circles (at %s)", r.flow.name, r.node.Name, r.stepName())
+		}
 		over, err := r.enter(ctx)
 		if over || err != nil {
 			return err

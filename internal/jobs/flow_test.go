@@ -1,9 +1,12 @@
 package jobs
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
@@ -173,5 +176,21 @@ func TestInspectionFailsAtItsStep(t *testing.T) {
 	}
 	if got := strings.Join(stepEvents(evs), ","); got != "inspect/boot_agent,inspect/power_off,inspect/clear_boot" {
 		t.Errorf("step events %s", got)
+	}
+}
+
+// Steps that send each other back and forth fail the job's attempt (which
+// River retries) instead of spinning in it.
+func TestFlowStepsInCirclesFailTheAttempt(t *testing.T) {
+	h, sys := newFakeHarness(t, openSQLite(t), 1)
+	n := h.addNode("n-circles", sys[0], baremetal.StateCleaning, false)
+	ping := func(to string) func(context.Context, *flowRun) (stepResult, error) {
+		return func(context.Context, *flowRun) (stepResult, error) { return goTo(to), nil }
+	}
+	f := &flow{name: "cleanup", state: baremetal.StateCleaning, fail: keepTrying,
+		steps: []flowStep{{"ping", ping("pong")}, {"pong", ping("ping")}}}
+	r := &flowRun{nodeWork: h.r.nodeWork, job: &rivertype.JobRow{ID: 1, Kind: "cleanup"}, flow: f, node: h.node(n.ID)}
+	if err := r.work(h.ctx); err == nil || !strings.Contains(err.Error(), "went round in circles") {
+		t.Fatalf("work: %v", err)
 	}
 }

@@ -49,9 +49,6 @@ var inspection = &flow{
 	fail: inspectFailed,
 }
 
-// agentPoll is how often a flow looks for the agent's report.
-const agentPoll = 3 * time.Second
-
 func (w *inspectWorker) Work(ctx context.Context, job *river.Job[InspectArgs]) error {
 	return w.finish(ctx, job.JobRow, w.runFlow(ctx, job.JobRow, job.Args.NodeID, true, func(context.Context, *flowRun) (*flow, error) {
 		return inspection, nil
