@@ -323,6 +323,23 @@ func (w *nodeWork) agentLost(ctx context.Context, nodeID string, state baremetal
 	return err
 }
 
+// commandSession is node nodeID's agent session if its agent was booted
+// for purpose with the command cmdID ("" none), else nil (no session, or
+// one of other work): a step that boots the agent boots it then, a step
+// that waits for the agent goes back to boot it (its last boot was lost).
+func (w *nodeWork) commandSession(ctx context.Context, nodeID string, purpose baremetal.AgentPurpose, cmdID string) (*baremetal.AgentSession, error) {
+	sess, err := w.store.GetAgentSession(ctx, nodeID)
+	switch {
+	case baremetal.IsCode(err, baremetal.CodeNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case sess.Purpose != purpose || sessionCommand(sess) != cmdID:
+		return nil, nil
+	}
+	return sess, nil
+}
+
 // sessionCommand is the id of the command a session carries ("" none).
 func sessionCommand(sess *baremetal.AgentSession) string {
 	if sess.Command == "" {

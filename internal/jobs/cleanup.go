@@ -71,12 +71,8 @@ func eraseCommand(job *rivertype.JobRow) string { return fmt.Sprintf("erase-%d",
 func bootEraseAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 	n := r.node
 	cmdID := eraseCommand(r.job)
-	sess, err := r.store.GetAgentSession(ctx, n.ID)
-	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+	if sess, err := r.commandSession(ctx, n.ID, baremetal.AgentClean, cmdID); sess != nil || err != nil {
 		return nextStep, err
-	}
-	if sess != nil && sess.Purpose == baremetal.AgentClean && sessionCommand(sess) == cmdID {
-		return nextStep, nil
 	}
 	cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: r.cfg.eraseMode(n)}
 	how, err := r.startAgent(ctx, n, baremetal.AgentClean, cmd)
@@ -110,14 +106,9 @@ func bootEraseAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 func eraseDisks(ctx context.Context, r *flowRun) (stepResult, error) {
 	n := r.node
 	cmdID := eraseCommand(r.job)
-	sess, err := r.store.GetAgentSession(ctx, n.ID)
-	switch {
-	case baremetal.IsCode(err, baremetal.CodeNotFound):
-		return goTo("boot_agent"), nil
-	case err != nil:
-		return nextStep, err
-	case sess.Purpose != baremetal.AgentClean || sessionCommand(sess) != cmdID:
-		return goTo("boot_agent"), nil
+	sess, err := r.commandSession(ctx, n.ID, baremetal.AgentClean, cmdID)
+	if sess == nil || err != nil {
+		return goTo("boot_agent"), err
 	}
 	out, err := r.commandOutcome(sess, cmdID)
 	if err != nil {

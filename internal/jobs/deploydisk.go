@@ -25,12 +25,8 @@ func bootWriteAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 		return nextStep, &permanentError{"deploy_method image needs the deploy agent, and this controller serves no agent image (--agent-kernel and --public-url)"}
 	}
 	cmdID := writeCommand(inst)
-	sess, err := r.store.GetAgentSession(ctx, n.ID)
-	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+	if sess, err := r.commandSession(ctx, n.ID, baremetal.AgentDeploy, cmdID); sess != nil || err != nil {
 		return nextStep, err
-	}
-	if sess != nil && sess.Purpose == baremetal.AgentDeploy && sessionCommand(sess) == cmdID {
-		return nextStep, nil
 	}
 	cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentWriteImage,
 		Image: &api.Image{URL: inst.Image.URL, Checksum: inst.Image.Checksum}, RootDeviceHints: inst.RootDevice}
@@ -54,14 +50,9 @@ func bootWriteAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 func writeImage(ctx context.Context, r *flowRun) (stepResult, error) {
 	n := r.node
 	cmdID := writeCommand(r.inst)
-	sess, err := r.store.GetAgentSession(ctx, n.ID)
-	switch {
-	case baremetal.IsCode(err, baremetal.CodeNotFound):
-		return goTo("boot_agent"), nil
-	case err != nil:
-		return nextStep, err
-	case sess.Purpose != baremetal.AgentDeploy || sessionCommand(sess) != cmdID:
-		return goTo("boot_agent"), nil
+	sess, err := r.commandSession(ctx, n.ID, baremetal.AgentDeploy, cmdID)
+	if sess == nil || err != nil {
+		return goTo("boot_agent"), err
 	}
 	out, err := r.commandOutcome(sess, cmdID)
 	if err != nil {

@@ -62,16 +62,9 @@ func bootInspectAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 	if !r.cfg.AgentBoot || r.cfg.PublicURL == "" {
 		return endInspection(r, "the controller serves no deploy agent image (start it with --agent-kernel and --public-url)"), nil
 	}
-	sess, err := r.store.GetAgentSession(ctx, n.ID)
-	switch {
-	case baremetal.IsCode(err, baremetal.CodeNotFound):
-	case err != nil:
+	if sess, err := r.commandSession(ctx, n.ID, baremetal.AgentInspect, ""); sess != nil || err != nil {
 		return nextStep, err
-	case sess.Purpose == baremetal.AgentInspect:
-		return nextStep, nil
 	}
-	// None, or one left by other work on this node: this boot is the
-	// inspection's.
 	how, err := r.startAgent(ctx, n, baremetal.AgentInspect, nil)
 	if err != nil {
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
@@ -89,13 +82,11 @@ func bootInspectAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 // waitInventory waits for the agent's first report with an inventory,
 // for AgentTimeout at most.
 func waitInventory(ctx context.Context, r *flowRun) (stepResult, error) {
-	sess, err := r.store.GetAgentSession(ctx, r.node.ID)
+	sess, err := r.commandSession(ctx, r.node.ID, baremetal.AgentInspect, "")
 	switch {
-	case baremetal.IsCode(err, baremetal.CodeNotFound):
-		return goTo("boot_agent"), nil
 	case err != nil:
 		return nextStep, err
-	case sess.Purpose != baremetal.AgentInspect:
+	case sess == nil:
 		return goTo("boot_agent"), nil
 	case sess.LastSeenAt != nil && sess.Inventory != "":
 		return nextStep, nil
