@@ -701,6 +701,7 @@ func printNode(w io.Writer, n *api.Node) error {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("node", n.Name+" (id "+n.ID+")")
 	row("state", fmt.Sprintf("%s, power %s", n.ProvisionState, n.PowerState))
+	row("flow", flowText(n))
 	if n.Maintenance {
 		row("maintenance", "yes: "+n.MaintenanceReason)
 	} else {
@@ -758,6 +759,22 @@ func printNode(w io.Writer, n *api.Node) error {
 	row("created", n.CreatedAt.Format(time.RFC3339))
 	row("updated", fmt.Sprintf("%s (version %d)", n.UpdatedAt.Format(time.RFC3339), n.Version))
 	return tw.Flush()
+}
+
+// flowText says what the controller is doing on a node: its flow, the
+// step it is at (of how many) and since when, its steps, and the deploy
+// agent's progress where a step waits for it; "-" in no flow.
+func flowText(n *api.Node) string {
+	f := n.Flow
+	if f == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%s, step %d of %d: %s since %s (%s)", f.Name, f.StepIndex+1, len(f.Steps), f.Step,
+		f.StepStartedAt.Format(time.RFC3339), strings.Join(f.Steps, " > "))
+	if a := n.Agent; a != nil && a.Command != "" && a.State != "" {
+		s += fmt.Sprintf("; agent: %s %s, %d%%", a.Command, a.State, a.Progress)
+	}
+	return s
 }
 
 // propertiesText is a node's known properties by their API names, as

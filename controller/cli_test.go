@@ -609,3 +609,26 @@ func TestCLIDay2(t *testing.T) {
 		t.Errorf("instance show -o json --show-user-data: %q, %v", withData.UserData, err)
 	}
 }
+
+// node show says what the controller is doing on a node: its flow, the
+// step it is at of how many and since when, the flow's steps, and the
+// deploy agent's progress; "-" for a node in no flow.
+func TestCLINodeShowsItsFlow(t *testing.T) {
+	started := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	n := &api.Node{Name: "n1", ProvisionState: api.StateCleaning,
+		Flow:  &api.NodeFlow{Name: "cleanup", Steps: []string{"boot_agent", "erase", "power_off", "clear_boot"}, Step: "erase", StepIndex: 1, StepStartedAt: started},
+		Agent: &api.AgentActivity{Purpose: api.AgentPurposeClean, Command: api.AgentErase, State: api.AgentCommandRunning, Progress: 42}}
+	var b strings.Builder
+	if err := printNode(&b, n); err != nil {
+		t.Fatal(err)
+	}
+	want := "flow:               cleanup, step 2 of 4: erase since 2026-12-06T10:00:00Z (boot_agent > erase > power_off > clear_boot); agent: erase running, 42%\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("node show:\n%s\nwant the row\n%s", b.String(), want)
+	}
+	b.Reset()
+	n.Flow, n.Agent = nil, nil
+	if err := printNode(&b, n); err != nil || !strings.Contains(b.String(), "flow:               -\n") {
+		t.Errorf("node show of a node in no flow (%v):\n%s", err, b.String())
+	}
+}

@@ -116,10 +116,30 @@ type Node struct {
 	// Agent is what the deploy agent booted on the node (deploying,
 	// cleaning, inspecting) is doing and how far it is, null when none
 	// is booted.
-	Agent     *AgentActivity `json:"agent"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
-	Version   int64          `json:"version"`
+	Agent *AgentActivity `json:"agent"`
+	// Flow is the controller's work in progress on the node (deploy,
+	// cleanup, inspect, retire) and the step it is at, null when none.
+	Flow      *NodeFlow `json:"flow"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int64     `json:"version"`
+}
+
+// NodeFlow is a flow the controller runs on a node: a declared list of
+// steps, the one it is at, and since when. A step that waits for the
+// deploy agent shows the agent's progress in Node.agent.
+type NodeFlow struct {
+	// Name is the flow's: deploy, cleanup, inspect or retire (the kind
+	// of the job that runs it).
+	Name string `json:"name"`
+	// Steps are the flow's steps in order, as this run of it declared
+	// them (a cleanup with an erase has more than one without).
+	Steps []string `json:"steps"`
+	// Step is the current step, one of Steps, StepIndex its position
+	// (0 first), and StepStartedAt when it started.
+	Step          string    `json:"step"`
+	StepIndex     int       `json:"step_index"`
+	StepStartedAt time.Time `json:"step_started_at"`
 }
 
 // NodeCreate is the body of POST /v1/nodes.

@@ -271,6 +271,10 @@ type Node struct {
 
 	InstanceID string
 
+	// Flow is the controller's work in progress on the node, nil when
+	// none: a flow runs in one provision state, and Transition ends it.
+	Flow *Flow
+
 	// InspectedAt is when the deploy agent's inventory (Inventory) was
 	// stored, nil if never: read with the node, so clients learn whether
 	// the inventory changed without asking for it. Read-only: writes of
@@ -282,6 +286,37 @@ type Node struct {
 	// Version increases by one on every write; the store rejects a write
 	// whose Version is not the stored one (optimistic concurrency).
 	Version int64
+}
+
+// Flow is a flow the controller runs on a node (deploy, cleanup,
+// inspect, retire): a declared list of steps, each small and idempotent,
+// and where it stands. It is written when a step starts, so a flow picks
+// up at its step after a crash, a replica's loss or a wait.
+type Flow struct {
+	// Name is the flow's, as the job that runs it is named.
+	Name string `json:"name"`
+	// Steps are the flow's steps, in order, as this run of it declared
+	// them (a cleanup erases or not, a deploy writes its image or boots it).
+	Steps []string `json:"steps"`
+	// Step is the current step, one of Steps, and StepStartedAt when it
+	// started.
+	Step          string    `json:"step"`
+	StepStartedAt time.Time `json:"step_started_at"`
+	// Notes are what earlier steps found that later ones say or act on
+	// (what the erase did, how the image boots), free of secrets; kept
+	// when the flow moves to its next step, never shown by the API.
+	Notes map[string]string `json:"notes,omitempty"`
+}
+
+// StepIndex is the position of the current step in Steps (0 first), -1
+// when it is not one of them.
+func (f *Flow) StepIndex() int {
+	for i, s := range f.Steps {
+		if s == f.Step {
+			return i
+		}
+	}
+	return -1
 }
 
 // Schedulable reports whether a new instance may be placed on the node.

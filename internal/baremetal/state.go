@@ -45,12 +45,14 @@ func CanTransition(from, to ProvisionState) bool {
 }
 
 // Transition moves n to state to, or returns an invalid_state error that
-// names both states.
+// names both states. The flow the node was in ends with its state: it was
+// that state's work (finished, failed, or overtaken by the change).
 func (n *Node) Transition(to ProvisionState) error {
 	if !CanTransition(n.ProvisionState, to) {
 		return &Error{Code: CodeInvalidState, Field: "provision_state",
 			Message: "node " + n.Name + " cannot go from " + string(n.ProvisionState) + " to " + string(to)}
 	}
 	n.ProvisionState = to
+	n.Flow = nil
 	return nil
 }

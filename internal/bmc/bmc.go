@@ -164,8 +164,11 @@ var (
 )
 
 // Client is one node's BMC. Drivers implement PowerGetter, PowerSetter and
-// BootDeviceSetter; VirtualMedia and InventoryGetter are optional and
-// detected with a type assertion (or return ErrUnsupported-kind errors).
+// BootDeviceSetter; the other capabilities (VirtualMedia, InventoryGetter,
+// ...) are optional, reached through Capability, which names what a
+// driver lacks in a KindUnsupported error. A driver that has one may still
+// answer KindUnsupported where its BMC lacks it (a Redfish BMC without
+// virtual media, an IPMI BMC without Get System GUID).
 type Client interface {
 	PowerGetter
 	PowerSetter

@@ -11,7 +11,8 @@ import (
 // per failed attempt (last_error, events, every job attempt).
 const MaxMessage = 400
 
-// Redact is the last step of every BMC call: it returns err as an *Error
+// Redact is the last step of every BMC call (Drivers applies it to every
+// call of the clients it opens): it returns err as an *Error
 // (same Kind and Op) whose message has every form of secrets and every
 // credential the redact rules find hidden (config drive and agent boot
 // keys included), on one line of at most MaxMessage bytes. The drivers

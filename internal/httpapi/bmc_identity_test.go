@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/httpapi"
@@ -223,7 +224,9 @@ func TestSameMachineBySpelling(t *testing.T) {
 func resolving(t testing.TB) func(*httpapi.Options) {
 	o := redfish.NewOpener(redfish.Options{Timeout: 5 * time.Second})
 	t.Cleanup(o.Close)
-	return func(opts *httpapi.Options) { opts.Service.ResolveSystemsAtEnroll(o, 5*time.Second) }
+	return func(opts *httpapi.Options) {
+		opts.Service.ResolveSystemsAtEnroll(bmc.Drivers{"redfish": o}, 5*time.Second)
+	}
 }
 
 func startSim(t testing.TB, opts sim.Options) *sim.Fleet {
@@ -311,7 +314,9 @@ func TestEnrollDoesNotWaitForADeadBMC(t *testing.T) {
 	t.Cleanup(func() { _ = ln.Close() })
 	o := redfish.NewOpener(redfish.Options{Timeout: 5 * time.Second})
 	t.Cleanup(o.Close)
-	e := newEnv(t, stores()["sqlite"], func(opts *httpapi.Options) { opts.Service.ResolveSystemsAtEnroll(o, 300*time.Millisecond) })
+	e := newEnv(t, stores()["sqlite"], func(opts *httpapi.Options) {
+		opts.Service.ResolveSystemsAtEnroll(bmc.Drivers{"redfish": o}, 300*time.Millisecond)
+	})
 	start := time.Now()
 	var n api.Node
 	e.mustJSON("POST", "/v1/nodes", adminSecret, bmcBody("hung", "http://"+ln.Addr().String(), ""), 201, &n)

@@ -140,7 +140,7 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"AgentInventory": api.AgentInventory{}, "AgentSystem": api.AgentSystem{}, "AgentDisk": api.AgentDisk{},
 		"AgentNIC": api.AgentNIC{}, "AgentHeartbeat": api.AgentHeartbeat{}, "AgentReply": api.AgentReply{},
 		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{}, "AgentErasedDisk": api.AgentErasedDisk{},
-		"AgentActivity": api.AgentActivity{},
+		"AgentActivity": api.AgentActivity{}, "NodeFlow": api.NodeFlow{},
 	}
 	var doc struct {
 		Components struct {

@@ -27,6 +27,7 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 		PowerState: api.PowerState(n.PowerState), ProvisionState: api.ProvisionState(n.ProvisionState),
 		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince, BMCFailures: n.BMCFailures,
 		InstanceID: n.InstanceID, InspectedAt: n.InspectedAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
+		Flow: flowOut(n.Flow),
 	}
 	if !c.Admin() {
 		// BMC errors name BMC addresses and URLs: infrastructure detail
@@ -38,6 +39,15 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
 	}
 	return out
+}
+
+// flowOut renders a node's flow, nil for none; its notes are the
+// controller's own.
+func flowOut(f *baremetal.Flow) *api.NodeFlow {
+	if f == nil {
+		return nil
+	}
+	return &api.NodeFlow{Name: f.Name, Steps: f.Steps, Step: f.Step, StepIndex: f.StepIndex(), StepStartedAt: f.StepStartedAt}
 }
 
 // agentOut renders what a node's deploy agent is doing, nil for none.

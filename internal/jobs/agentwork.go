@@ -91,17 +91,54 @@ func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose ba
 	return how, nil
 }
 
+// bootFromCD inserts url as virtual media, sets a one-time CD boot and
+// powers the node on (or resets it), waiting until on is observed.
+func (w *nodeWork) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
+	if err := w.mediaCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
+		vm, err := bmc.Capability[bmc.VirtualMedia](c)
+		if err != nil {
+			return err
+		}
+		return vm.InsertMedia(ctx, url)
+	}); err != nil {
+		return err
+	}
+	return w.bootOnce(ctx, n, bmc.BootCD)
+}
+
+// bootOnce sets a one-time boot from dev and powers the node on (or
+// resets it), waiting until on is observed.
+func (w *nodeWork) bootOnce(ctx context.Context, n *baremetal.Node, dev bmc.BootDevice) error {
+	if err := w.bmcCall(ctx, n, "set boot device", func(ctx context.Context, c bmc.Client) error {
+		return c.SetBootDevice(ctx, dev, false)
+	}); err != nil {
+		return err
+	}
+	ps, err := w.readPower(ctx, n)
+	if err != nil {
+		return err
+	}
+	action := bmc.ActionOn
+	if ps == bmc.PowerOn {
+		action = bmc.ActionReset
+	}
+	if err := w.setPower(ctx, n, action); err != nil {
+		return err
+	}
+	_, err = w.waitPower(ctx, n, bmc.PowerOn, nil)
+	return err
+}
+
 // checkAgentBootMode refuses to boot a BIOS-only agent ISO on a node
 // whose BMC reports UEFI boot mode: the boot would fail at the node's
 // console, and the agent timeout would say only that nothing reported.
 func (w *nodeWork) checkAgentBootMode(ctx context.Context, n *baremetal.Node) error {
 	mode := ""
 	err := w.bmcCall(ctx, n, "read boot mode", func(ctx context.Context, c bmc.Client) error {
-		g, ok := c.(bmc.BootModeGetter)
-		if !ok {
-			return nil
+		g, err := bmc.Capability[bmc.BootModeGetter](c)
+		if err != nil {
+			return nil // the driver cannot tell
 		}
-		var err error
 		mode, err = g.BootMode(ctx)
 		return err
 	})
@@ -130,16 +167,13 @@ func (w *nodeWork) nodeIdentity(ctx context.Context, n *baremetal.Node) ([]strin
 		}
 	}
 	err := w.bmcCall(ctx, n, "read system UUID", func(ctx context.Context, c bmc.Client) error {
-		var (
-			id  string
-			err error
-		)
-		switch g := c.(type) {
-		case bmc.SystemUUIDGetter:
+		var id string
+		g, err := bmc.Capability[bmc.SystemUUIDGetter](c)
+		if err == nil {
 			id, err = g.SystemUUID(ctx)
-		case bmc.InventoryGetter:
+		} else if ig, ierr := bmc.Capability[bmc.InventoryGetter](c); ierr == nil {
 			var inv bmc.Inventory
-			inv, err = g.Inventory(ctx)
+			inv, err = ig.Inventory(ctx)
 			id = inv.SystemUUID
 		}
 		// A BMC without the command may still be recognised by the
@@ -233,6 +267,10 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// agentPoll is how often a step that waits for the agent looks for its
+// report.
+const agentPoll = 3 * time.Second
+
 // agentSilence is how long an agent may be silent (it reports every 3 s
 // while it runs a command, every 10 s otherwise, and not at all while its
 // machine boots) before the jobs waiting on it ask the BMC whether its
@@ -283,6 +321,23 @@ func (w *nodeWork) agentLost(ctx context.Context, nodeID string, state baremetal
 		return nil
 	})
 	return err
+}
+
+// commandSession is node nodeID's agent session if its agent was booted
+// for purpose with the command cmdID ("" none), else nil (no session, or
+// one of other work): a step that boots the agent boots it then, a step
+// that waits for the agent goes back to boot it (its last boot was lost).
+func (w *nodeWork) commandSession(ctx context.Context, nodeID string, purpose baremetal.AgentPurpose, cmdID string) (*baremetal.AgentSession, error) {
+	sess, err := w.store.GetAgentSession(ctx, nodeID)
+	switch {
+	case baremetal.IsCode(err, baremetal.CodeNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case sess.Purpose != purpose || sessionCommand(sess) != cmdID:
+		return nil, nil
+	}
+	return sess, nil
 }
 
 // sessionCommand is the id of the command a session carries ("" none).

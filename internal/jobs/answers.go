@@ -54,7 +54,7 @@ func (r *nodeWork) recordRefused(ctx context.Context, nodeID, what string, err e
 	_, uerr := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
 		now := time.Now()
 		r.noteSuccess(n, now)
-		n.SetActionFault(baremetal.FaultBMCRefused, scrub(n, what+": "+describeBMCError(n, what, err)), now)
+		n.SetActionFault(baremetal.FaultBMCRefused, what+": "+describeBMCError(what, err), now)
 		return nil
 	})
 	if uerr != nil && !baremetal.IsCode(uerr, baremetal.CodeNotFound) {

@@ -46,11 +46,12 @@ func newSimHarnessWith(t testing.TB, st store.Store, so sim.Options, opts ...har
 	return h, fleet.SystemIDs()
 }
 
-// newFakeHarness uses the in-memory fake BMCs (no virtual media).
+// newFakeHarness uses the in-memory fake BMCs (no virtual media),
+// reached as the controller reaches its drivers (bmc.Drivers).
 func newFakeHarness(t testing.TB, st store.Store, n int, opts ...harnessOpt) (*harness, []string) {
 	ids := names("sys", n)
 	fake := newFakeBMCs(ids...)
-	h := newHarness(t, st, fake, fake, "http://fake.invalid", opts...)
+	h := newHarness(t, st, bmc.Drivers{"redfish": fake}, fake, "http://fake.invalid", opts...)
 	h.fake = fake
 	return h, ids
 }

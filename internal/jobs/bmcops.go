@@ -33,7 +33,8 @@ func nodeSecrets(n *baremetal.Node) *redact.Secrets {
 // bmcCall runs one BMC operation on n under BMCTimeout, opening (or
 // reusing, the Opener caches) the client first. Every BMC call of the
 // package goes through here, so every one is bounded, classified and
-// counted.
+// counted. Its errors are redacted already: Config.BMC is the
+// controller's bmc.Drivers, which redacts every error it hands out.
 func (r *nodeWork) bmcCall(ctx context.Context, n *baremetal.Node, op string, fn func(ctx context.Context, c bmc.Client) error) error {
 	return r.bmcCallWithin(ctx, n, op, r.cfg.BMCTimeout, fn)
 }
@@ -53,10 +54,7 @@ func (r *nodeWork) bmcCallWithin(ctx context.Context, n *baremetal.Node, op stri
 		err = fn(ctx, c)
 	}
 	if err != nil {
-		// Every BMC error leaves here redacted (credentials in any
-		// encoding, config drive keys) and capped: it is kept in
-		// last_error, events, the job's errors and logs.
-		err = bmc.Redact(bmc.Wrap(bmc.KindUnreachable, op, err), nodeSecrets(n))
+		err = bmc.Wrap(bmc.KindUnreachable, op, err)
 		// A deadline hit inside the driver may come back unclassified or
 		// as a bare context error; either way it is an unreachable BMC.
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
@@ -139,6 +137,21 @@ func (r *nodeWork) waitPower(ctx context.Context, n *baremetal.Node, want bmc.Po
 		if stop != nil && stop(ctx) {
 			return 0, errStopped
 		}
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -17,17 +18,21 @@ import (
 )
 
 // echoOpener is a driver that quotes the request in its errors, in the
-// encodings BMCs use, without redacting anything itself: bmcCall must.
+// encodings BMCs use, without redacting anything itself: the controller's
+// boundary with its drivers (bmc.Drivers) must.
 type echoOpener struct{ msg string }
 
 func (o echoOpener) Open(context.Context, bmc.Endpoint) (bmc.Client, error) {
-	return echoClient(o), nil
+	return echoClient{msg: o.msg}, nil
 }
 
-type echoClient struct{ msg string }
+type echoClient struct {
+	msg  string
+	kind bmc.Kind // of its power reads' errors; "" bmc_error
+}
 
 func (c echoClient) PowerState(context.Context) (bmc.PowerState, error) {
-	return bmc.PowerUnknown, bmc.Errorf(bmc.KindBMCError, "power state", "%s", c.msg)
+	return bmc.PowerUnknown, bmc.Errorf(cmp.Or(c.kind, bmc.KindBMCError), "power state", "%s", c.msg)
 }
 
 func (c echoClient) SetPower(context.Context, bmc.PowerAction) error {
@@ -51,7 +56,7 @@ func TestBMCCallRedactsEveryForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{nodeWork: &nodeWork{cfg: Config{BMC: echoOpener{msg}, BMCTimeout: time.Second}.withDefaults(), metrics: m}}
+	r := &Runner{nodeWork: &nodeWork{cfg: Config{BMC: bmc.Drivers{"redfish": echoOpener{msg}}, BMCTimeout: time.Second}.withDefaults(), metrics: m}}
 	n := &baremetal.Node{Name: "n1", Driver: baremetal.DriverRedfish, BMC: baremetal.BMC{Username: "root", Password: pw}}
 
 	_, err = r.readPower(context.Background(), n)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -15,8 +16,10 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
-// cleanupWorker returns a node whose instance was deleted to the pool:
-// power off (observed), clear the boot override, eject media, available.
+// cleanupWorker runs the cleanup flow of a node whose instance was
+// deleted: its disks erased by the deploy agent (when the controller
+// serves it and the node's erase mode asks: cleanupErasing), the machine
+// observed off, boot override and media cleared, available.
 //
 // It never gives up: destroy always succeeds, for the user. The instance is
 // already gone from the user's view; the node stays cleaning, out of
@@ -25,147 +28,148 @@ import (
 // In maintenance it waits (snoozes) and resumes when maintenance ends.
 type cleanupWorker struct{ nodeWorker[CleanupArgs] }
 
-func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
-	return w.finish(ctx, job.JobRow, w.cleanup(ctx, job))
+var cleanup = &flow{
+	name: "cleanup", state: baremetal.StateCleaning,
+	steps: []flowStep{
+		{"power_off", powerOffCleaning},
+		{"clear_boot", clearBootCleaned},
+	},
+	fail: keepTrying,
 }
 
-func (w *cleanupWorker) cleanup(ctx context.Context, job *river.Job[CleanupArgs]) error {
-	n, err := w.begin(ctx, job.JobRow, job.Args.NodeID, true)
-	if n == nil {
-		return err
+// cleanupErasing erases the disks first. A failed or lost erase is a
+// clean_failed fault, retried with a fresh boot: the next tenant must not
+// get this one's data.
+var cleanupErasing = &flow{
+	name: "cleanup", state: baremetal.StateCleaning,
+	steps: []flowStep{
+		{"boot_agent", bootEraseAgent},
+		{"erase", eraseDisks},
+		{"power_off", powerOffCleaning},
+		{"clear_boot", clearBootCleaned},
+	},
+	fail: keepTrying,
+}
+
+func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
+	return w.finish(ctx, job.JobRow, w.runFlow(ctx, job.JobRow, job.Args.NodeID, true, func(_ context.Context, r *flowRun) (*flow, error) {
+		r.deletedInstance = job.Args.InstanceID
+		if w.cfg.AgentBoot && w.cfg.eraseMode(r.node) != "" {
+			return cleanupErasing, nil
+		}
+		return cleanup, nil
+	}))
+}
+
+// eraseCommand is the id of the erase command of a cleanup job.
+func eraseCommand(job *rivertype.JobRow) string { return fmt.Sprintf("erase-%d", job.ID) }
+
+// bootEraseAgent boots the deploy agent to erase the node's disks
+// (Config.eraseMode), unless the node's agent session carries the erase
+// already. A node the agent cannot be booted on (no virtual media, no
+// network boot) is not erased, and an event says so.
+func bootEraseAgent(ctx context.Context, r *flowRun) (stepResult, error) {
+	n := r.node
+	cmdID := eraseCommand(r.job)
+	if sess, err := r.commandSession(ctx, n.ID, baremetal.AgentClean, cmdID); sess != nil || err != nil {
+		return nextStep, err
 	}
-	if n.ProvisionState != baremetal.StateCleaning {
-		return nil
-	}
-	stop := func(ctx context.Context) bool {
-		cur, err := w.store.GetNode(ctx, n.ID)
+	cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: r.cfg.eraseMode(n)}
+	how, err := r.startAgent(ctx, n, baremetal.AgentClean, cmd)
+	var perm *permanentError
+	switch {
+	case errors.As(err, &perm):
+		note := "disks NOT erased: " + perm.msg
+		_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+			c.Events = append(c.Events, &baremetal.Event{Type: "clean", Message: note})
+			return nil
+		})
 		if err != nil {
-			return baremetal.IsCode(err, baremetal.CodeNotFound)
+			return flowOver, ignoreGone(err)
 		}
-		return cur.ProvisionState != baremetal.StateCleaning
+		r.note("erased", note)
+		return goTo("power_off"), nil
+	case err != nil:
+		return nextStep, err
 	}
-	erased := ""
-	if w.cfg.AgentBoot && w.cfg.eraseMode(n) != "" {
-		var done bool
-		if erased, done, err = w.erase(ctx, job, n); !done {
-			return err
+	msg := fmt.Sprintf("booted the deploy agent %s to erase the disks (%s)", how, cmd.Erase)
+	if err := r.agentBooted(ctx, n.ID, baremetal.StateCleaning, "clean", msg); err != nil {
+		return flowOver, ignoreGone(err)
+	}
+	return nextStep, nil
+}
+
+// eraseDisks waits for the agent's report on the erase and checks what
+// it read back (eraseReadBack). A failed or lost erase is the node's
+// clean_failed fault and boots a new agent; the session it reads is gone
+// then, as after any lost agent.
+func eraseDisks(ctx context.Context, r *flowRun) (stepResult, error) {
+	n := r.node
+	cmdID := eraseCommand(r.job)
+	sess, err := r.commandSession(ctx, n.ID, baremetal.AgentClean, cmdID)
+	if sess == nil || err != nil {
+		return goTo("boot_agent"), err
+	}
+	out, err := r.commandOutcome(sess, cmdID)
+	if err != nil {
+		return nextStep, err
+	}
+	mode := r.cfg.eraseMode(n)
+	var failed string
+	switch {
+	case out.status == nil || out.status.State == api.AgentCommandRunning:
+		if failed = r.agentGone(ctx, n, sess, out, "erasing the disks"); failed == "" {
+			return waitFor(agentPoll), nil
 		}
+	case out.status.State == api.AgentCommandFailed:
+		failed = "erasing the disks failed: " + out.status.Message
+	default:
+		failed = eraseReadBack(out.status, mode)
 	}
-	if err := w.powerOff(ctx, n, stop); err != nil {
-		return w.cleanupError(ctx, job, n, err)
+	if err := r.store.DeleteAgentSession(ctx, n.ID); err != nil {
+		return nextStep, err
 	}
-	if err := w.clearBoot(ctx, n); err != nil {
-		return w.cleanupError(ctx, job, n, err)
+	if failed != "" {
+		r.recordActionFault(ctx, n.ID, baremetal.FaultCleanFailed, failed)
+		return nextStep, errors.New(failed)
 	}
-	_, err = w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	r.note("erased", "disks erased ("+mode+"): "+out.status.Message)
+	return nextStep, nil
+}
+
+// powerOffCleaning makes sure the machine is observed off, giving up the
+// wait when the node leaves cleaning.
+func powerOffCleaning(ctx context.Context, r *flowRun) (stepResult, error) {
+	return nextStep, r.powerOff(ctx, r.node, r.stopped)
+}
+
+// clearBootCleaned clears the boot override and media, and returns the
+// node to the pool, saying what the cleanup did.
+func clearBootCleaned(ctx context.Context, r *flowRun) (stepResult, error) {
+	if err := r.clearBoot(ctx, r.node); err != nil {
+		return nextStep, err
+	}
+	_, err := r.ledger.Update(ctx, r.node.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateCleaning {
 			return ledger.ErrSkip
 		}
 		now := time.Now()
-		w.observePower(n, bmc.PowerOff, nil, now)
+		r.observePower(n, bmc.PowerOff, nil, now)
 		touchSeen(n, now)
 		if err := baremetal.FinishCleaning(n); err != nil {
 			return err
 		}
 		how := "powered off, boot override cleared"
-		if erased != "" {
+		if erased := r.notes["erased"]; erased != "" {
 			how = erased + "; " + how
 		}
 		c.Reason = "cleaned: " + how
-		if id := job.Args.InstanceID; id != "" {
+		if id := r.deletedInstance; id != "" {
 			c.Reason = fmt.Sprintf("cleaned after instance %s was deleted: %s", id, how)
 		}
 		return nil
 	})
-	return ignoreGone(err)
-}
-
-// cleanupError records why this attempt failed and retries, forever.
-func (w *cleanupWorker) cleanupError(ctx context.Context, job *river.Job[CleanupArgs], n *baremetal.Node, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	switch f := classify(err); {
-	case f == failStopped:
-		return nil
-	case f == failPowerTimeout:
-		w.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "cleanup: "+err.Error())
-	case f == failRefused:
-		w.recordRefused(ctx, n.ID, "cleanup", err)
-		return w.refusedRetry(ctx, job.Kind, fmt.Errorf("cleanup node %s: %w", n.Name, err))
-	case f.bmcTrouble():
-		w.recordBMCFailure(ctx, n.ID, "cleanup", err)
-	}
-	return w.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %w", n.Name, err))
-}
-
-// recordActionFault writes an action fault (e.g. power_mismatch) to a node.
-func (r *nodeWork) recordActionFault(ctx context.Context, nodeID string, f baremetal.Fault, msg string) {
-	_, err := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
-		n.SetActionFault(f, scrub(n, msg), time.Now())
-		return nil
-	})
-	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
-		r.log.WarnContext(ctx, "record fault", "node", nodeID, "fault", f, "err", err)
-	}
-}
-
-// erase boots the deploy agent to erase the node's disks (CleanErase) and
-// waits for it, in steps like deployToDisk's. It returns what was done
-// and true once the disks are erased (or cannot be: a BMC without
-// virtual media, said in an event), else the error or snooze to return.
-// A failed or lost erase is a clean_failed fault, retried with a fresh
-// boot: the next tenant must not get this one's data.
-func (w *cleanupWorker) erase(ctx context.Context, job *river.Job[CleanupArgs], n *baremetal.Node) (string, bool, error) {
-	cmdID := fmt.Sprintf("erase-%d", job.ID)
-	sess, err := w.store.GetAgentSession(ctx, n.ID)
-	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
-		return "", false, err
-	}
-	if sess == nil || sess.Purpose != baremetal.AgentClean || sessionCommand(sess) != cmdID {
-		cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentErase, Erase: w.cfg.eraseMode(n)}
-		how, err := w.startAgent(ctx, n, baremetal.AgentClean, cmd)
-		var perm *permanentError
-		switch {
-		case errors.As(err, &perm):
-			note := "disks NOT erased: " + perm.msg
-			_, uerr := w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
-				c.Events = append(c.Events, &baremetal.Event{Type: "clean", Message: note})
-				return nil
-			})
-			return note, uerr == nil, ignoreGone(uerr)
-		case err != nil:
-			return "", false, w.cleanupError(ctx, job, n, err)
-		}
-		msg := fmt.Sprintf("booted the deploy agent %s to erase the disks (%s)", how, cmd.Erase)
-		if err := w.agentBooted(ctx, n.ID, baremetal.StateCleaning, "clean", msg); err != nil {
-			return "", false, ignoreGone(err)
-		}
-		return "", false, river.JobSnooze(agentPoll)
-	}
-	out, err := w.commandOutcome(sess, cmdID)
-	if err != nil {
-		return "", false, err
-	}
-	var failed string
-	switch {
-	case out.status == nil || out.status.State == api.AgentCommandRunning:
-		if failed = w.agentGone(ctx, n, sess, out, "erasing the disks"); failed == "" {
-			return "", false, river.JobSnooze(agentPoll)
-		}
-	case out.status.State == api.AgentCommandFailed:
-		failed = "erasing the disks failed: " + out.status.Message
-	default:
-		failed = eraseReadBack(out.status, w.cfg.eraseMode(n))
-	}
-	if err := w.store.DeleteAgentSession(ctx, n.ID); err != nil {
-		return "", false, err
-	}
-	if failed != "" {
-		w.recordActionFault(ctx, n.ID, baremetal.FaultCleanFailed, failed)
-		return "", false, w.retryForever(job.JobRow, fmt.Errorf("cleanup node %s: %s", n.Name, failed))
-	}
-	return "disks erased (" + w.cfg.eraseMode(n) + "): " + out.status.Message, true, nil
+	return flowOver, ignoreGone(err)
 }
 
 // eraseReadBack says why an erase the agent reported succeeded does not

@@ -25,9 +25,15 @@
 //     event per changed field, actor "controller". Outcomes (deploy
 //     finished or failed, cleaned) are the domain's pure functions
 //     (baremetal.FinishDeploy, ...), shared with the service.
-//   - Each kind's work lives on its worker beside its args (deployWorker
-//     in deploy.go, ...); the steps several kinds take are nodeWork's
-//     (workers.go, bmcops.go, faults.go); Runner is wiring.
+//   - A node's work (deploy, cleanup, inspect, retire) is a flow: a
+//     declared list of small, idempotent steps, run by one engine
+//     (flow.go) inside its kind's job, each step written on the node as
+//     it starts, so the work resumes at its step after a retry, a wait or
+//     a crash, on any replica. A flow lives beside its worker (deploy.go,
+//     deploydisk.go, cleanup.go, inspect.go, retire.go); verify, power
+//     and sync_node are single actions. What several kinds do is
+//     nodeWork's (workers.go, bmcops.go, faults.go, agentwork.go); Runner
+//     is wiring.
 //   - Transactions hold no BMC call: BMC calls happen first, the write
 //     after, so SQLite's single writer is never held for a BMC's timeout.
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/imagecheck"
 )
 
 // failure is what went wrong with a job's work, in the terms the workers
@@ -61,3 +62,24 @@ func classify(err error) failure {
 // fault (recordRefused). An image failure outside a deploy (which handles
 // it first) can only be a BMC's answer, and counts as one.
 func (f failure) bmcTrouble() bool { return f == failBMC || f == failUnsupported || f == failImage }
+
+// permanentError fails a deploy at once: retrying cannot help.
+type permanentError struct{ msg string }
+
+func (e *permanentError) Error() string { return e.msg }
+
+// inputError is the deploy agent's report that writing the image failed
+// on the user's input (unreachable, checksum, format, no disk fits), in
+// its words.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string { return e.msg }
+
+// aboutImage reports whether err blames the deploy's image.
+func aboutImage(err error) bool {
+	var (
+		ie *imagecheck.Error
+		in *inputError
+	)
+	return errors.As(err, &ie) || errors.As(err, &in) || (isBMCErr(err) && bmc.KindOf(err) == bmc.KindImage)
+}

@@ -54,19 +54,19 @@ func faultFor(kind bmc.Kind) baremetal.Fault {
 }
 
 // describeBMCError renders err for LastError: the operation, its class and
-// the cause, never a credential (bmc errors promise not to carry one; the
-// password is scrubbed anyway in case a driver quotes a URL with userinfo).
-func describeBMCError(n *baremetal.Node, op string, err error) string {
+// the cause, never a credential (bmc.Drivers redacted it).
+func describeBMCError(op string, err error) string {
 	msg := err.Error()
 	var be *bmc.Error
 	if !errors.As(err, &be) {
 		msg = fmt.Sprintf("bmc %s: %s: %v", op, bmc.KindOf(err), err)
 	}
-	return baremetal.ClipError(scrub(n, msg))
+	return baremetal.ClipError(msg)
 }
 
 // scrub hides n's credentials in any encoding, and config drive keys, in
-// a message about n that did not come through bmcCall.
+// a message about n that quotes more than a BMC error (whose text
+// bmc.Drivers redacted): an agent's report, an image URL, an address.
 func scrub(n *baremetal.Node, s string) string {
 	return nodeSecrets(n).String(s)
 }
@@ -82,7 +82,7 @@ func (r *nodeWork) noteFailure(n *baremetal.Node, op string, err error, now time
 		// last_error keep saying which node that is.
 		return
 	}
-	n.LastError = describeBMCError(n, op, err)
+	n.LastError = describeBMCError(op, err)
 	if n.BMCFailures < r.cfg.FaultThreshold {
 		return
 	}

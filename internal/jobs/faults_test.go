@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,8 +68,14 @@ func TestFaultKinds(t *testing.T) {
 		bmc.KindAuth:        baremetal.FaultBMCAuthFailed,
 		bmc.KindBMCError:    baremetal.FaultBMCError,
 	} {
-		n := &baremetal.Node{PowerState: baremetal.PowerOn, BMC: baremetal.BMC{Password: "s3cret-pw"}}
-		err := bmc.Errorf(kind, "power state", "refused for user admin:s3cret-pw")
+		n := &baremetal.Node{Driver: baremetal.DriverRedfish, PowerState: baremetal.PowerOn, BMC: baremetal.BMC{Password: "s3cret-pw"}}
+		// The error as a job gets it: through the controller's boundary
+		// with its drivers, which redacts it.
+		c, err := bmc.Drivers{"redfish": quotingDriver{kind}}.Open(context.Background(), endpoint(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.PowerState(context.Background())
 		for i := 1; i <= 3; i++ {
 			r.noteFailure(n, "power state", err, now)
 			if i < 3 && (n.Fault != "" || n.PowerState != baremetal.PowerOn) {
@@ -86,6 +93,14 @@ func TestFaultKinds(t *testing.T) {
 			t.Errorf("%s: not cleared: %+v", kind, n)
 		}
 	}
+}
+
+// quotingDriver fails every power read with an error of its kind that
+// quotes the credentials, unredacted.
+type quotingDriver struct{ kind bmc.Kind }
+
+func (d quotingDriver) Open(_ context.Context, ep bmc.Endpoint) (bmc.Client, error) {
+	return echoClient{msg: "refused for user admin:" + ep.Password, kind: d.kind}, nil
 }
 
 func TestActionFaultsOutliveBMCSuccess(t *testing.T) {

@@ -32,9 +32,9 @@ import (
 func (r *nodeWork) resolveSystem(ctx context.Context, n *baremetal.Node) (*bmc.ResolvedSystem, error) {
 	var res *bmc.ResolvedSystem
 	err := r.bmcCall(ctx, n, "resolve system", func(ctx context.Context, c bmc.Client) error {
-		sr, ok := c.(bmc.SystemResolver)
-		if !ok {
-			return nil
+		sr, err := bmc.Capability[bmc.SystemResolver](c)
+		if err != nil {
+			return nil // the driver cannot tell
 		}
 		got, err := sr.ResolveSystem(ctx)
 		if err != nil {

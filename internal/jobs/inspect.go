@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,142 +17,152 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
-// inspectWorker boots the deploy agent on a node in state inspecting and
-// records the hardware the agent reports:
+// inspectWorker runs the inspect flow of a node in state inspecting: it
+// boots the deploy agent and records the hardware the agent reports.
 //
-//  1. a new agent session (per-boot token) is stored, then the BMC gets
-//     the agent ISO's URL as virtual media, a one-time CD boot, and power
-//     on (or a reset when already on);
-//  2. the job snoozes, polling the session, until the agent's first
-//     heartbeat with an inventory has been recorded (service.AgentHeartbeat)
-//     or Config.AgentTimeout has passed since the boot;
-//  3. the inventory is stored, the properties it shows are recorded as
-//     inspected (and shown where the operator set no override), the node is powered off and its media ejected, and
-//     it becomes available again. An agent that never reports ends the
-//     inspection the same way, with the reason in last_error: the node did
-//     nothing wrong that a retry would fix.
+//   - boot_agent: a new agent session (per-boot token) is stored, then the
+//     BMC gets the agent ISO's URL as virtual media, a one-time CD boot,
+//     and power on (or a reset when already on);
+//   - wait_inventory: the job snoozes, polling the session, until the
+//     agent's first heartbeat with an inventory has been recorded
+//     (service.AgentHeartbeat) or Config.AgentTimeout has passed since
+//     the boot;
+//   - power_off, clear_boot: the node is powered off and its media
+//     ejected, then the inventory is stored, the properties it shows are
+//     recorded as inspected (and shown where the operator set no
+//     override), and the node becomes available again.
 //
-// BMC trouble is retried with backoff, like a cleanup.
+// An agent that never reports, or one that cannot be booted, ends the
+// inspection the same way, with the reason in last_error (noted as
+// "failure"): the node did nothing wrong that a retry would fix. BMC
+// trouble is retried with backoff, like a cleanup.
 type inspectWorker struct{ nodeWorker[InspectArgs] }
 
-// agentPoll is how often an inspection looks for the agent's report.
-const agentPoll = 3 * time.Second
+var inspection = &flow{
+	name: "inspect", state: baremetal.StateInspecting,
+	steps: []flowStep{
+		{"boot_agent", bootInspectAgent},
+		{"wait_inventory", waitInventory},
+		{"power_off", powerOffStep},
+		{"clear_boot", clearBootInspected},
+	},
+	fail: inspectFailed,
+}
 
 func (w *inspectWorker) Work(ctx context.Context, job *river.Job[InspectArgs]) error {
-	return w.finish(ctx, job.JobRow, w.inspect(ctx, job))
+	return w.finish(ctx, job.JobRow, w.runFlow(ctx, job.JobRow, job.Args.NodeID, true, func(context.Context, *flowRun) (*flow, error) {
+		return inspection, nil
+	}))
 }
 
-func (w *inspectWorker) inspect(ctx context.Context, job *river.Job[InspectArgs]) error {
-	n, err := w.begin(ctx, job.JobRow, job.Args.NodeID, true)
-	if n == nil {
-		return err
+// bootInspectAgent boots the agent, unless an inspection's session says
+// it is booted already.
+func bootInspectAgent(ctx context.Context, r *flowRun) (stepResult, error) {
+	n := r.node
+	if !r.cfg.AgentBoot || r.cfg.PublicURL == "" {
+		return endInspection(r, "the controller serves no deploy agent image (start it with --agent-kernel and --public-url)"), nil
 	}
-	if n.ProvisionState != baremetal.StateInspecting {
-		return nil
+	if sess, err := r.commandSession(ctx, n.ID, baremetal.AgentInspect, ""); sess != nil || err != nil {
+		return nextStep, err
 	}
-	if !w.cfg.AgentBoot || w.cfg.PublicURL == "" {
-		return w.endInspection(ctx, job, n, nil, "the controller serves no deploy agent image (start it with --agent-kernel and --public-url)")
-	}
-	sess, err := w.store.GetAgentSession(ctx, n.ID)
-	switch {
-	case baremetal.IsCode(err, baremetal.CodeNotFound):
-		return w.bootAgent(ctx, job, n)
-	case err != nil:
-		return err
-	case sess.Purpose != baremetal.AgentInspect:
-		// Left by other work on this node; this boot is the inspection's.
-		return w.bootAgent(ctx, job, n)
-	case sess.LastSeenAt != nil && sess.Inventory != "":
-		var inv api.AgentInventory
-		if err := json.Unmarshal([]byte(sess.Inventory), &inv); err != nil {
-			return w.endInspection(ctx, job, n, nil, fmt.Sprintf("the agent's inventory could not be read: %v", err))
-		}
-		return w.endInspection(ctx, job, n, &inv, "")
-	case time.Since(sess.CreatedAt) > w.cfg.agentTimeout():
-		msg := fmt.Sprintf("the deploy agent did not report within %s of booting the node from %s (does the node reach the controller at --public-url?)",
-			w.cfg.agentTimeout(), w.cfg.PublicURL)
-		if sess.LastSeenAt != nil {
-			msg = fmt.Sprintf("the deploy agent reported no inventory within %s", w.cfg.agentTimeout())
-		}
-		return w.endInspection(ctx, job, n, nil, msg+refusedNote(sess))
-	}
-	return river.JobSnooze(agentPoll)
-}
-
-// bootAgent starts a new agent session and boots the node into the
-// agent; the job then waits for the agent's report.
-func (w *inspectWorker) bootAgent(ctx context.Context, job *river.Job[InspectArgs], n *baremetal.Node) error {
-	how, err := w.startAgent(ctx, n, baremetal.AgentInspect, nil)
+	how, err := r.startAgent(ctx, n, baremetal.AgentInspect, nil)
 	if err != nil {
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
-			return nil
+			return flowOver, nil
 		}
-		return w.inspectError(ctx, job, n, err)
+		return nextStep, err
 	}
-	msg := fmt.Sprintf("booted the deploy agent %s; waiting up to %s for its report", how, w.cfg.agentTimeout())
-	if err := w.agentBooted(ctx, n.ID, baremetal.StateInspecting, "inspect", msg); err != nil {
-		return ignoreGone(err)
+	msg := fmt.Sprintf("booted the deploy agent %s; waiting up to %s for its report", how, r.cfg.agentTimeout())
+	if err := r.agentBooted(ctx, n.ID, baremetal.StateInspecting, "inspect", msg); err != nil {
+		return flowOver, ignoreGone(err)
 	}
-	return river.JobSnooze(agentPoll)
+	return nextStep, nil
 }
 
-// bootFromCD inserts url as virtual media, sets a one-time CD boot and
-// powers the node on (or resets it), waiting until on is observed.
-func (w *nodeWork) bootFromCD(ctx context.Context, n *baremetal.Node, url string) error {
-	if err := w.mediaCall(ctx, n, "insert agent media", func(ctx context.Context, c bmc.Client) error {
-		return c.(bmc.VirtualMedia).InsertMedia(ctx, url)
-	}); err != nil {
-		return err
+// waitInventory waits for the agent's first report with an inventory,
+// for AgentTimeout at most.
+func waitInventory(ctx context.Context, r *flowRun) (stepResult, error) {
+	sess, err := r.commandSession(ctx, r.node.ID, baremetal.AgentInspect, "")
+	switch {
+	case err != nil:
+		return nextStep, err
+	case sess == nil:
+		return goTo("boot_agent"), nil
+	case sess.LastSeenAt != nil && sess.Inventory != "":
+		return nextStep, nil
+	case time.Since(sess.CreatedAt) > r.cfg.agentTimeout():
+		msg := fmt.Sprintf("the deploy agent did not report within %s of booting the node from %s (does the node reach the controller at --public-url?)",
+			r.cfg.agentTimeout(), r.cfg.PublicURL)
+		if sess.LastSeenAt != nil {
+			msg = fmt.Sprintf("the deploy agent reported no inventory within %s", r.cfg.agentTimeout())
+		}
+		return endInspection(r, msg+refusedNote(sess)), nil
 	}
-	return w.bootOnce(ctx, n, bmc.BootCD)
+	return waitFor(agentPoll), nil
 }
 
-// bootOnce sets a one-time boot from dev and powers the node on (or
-// resets it), waiting until on is observed.
-func (w *nodeWork) bootOnce(ctx context.Context, n *baremetal.Node, dev bmc.BootDevice) error {
-	if err := w.bmcCall(ctx, n, "set boot device", func(ctx context.Context, c bmc.Client) error {
-		return c.SetBootDevice(ctx, dev, false)
-	}); err != nil {
-		return err
-	}
-	ps, err := w.readPower(ctx, n)
-	if err != nil {
-		return err
-	}
-	action := bmc.ActionOn
-	if ps == bmc.PowerOn {
-		action = bmc.ActionReset
-	}
-	if err := w.setPower(ctx, n, action); err != nil {
-		return err
-	}
-	_, err = w.waitPower(ctx, n, bmc.PowerOn, nil)
-	return err
+// endInspection ends the inspection at the current step as failed (why):
+// the flow goes on to power the node off and make it available, with why
+// in its last_error.
+func endInspection(r *flowRun, why string) stepResult {
+	r.note("failure", why)
+	r.note("failed_step", r.stepName())
+	return goTo("power_off")
 }
 
-// endInspection powers the node off, clears its boot media and makes it
-// available again, with the inventory (inv) or the reason it has none
-// (failure).
-func (w *inspectWorker) endInspection(ctx context.Context, job *river.Job[InspectArgs], n *baremetal.Node, inv *api.AgentInventory, failure string) error {
-	if err := w.powerOff(ctx, n, nil); err != nil {
-		return w.inspectError(ctx, job, n, err)
+// inspectFailed ends an inspection that retrying cannot help (the agent
+// cannot be booted on the node: no virtual media, no identity to boot it
+// from the network by, a boot mode it does not boot in) as a failed one;
+// the rest is retried, like a cleanup.
+func inspectFailed(ctx context.Context, r *flowRun, err error) (stepResult, error) {
+	if f := classify(err); (f == failPermanent || f == failUnsupported) && r.at < r.flow.index("power_off") {
+		msg := err.Error()
+		var perm *permanentError
+		if errors.As(err, &perm) {
+			msg = perm.msg
+		}
+		return endInspection(r, msg), nil
 	}
-	if err := w.clearBoot(ctx, n); err != nil {
-		return w.inspectError(ctx, job, n, err)
+	return keepTrying(ctx, r, err)
+}
+
+// clearBootInspected clears the boot media and makes the node available
+// again, with the inventory its agent reported or the reason it has none
+// (the note "failure").
+func clearBootInspected(ctx context.Context, r *flowRun) (stepResult, error) {
+	n := r.node
+	if err := r.clearBoot(ctx, n); err != nil {
+		return nextStep, err
+	}
+	failure, failedStep := r.notes["failure"], cmp.Or(r.notes["failed_step"], r.stepName())
+	var inv *api.AgentInventory
+	if failure == "" {
+		sess, err := r.store.GetAgentSession(ctx, n.ID)
+		switch {
+		case baremetal.IsCode(err, baremetal.CodeNotFound):
+			failure = "the deploy agent's session is gone, and its report with it"
+		case err != nil:
+			return nextStep, err
+		default:
+			inv = new(api.AgentInventory)
+			if err := json.Unmarshal([]byte(sess.Inventory), inv); err != nil {
+				inv, failure = nil, fmt.Sprintf("the agent's inventory could not be read: %v", err)
+			}
+		}
 	}
 	var data []byte
 	if inv != nil {
 		var err error
 		if data, err = json.Marshal(inv); err != nil {
-			return err
+			return nextStep, err
 		}
 	}
-	_, err := w.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateInspecting {
 			return ledger.ErrSkip
 		}
 		now := time.Now()
-		w.observePower(n, bmc.PowerOff, nil, now)
+		r.observePower(n, bmc.PowerOff, nil, now)
 		touchSeen(n, now)
 		if err := tx.DeleteAgentSession(ctx, n.ID); err != nil {
 			return err
@@ -159,6 +170,7 @@ func (w *inspectWorker) endInspection(ctx context.Context, job *river.Job[Inspec
 		if inv == nil {
 			n.LastError = baremetal.ClipError(scrub(n, "inspection: "+failure))
 			c.Reason = "inspection failed: " + failure
+			c.Events = append(c.Events, r.failedEvent(failedStep, failure))
 			return n.Transition(baremetal.StateAvailable)
 		}
 		if err := tx.SetInventory(ctx, &baremetal.Inventory{NodeID: n.ID, Data: string(data), InspectedAt: now}); err != nil {
@@ -171,31 +183,7 @@ func (w *inspectWorker) endInspection(ctx context.Context, job *river.Job[Inspec
 		c.Reason = "inspected: " + InventorySummary(inv)
 		return n.Transition(baremetal.StateAvailable)
 	})
-	return ignoreGone(err)
-}
-
-// inspectError records BMC trouble and retries; what retrying cannot fix
-// ends the inspection.
-func (w *inspectWorker) inspectError(ctx context.Context, job *river.Job[InspectArgs], n *baremetal.Node, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	switch f := classify(err); {
-	case f == failPermanent:
-		var perm *permanentError
-		errors.As(err, &perm)
-		return w.endInspection(ctx, job, n, nil, perm.msg)
-	case f == failPowerTimeout:
-		w.recordActionFault(ctx, n.ID, baremetal.FaultPowerMismatch, "inspect: "+err.Error())
-	case f == failRefused:
-		w.recordRefused(ctx, n.ID, "inspect", err)
-		return w.refusedRetry(ctx, job.Kind, fmt.Errorf("inspect node %s: %w", n.Name, err))
-	case f == failUnsupported:
-		return w.endInspection(ctx, job, n, nil, scrub(n, err.Error()))
-	case f.bmcTrouble():
-		w.recordBMCFailure(ctx, n.ID, "inspect", err)
-	}
-	return w.retryForever(job.JobRow, fmt.Errorf("inspect node %s: %w", n.Name, err))
+	return flowOver, ignoreGone(err)
 }
 
 // fillFromAgent records the properties the agent's inventory shows

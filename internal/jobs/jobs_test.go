@@ -214,6 +214,10 @@ func TestCleanupOvertakesDeploy(t *testing.T) {
 		h.start()
 		h.enqueue(DeployArgs{NodeID: n.ID, InstanceID: inst.ID})
 		waitJob(t, h, n.ID, "deploy", "running")
+		// At power_on, polling (the step's start is the deploy's last
+		// write until it stops: the version-checked write below must not
+		// race it).
+		h.waitNode(n.ID, wait, "at power_on", func(n *baremetal.Node) bool { return n.Flow != nil && n.Flow.Step == "power_on" })
 
 		// The user deletes the instance: what the service layer does.
 		h.inTx(func(tx store.Tx) error {

@@ -26,17 +26,13 @@ func (r *nodeWork) recordBMCFailure(ctx context.Context, nodeID, op string, bmcE
 	}
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+// recordActionFault writes an action fault (e.g. power_mismatch) to a node.
+func (r *nodeWork) recordActionFault(ctx context.Context, nodeID string, f baremetal.Fault, msg string) {
+	_, err := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+		n.SetActionFault(f, scrub(n, msg), time.Now())
 		return nil
+	})
+	if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		r.log.WarnContext(ctx, "record fault", "node", nodeID, "fault", f, "err", err)
 	}
 }

@@ -124,10 +124,10 @@ func (w *powerWorker) powerError(ctx context.Context, job *river.Job[PowerArgs],
 	if !final {
 		return fmt.Errorf("power %s node %s: %w", a.Action, n.Name, err)
 	}
-	msg := baremetal.ClipError(scrub(n, fmt.Sprintf("power %s requested by %s failed: %v", a.Action, who, err)))
+	msg := baremetal.ClipError(fmt.Sprintf("power %s requested by %s failed: %v", a.Action, who, err))
 	_, uerr := w.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if timedOut {
-			n.SetActionFault(baremetal.FaultPowerMismatch, scrub(n, msg), time.Now())
+			n.SetActionFault(baremetal.FaultPowerMismatch, msg, time.Now())
 		}
 		c.Events = append(c.Events, &baremetal.Event{Type: "power", Message: msg})
 		return nil

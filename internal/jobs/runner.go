@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -18,7 +17,6 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/ledger"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
 // Runner runs the controller's durable jobs and the power sync on River,
@@ -228,17 +226,6 @@ func (r *Runner) stopLate() {
 	<-r.lateDone
 }
 
-// InsertTx enqueues args in tx, so the job exists if and only if the state
-// change that needs it commits. A job of the same kind already waiting or
-// running for the node is not duplicated: its id is returned instead.
-func (r *nodeWork) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs) (int64, error) {
-	res, err := r.q.InsertTx(ctx, tx, args, nil)
-	if err != nil {
-		return 0, fmt.Errorf("enqueue %s job: %w", args.Kind(), err)
-	}
-	return res.Job.ID, nil
-}
-
 // maxListedJobs caps ListJobs: the admin API shows the most recent ones.
 const maxListedJobs = 500
 
@@ -304,78 +291,6 @@ func (r *Runner) Sync(ctx context.Context, nodeID string) error {
 		return fmt.Errorf("sync node %s: %w", nodeID, err)
 	}
 	return r.syncOne(ctx, n)
-}
-
-// syncOne reads n's power and records the observation; when that clears a
-// BMC fault, the node's waiting jobs are nudged.
-func (r *nodeWork) syncOne(ctx context.Context, n *baremetal.Node) error {
-	ps, bmcErr := r.readPower(ctx, n)
-	if bmcErr != nil && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	at := time.Now()
-	var cleared bool
-	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
-		was := n.Fault.BMC() || n.BMCFailures > 0
-		r.observePower(n, ps, bmcErr, at)
-		cleared = was && n.BMCFailures == 0
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if cleared {
-		r.nudge(ctx, n.ID)
-	}
-	if bmcErr != nil {
-		return fmt.Errorf("sync node %s: %w", n.Name, bmcErr)
-	}
-	return nil
-}
-
-// finish counts a job attempt's outcome and passes its error through.
-func (r *nodeWork) finish(ctx context.Context, job *rivertype.JobRow, err error) error {
-	outcome := "ok"
-	var snooze *rivertype.JobSnoozeError
-	var cancel *rivertype.JobCancelError
-	switch {
-	case err == nil:
-	case errors.As(err, &snooze):
-		outcome = "snoozed"
-	case errors.As(err, &cancel):
-		outcome = "cancelled"
-	default:
-		outcome = "error"
-		if loudAttempt(job.Attempt) {
-			// Jobs retry for a very long time (destroy always succeeds):
-			// say so at the 3rd failed attempt and then ever more rarely,
-			// instead of never (River warns only when it gives up) or at
-			// every attempt.
-			r.log.WarnContext(ctx, "job keeps failing; it will be retried", "kind", job.Kind, "job_id", job.ID,
-				"attempt", job.Attempt, "node", nodeIDOf(job), "err", err)
-		}
-	}
-	r.metrics.jobsFinished.WithLabelValues(job.Kind, outcome).Inc()
-	return err
-}
-
-// loudAttempt: 3, 10, 30, 100, 300, 1000, ... failed attempts are logged.
-func loudAttempt(a int) bool {
-	for n := 3; n <= a; n *= 10 {
-		if a == n || a == n*10/3 {
-			return true
-		}
-	}
-	return false
-}
-
-// nodeIDOf reads the node_id of a job's args, "" when it has none.
-func nodeIDOf(job *rivertype.JobRow) string {
-	var a struct {
-		NodeID string `json:"node_id"`
-	}
-	_ = json.Unmarshal(job.EncodedArgs, &a) // a kind without node_id logs none
-	return a.NodeID
 }
 
 // minLevel drops records below min; it keeps the wrapped handler's own

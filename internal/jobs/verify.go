@@ -156,9 +156,9 @@ func (w *verifyWorker) readPowerAndInventory(ctx context.Context, n *baremetal.N
 func (w *verifyWorker) readInventory(ctx context.Context, n *baremetal.Node) (*bmc.Inventory, error) {
 	var inv *bmc.Inventory
 	err := w.bmcCall(ctx, n, "inventory", func(ctx context.Context, c bmc.Client) error {
-		ig, ok := c.(bmc.InventoryGetter)
-		if !ok {
-			return nil
+		ig, err := bmc.Capability[bmc.InventoryGetter](c)
+		if err != nil {
+			return nil // the driver has none
 		}
 		got, err := ig.Inventory(ctx)
 		if err != nil {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,10 +20,11 @@ import (
 
 // nodeWork is what the workers of node jobs share: their dependencies
 // (the store, the ledger that writes nodes, the queue, the BMC drivers
-// in cfg) and the steps more than one kind takes (BMC calls and fault
-// accounting, powering off, clearing boot, mutual exclusion). Each kind's
-// own work lives on its worker, beside its args: deployWorker in
-// deploy.go, cleanupWorker in cleanup.go, and so on.
+// in cfg) and what more than one kind does (BMC calls and fault
+// accounting, powering off, clearing boot, mutual exclusion, the flow
+// engine of flow.go). Each kind's own work lives beside its worker: the
+// deploy flows in deploy.go and deploydisk.go, cleanup in cleanup.go,
+// and so on.
 type nodeWork struct {
 	cfg     Config
 	store   store.Store
@@ -50,6 +52,89 @@ type nodeWorker[T river.JobArgs] struct {
 // NextRetry is the kinds' schedule, nextRetry.
 func (w *nodeWorker[T]) NextRetry(job *river.Job[T]) time.Time {
 	return w.nextRetry(job.JobRow)
+}
+
+// InsertTx enqueues args in tx, so the job exists if and only if the state
+// change that needs it commits. A job of the same kind already waiting or
+// running for the node is not duplicated: its id is returned instead.
+func (r *nodeWork) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs) (int64, error) {
+	res, err := r.q.InsertTx(ctx, tx, args, nil)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s job: %w", args.Kind(), err)
+	}
+	return res.Job.ID, nil
+}
+
+// syncOne reads n's power and records the observation; when that clears a
+// BMC fault, the node's waiting jobs are nudged.
+func (r *nodeWork) syncOne(ctx context.Context, n *baremetal.Node) error {
+	ps, bmcErr := r.readPower(ctx, n)
+	if bmcErr != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	at := time.Now()
+	var cleared bool
+	_, err := r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+		was := n.Fault.BMC() || n.BMCFailures > 0
+		r.observePower(n, ps, bmcErr, at)
+		cleared = was && n.BMCFailures == 0
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if cleared {
+		r.nudge(ctx, n.ID)
+	}
+	if bmcErr != nil {
+		return fmt.Errorf("sync node %s: %w", n.Name, bmcErr)
+	}
+	return nil
+}
+
+// finish counts a job attempt's outcome and passes its error through.
+func (r *nodeWork) finish(ctx context.Context, job *rivertype.JobRow, err error) error {
+	outcome := "ok"
+	var snooze *rivertype.JobSnoozeError
+	var cancel *rivertype.JobCancelError
+	switch {
+	case err == nil:
+	case errors.As(err, &snooze):
+		outcome = "snoozed"
+	case errors.As(err, &cancel):
+		outcome = "cancelled"
+	default:
+		outcome = "error"
+		if loudAttempt(job.Attempt) {
+			// Jobs retry for a very long time (destroy always succeeds):
+			// say so at the 3rd failed attempt and then ever more rarely,
+			// instead of never (River warns only when it gives up) or at
+			// every attempt.
+			r.log.WarnContext(ctx, "job keeps failing; it will be retried", "kind", job.Kind, "job_id", job.ID,
+				"attempt", job.Attempt, "node", nodeIDOf(job), "err", err)
+		}
+	}
+	r.metrics.jobsFinished.WithLabelValues(job.Kind, outcome).Inc()
+	return err
+}
+
+// loudAttempt: 3, 10, 30, 100, 300, 1000, ... failed attempts are logged.
+func loudAttempt(a int) bool {
+	for n := 3; n <= a; n *= 10 {
+		if a == n || a == n*10/3 {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeIDOf reads the node_id of a job's args, "" when it has none.
+func nodeIDOf(job *rivertype.JobRow) string {
+	var a struct {
+		NodeID string `json:"node_id"`
+	}
+	_ = json.Unmarshal(job.EncodedArgs, &a) // a kind without node_id logs none
+	return a.NodeID
 }
 
 // begin is how every mutating job starts. It returns the node to act on,
@@ -155,11 +240,11 @@ type mediaSupport struct {
 func (r *nodeWork) ejectMediaSupported(ctx context.Context, n *baremetal.Node) (mediaSupport, error) {
 	var ms mediaSupport
 	err := r.mediaCall(ctx, n, "eject media", func(ctx context.Context, c bmc.Client) error {
-		vm, ok := c.(bmc.VirtualMedia)
-		if !ok {
-			return nil
+		vm, err := bmc.Capability[bmc.VirtualMedia](c)
+		if err != nil {
+			return nil // the driver has none
 		}
-		err := vm.EjectMedia(ctx)
+		err = vm.EjectMedia(ctx)
 		if errors.Is(err, bmc.ErrNoVirtualMedia) {
 			// Not one slot's refusal: the BMC has none it can use.
 			ms.why = err.Error()

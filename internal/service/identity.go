@@ -11,7 +11,6 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
-	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
 )
 
@@ -25,7 +24,8 @@ import (
 
 // ResolveSystemsAtEnroll makes enroll ask a new Redfish node's BMC which
 // system it is (bmc.SystemResolver), for at most within; without it
-// (tests of the service alone) the verify job alone asks.
+// (tests of the service alone) the verify job alone asks. o is the
+// controller's bmc.Drivers, whose errors come redacted.
 func (s *Service) ResolveSystemsAtEnroll(o bmc.Opener, within time.Duration) {
 	s.bmc, s.resolveWithin = o, within
 }
@@ -42,15 +42,15 @@ func (s *Service) resolveSystem(ctx context.Context, n *baremetal.Node) (*bmc.Re
 	ctx, cancel := context.WithTimeout(ctx, s.resolveWithin)
 	defer cancel()
 	started := time.Now()
-	secrets := redact.New(n.BMC.Password, redact.Basic(n.BMC.Username, n.BMC.Password))
+	// Errors come redacted: s.bmc is the controller's bmc.Drivers.
 	c, err := s.bmc.Open(ctx, bmc.Endpoint{Driver: string(n.Driver), Address: n.BMC.Address, Username: n.BMC.Username,
 		Password: n.BMC.Password, Insecure: n.BMC.Insecure, SystemID: n.BMC.SystemID})
 	if err != nil {
-		s.log.InfoContext(ctx, "enroll: the BMC's system is left to the verify job", "name", n.Name, "err", bmc.Redact(err, secrets))
+		s.log.InfoContext(ctx, "enroll: the BMC's system is left to the verify job", "name", n.Name, "err", err)
 		return nil, nil
 	}
-	r, ok := c.(bmc.SystemResolver)
-	if !ok {
+	r, err := bmc.Capability[bmc.SystemResolver](c)
+	if err != nil {
 		return nil, nil
 	}
 	res, err := r.ResolveSystem(ctx)
@@ -63,10 +63,10 @@ func (s *Service) resolveSystem(ctx context.Context, n *baremetal.Node) (*bmc.Re
 		if be := (*bmc.Error)(nil); errors.As(err, &be) {
 			msg = be.Err.Error() // without "bmc resolve system: bmc_error: "
 		}
-		return nil, baremetal.FieldErrorf("bmc.system_id", "bmc.system_id: %s", secrets.String(msg))
+		return nil, baremetal.FieldErrorf("bmc.system_id", "bmc.system_id: %s", msg)
 	default:
 		s.log.InfoContext(ctx, "enroll: the BMC did not say which system the node is; the verify job will ask it",
-			"name", n.Name, "took", time.Since(started).Round(time.Millisecond), "err", bmc.Redact(err, secrets))
+			"name", n.Name, "took", time.Since(started).Round(time.Millisecond), "err", err)
 		return nil, nil
 	}
 }

@@ -62,8 +62,9 @@ func browserTools(t *testing.T) (node, chromium string) {
 // (Playwright, e2e/dashboard.mjs) against a real controller and a
 // simulated BMC fleet, on both stores: an admin logs in, sees every
 // provision state of the API's document counted, coloured and filtered,
-// tiles with resource class, instance and the deploy agent's progress
-// (live), a node turn faulted when its BMC goes down and heal when it
+// tiles with resource class, instance, the deploy agent's progress
+// (live) and the step of the node's flow, the flow's steps on the node
+// page, a node turn faulted when its BMC goes down and heal when it
 // returns, sets and clears maintenance with a reason and sees the events,
 // powers a node off and on, reads an inventory, is told why an
 // inspection is refused, retires a node, and sees no "attempt 1/32767";
@@ -170,9 +171,10 @@ func runDashboard(t *testing.T, node, chromium, databaseURL string) {
 
 // agentAt moves node id to state, in maintenance, with a session of the
 // deploy agent booted for purpose and handed command (JSON, "" for none),
-// as the job that boots it leaves them, then reports status (JSON, "" for
-// none) from that agent through POST /v1/agent/heartbeat. It returns the
-// agent's token, with which the script reports further.
+// and at the step of its flow that waits for the agent, as the job that
+// boots it leaves them, then reports status (JSON, "" for none) from that
+// agent through POST /v1/agent/heartbeat. It returns the agent's token,
+// with which the script reports further.
 func agentAt(t *testing.T, env *testenv.Env, id string, state baremetal.ProvisionState, purpose baremetal.AgentPurpose, command, status string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -185,6 +187,12 @@ func agentAt(t *testing.T, env *testenv.Env, id string, state baremetal.Provisio
 		t.Fatal(err)
 	}
 	n.ProvisionState, n.PowerState, n.Maintenance, n.MaintenanceReason = state, baremetal.PowerOn, true, "held by the browser test"
+	n.Flow = map[baremetal.ProvisionState]*baremetal.Flow{
+		baremetal.StateCleaning: {Name: "cleanup", Steps: []string{"boot_agent", "erase", "power_off", "clear_boot"}, Step: "erase",
+			StepStartedAt: time.Now().Add(-2 * time.Minute)},
+		baremetal.StateInspecting: {Name: "inspect", Steps: []string{"boot_agent", "wait_inventory", "power_off", "clear_boot"}, Step: "wait_inventory",
+			StepStartedAt: time.Now().Add(-time.Minute)},
+	}[state]
 	if err := env.App.Store.UpdateNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,12 @@ func (q Queries) node(r *NodeRow) (*baremetal.Node, error) {
 	if at := time.Time(r.InspectedAt); !at.IsZero() {
 		n.InspectedAt = &at
 	}
+	if r.Flow != "" {
+		n.Flow = new(baremetal.Flow)
+		if err := json.Unmarshal([]byte(r.Flow), n.Flow); err != nil {
+			return nil, fmt.Errorf("node %s: flow: %w", n.ID, err)
+		}
+	}
 	if r.BMCPasswordSealed != "" {
 		var err error
 		if n.BMC.Password, err = q.box.Open(r.BMCPasswordSealed); err != nil {
@@ -139,6 +145,14 @@ func (q Queries) nodeWrite(n *baremetal.Node) (NodeWrite, error) {
 	if k, ok := store.BMCKeyArg(n).(string); ok {
 		key = &k
 	}
+	flow := ""
+	if f := normalFlow(n.Flow); f != nil {
+		b, err := json.Marshal(f)
+		if err != nil {
+			return NodeWrite{}, fmt.Errorf("node %s: flow: %w", n.Name, err)
+		}
+		flow = string(b)
+	}
 	return NodeWrite{
 		Name: n.Name, Driver: string(n.Driver), BMCAddress: n.BMC.Address, BMCUsername: n.BMC.Username,
 		BMCPasswordSealed: sealed, BMCInsecure: n.BMC.Insecure, BMCSystemID: n.BMC.SystemID,
@@ -152,7 +166,7 @@ func (q Queries) nodeWrite(n *baremetal.Node) (NodeWrite, error) {
 		CPUArchOverride: n.Overrides.CPUArch, InspectedCPUs: int64(n.Inspected.CPUs),
 		InspectedMemoryMB: int64(n.Inspected.MemoryMB), InspectedLocalGB: int64(n.Inspected.LocalGB),
 		InspectedCPUArch: n.Inspected.CPUArch, CleanErase: string(n.CleanErase), InspectOnEnroll: n.InspectOnEnroll,
-		BMCKey: key,
+		Flow: flow, BMCKey: key,
 	}, nil
 }
 
@@ -161,6 +175,21 @@ func normalizeNodeTimes(n *baremetal.Node) {
 	n.FaultSince = store.TimestampPtr(n.FaultSince)
 	n.NextCheckAt = store.TimestampPtr(n.NextCheckAt)
 	n.LastSeenAt = store.TimestampPtr(n.LastSeenAt)
+	n.Flow = normalFlow(n.Flow)
+}
+
+// normalFlow is f as a read returns it: a copy, its time at the store's
+// precision, no empty notes.
+func normalFlow(f *baremetal.Flow) *baremetal.Flow {
+	if f == nil {
+		return nil
+	}
+	c := *f
+	c.StepStartedAt = store.Timestamp(c.StepStartedAt)
+	if len(c.Notes) == 0 {
+		c.Notes = nil
+	}
+	return &c
 }
 
 func (q Queries) GetNode(ctx context.Context, idOrName string) (*baremetal.Node, error) {

@@ -8,7 +8,7 @@ package sqlstore
 // are the same. A query that gains a column gains a field here.
 
 // NodeRow is a node as every read of one returns it: a row of the view
-// node_rows (migration 0012), the nodes row but bmc_key and its
+// node_rows (migrations 0012, 0014), the nodes row but bmc_key and its
 // inventory's inspected_at (zero when none).
 type NodeRow struct {
 	ID                string
@@ -49,6 +49,7 @@ type NodeRow struct {
 	InspectedCPUArch  string
 	CleanErase        string
 	InspectOnEnroll   *bool
+	Flow              string
 	InspectedAt       Time
 }
 
@@ -90,6 +91,7 @@ type NodeWrite struct {
 	InspectedCPUArch  string
 	CleanErase        string
 	InspectOnEnroll   *bool
+	Flow              string
 	BMCKey            *string
 	Now               Time
 	Version           int64

@@ -32,6 +32,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodePropertyOverridesMigration", testNodePropertyOverridesMigration},
 		{"NodeCleanInspectSettings", testNodeCleanInspectSettings},
 		{"NodeCleanInspectMigration", testNodeCleanInspectMigration},
+		{"NodeFlow", testNodeFlow},
+		{"NodeFlowMigration", testNodeFlowMigration},
 		{"NodeNotFound", testNodeNotFound},
 		{"NodeDuplicateName", testNodeDuplicateName},
 		{"NodeExplicitID", testNodeExplicitID},
@@ -349,15 +351,72 @@ func testNodeCleanInspectMigration(t *testing.T, s store.Store) {
 	}
 }
 
+// testNodeFlow: a node's flow (name, steps, current step, when it
+// started, notes) is stored through insert and update and reads back as
+// written; a node in no flow reads back without one.
+func testNodeFlow(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	plain := insertNode(t, s, newNode("idle"))
+	if got := getNode(t, s, plain.ID); got.Flow != nil {
+		t.Errorf("a node in no flow reads back flow %+v", got.Flow)
+	}
+
+	n := newNode("busy")
+	n.Flow = &baremetal.Flow{Name: "cleanup", Steps: []string{"boot_agent", "erase", "power_off", "clear_boot"},
+		Step: "boot_agent", StepStartedAt: time.Now()}
+	n = insertNode(t, s, n)
+	got := getNode(t, s, n.ID)
+	same(t, "node in a flow", n, got)
+
+	got.Flow = &baremetal.Flow{Name: "cleanup", Steps: got.Flow.Steps, Step: "power_off", StepStartedAt: time.Now().Add(time.Minute),
+		Notes: map[string]string{"erased": "disks erased (metadata): 2 disks"}}
+	must(t, s.UpdateNode(ctx, got))
+	back := getNode(t, s, n.ID)
+	same(t, "node at its next step", got, back)
+	if back.Flow == nil || back.Flow.Step != "power_off" || back.Flow.StepIndex() != 2 || back.Flow.Notes["erased"] == "" {
+		t.Errorf("after update: flow %+v", back.Flow)
+	}
+
+	back.Flow = nil
+	must(t, s.UpdateNode(ctx, back))
+	if again := getNode(t, s, n.ID); again.Flow != nil {
+		t.Errorf("flow ended, reads back %+v", again.Flow)
+	}
+}
+
+// testNodeFlowMigration: nodes from before migration 0014 open in no
+// flow, and take one afterwards.
+func testNodeFlowMigration(t *testing.T, s store.Store) {
+	old := insertNode(t, s, newNode("pre14"))
+	undoNodeColumns(t, s, 14, "flow")
+	must(t, s.Close())
+	s2 := reopen(t, s)
+
+	got := getNode(t, s2, old.ID)
+	if got.Flow != nil {
+		t.Errorf("migrated node: flow %+v, want none", got.Flow)
+	}
+	got.Flow = &baremetal.Flow{Name: "retire", Steps: []string{"remove"}, Step: "remove", StepStartedAt: time.Now()}
+	must(t, s2.UpdateNode(ctxOf(t), got))
+	if back := getNode(t, s2, old.ID); back.Flow == nil || back.Flow.Name != "retire" {
+		t.Errorf("migrated node updated: flow %+v", back.Flow)
+	}
+}
+
 // undoNodeColumns puts s's schema back to before the migration version,
-// which added columns to nodes: it undoes 0012 first (the view node_rows
-// reads every column, so none can be dropped under it), then drops the
-// columns. Reopening the store applies both again, in order, as on a
-// database that an older controller left.
+// which added columns to nodes: it undoes 0012 (the view node_rows reads
+// every column, so none can be dropped under it) and the migrations after
+// version that add a column and create the view again (0014), then drops
+// the columns. Reopening the store applies them all again, in order, as
+// on a database that an older controller left.
 func undoNodeColumns(t *testing.T, s store.Store, version int, columns ...string) {
 	t.Helper()
 	rawExec(t, s, `DROP VIEW node_rows`)
 	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 12`)
+	if version < 14 {
+		rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 14`)
+		columns = append(columns, "flow")
+	}
 	for _, col := range columns {
 		rawExec(t, s, `ALTER TABLE nodes DROP COLUMN `+col)
 	}

@@ -185,12 +185,19 @@ try {
     assert((await erasing.innerText()).includes('cleaning · erase 42%'), 'agent progress on the tile: ' + await erasing.innerText());
     assert(await erasing.locator('progress').evaluate((p) => p.value) === 42, 'a progress bar at 42');
     assert((await tile(admin, 'rack1-u-4').innerText()).includes('inspecting · agent reporting'), 'the inspecting tile: ' + await tile(admin, 'rack1-u-4').innerText());
+    // The step of the node's flow, and its place among the flow's.
+    assert((await erasing.innerText()).includes('cleaning · erase 42% · erase 2/4'), 'the flow\'s step on the tile: ' + await erasing.innerText());
+    assert(await tile(admin, 'rack1-u-4').getAttribute('data-step') === 'wait_inventory 2/4', 'the inspecting tile\'s step');
+    assert(await tile(admin, 'rack1-u-0').getAttribute('data-step') === '', 'a node in no flow has no step');
     await heartbeat(77);
     await admin.waitForFunction(() => document.querySelector('#grid a.tile[data-name="rack1-u-3"]')?.dataset.agent === 'erase 77%');
     assert(await erasing.locator('progress').evaluate((p) => p.value) === 77, 'the bar follows');
     await erasing.click();
     await admin.waitForFunction(() => /^clean: erase 77%/.test(document.querySelector('#f-agent')?.textContent || ''));
     assert(await admin.locator('#f-agent progress').count() === 1, 'a progress bar on the node page');
+    assert(/^cleanup: step erase 2\/4 since \d+ min ago/.test(await admin.locator('#f-flow').textContent()), 'the flow on the node page: ' + await admin.locator('#f-flow').textContent());
+    assert(JSON.stringify(await admin.$$eval('#f-flow ol.steps li', (lis) => lis.map((li) => [li.textContent, li.className, li.getAttribute('aria-current')]))) ===
+      JSON.stringify([['boot_agent', 'done', null], ['erase', 'current', 'step'], ['power_off', '', null], ['clear_boot', '', null]]), 'the flow\'s steps, the current one marked');
     await admin.screenshot({ path: join(SHOTS, 'node-agent.png') });
     assert(await admin.locator('#inspect').isDisabled(), 'a cleaning node cannot be inspected');
     assert(/cleaning/.test(await admin.locator('#inspect-why').textContent()), 'and the page says why');

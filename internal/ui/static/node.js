@@ -5,7 +5,7 @@
 import { api, etag, listAll, path } from './api.js';
 import { ago, dl, h, replace, table, timeEl } from './dom.js';
 import { attemptText } from './jobs.js';
-import { agentProgress, agentText, look } from './overview.js';
+import { agentProgress, agentText, flowText, look } from './overview.js';
 import { confirmAction, live, say } from './shell.js';
 
 export function nodeDetail(root, { params, role }) {
@@ -223,6 +223,16 @@ export function nodeDetail(root, { params, role }) {
     return h('span', null, h('a', { href, id: 'f-instance' }, instance.name), ` (project ${instance.project}, ${instance.state})`);
   }
 
+  // flowCell lists the flow's steps, the current one marked, and since
+  // when it runs.
+  function flowCell(f) {
+    const at = f.step_index;
+    return h('span', { id: 'f-flow' }, `${f.name}: step ${flowText(f)} `,
+      h('span', { class: 'muted' }, `since ${ago(f.step_started_at)} ago`),
+      h('ol', { class: 'steps', 'aria-label': `${f.name} steps` }, f.steps.map((s, i) =>
+        h('li', { class: i < at ? 'done' : i === at ? 'current' : '', 'aria-current': i === at ? 'step' : null }, s))));
+  }
+
   function agentCell(a) {
     return h('span', { id: 'f-agent' }, `${a.purpose}: ${agentText(a)}`, ' ', agentProgress(a),
       a.last_seen_at ? h('span', { class: 'muted' }, ` · heard ${ago(a.last_seen_at)} ago`) : '');
@@ -237,6 +247,7 @@ export function nodeDetail(root, { params, role }) {
     replace(badge, label);
     replace(status, dl([
       ['Provision state', h('span', { id: 'f-state' }, n.provision_state)],
+      n.flow ? ['Flow', flowCell(n.flow)] : null,
       n.agent ? ['Deploy agent', agentCell(n.agent)] : null,
       ['Power', h('span', { id: 'f-power' }, n.power_state)],
       ['Maintenance', h('span', { id: 'f-maintenance' }, n.maintenance ? `yes: ${n.maintenance_reason}` : 'no')],

@@ -28,6 +28,13 @@ export function agentText(a) {
   return `${a.command} ${a.state}`;
 }
 
+// flowText says where a node's flow stands ("" for none): its step and
+// the step's place among the flow's, "erase 2/4".
+export function flowText(f) {
+  if (!f) return '';
+  return `${f.step} ${f.step_index + 1}/${f.steps.length}`;
+}
+
 // agentProgress is a <progress> of a running agent command, or null.
 export function agentProgress(a, attrs) {
   if (!a || !a.command || (a.state && a.state !== 'running')) return null;
@@ -144,6 +151,7 @@ export function overview(root) {
       const { cls, label } = look(n);
       const inst = n.instance_id ? names[n.instance_id] || 'an instance' : '';
       const doing = agentText(n.agent);
+      const at = flowText(n.flow);
       a.className = 'tile ' + cls;
       a.dataset.name = n.name;
       a.dataset.state = n.provision_state;
@@ -152,17 +160,19 @@ export function overview(root) {
       a.dataset.class = n.resource_class;
       a.dataset.instance = inst;
       a.dataset.agent = doing;
+      a.dataset.step = at;
       // The colour's label, the class and instance, then the state the
-      // label leaves out and what the agent does (else the power).
+      // label leaves out, what the agent does (else the power) and the
+      // flow's step.
       const lines = [
         n.name,
         label,
         [n.resource_class, inst].filter(Boolean).join(' · '),
         [n.maintenance && n.fault ? 'maintenance' : '', label === n.provision_state ? '' : n.provision_state,
-          doing || 'power ' + n.power_state].filter(Boolean).join(' · '),
+          doing || 'power ' + n.power_state, at].filter(Boolean).join(' · '),
       ];
       a.title = `${n.name}: ${n.provision_state}, power ${n.power_state}, class ${n.resource_class}` +
-        (inst ? `, instance ${inst}` : '') + (doing ? `, agent: ${doing}` : '') +
+        (inst ? `, instance ${inst}` : '') + (n.flow ? `, ${n.flow.name} step ${at}` : '') + (doing ? `, agent: ${doing}` : '') +
         (n.fault ? `, fault ${n.fault}` : '') + (n.maintenance ? `, maintenance: ${n.maintenance_reason}` : '');
       lines.forEach((t, i) => { if (a.children[i].textContent !== t) a.children[i].textContent = t; });
       const bar = a.querySelector('progress');

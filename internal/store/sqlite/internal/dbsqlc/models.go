@@ -118,6 +118,7 @@ type NodeRow struct {
 	InspectedCPUArch  string
 	CleanErase        string
 	InspectOnEnroll   *bool
+	Flow              string
 	InspectedAt       sqlstore.Time
 }
 

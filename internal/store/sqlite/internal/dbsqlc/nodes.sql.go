@@ -76,7 +76,7 @@ INSERT INTO nodes (
     maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures,
     next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override, local_gb_override,
     cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch,
-    clean_erase, inspect_on_enroll, bmc_key, created_at, updated_at, version, id
+    clean_erase, inspect_on_enroll, flow, bmc_key, created_at, updated_at, version, id
 ) VALUES (
     ?1, ?2, ?3, ?4,
     ?5, ?6, ?7,
@@ -88,8 +88,8 @@ INSERT INTO nodes (
     ?26, ?27, ?28,
     ?29, ?30, ?31,
     ?32, ?33, ?34,
-    ?35, ?36, ?36, CAST(?37 AS BIGINT) + 1,
-    ?38
+    ?35, ?36, ?37, ?37, CAST(?38 AS BIGINT) + 1,
+    ?39
 )
 `
 
@@ -128,6 +128,7 @@ type InsertNodeParams struct {
 	InspectedCPUArch  string
 	CleanErase        string
 	InspectOnEnroll   *bool
+	Flow              string
 	BMCKey            *string
 	Now               sqlstore.Time
 	Version           int64
@@ -173,6 +174,7 @@ func (q *Queries) InsertNode(ctx context.Context, arg InsertNodeParams) (int64, 
 		arg.InspectedCPUArch,
 		arg.CleanErase,
 		arg.InspectOnEnroll,
+		arg.Flow,
 		arg.BMCKey,
 		arg.Now,
 		arg.Version,
@@ -340,14 +342,14 @@ UPDATE nodes SET
     inspected_memory_mb = ?30,
     inspected_local_gb = ?31,
     inspected_cpu_arch = ?32, clean_erase = ?33,
-    inspect_on_enroll = ?34,
+    inspect_on_enroll = ?34, flow = ?35,
     bmc_key = CASE
         WHEN bmc_key IS NULL AND driver = ?2 AND bmc_address = ?3
             AND bmc_system_id = ?7 THEN NULL
-        ELSE CAST(?35 AS TEXT)
+        ELSE CAST(?36 AS TEXT)
     END,
-    updated_at = ?36, version = version + 1
-WHERE version = ?37 AND id = ?38
+    updated_at = ?37, version = version + 1
+WHERE version = ?38 AND id = ?39
 `
 
 type UpdateNodeParams struct {
@@ -385,6 +387,7 @@ type UpdateNodeParams struct {
 	InspectedCPUArch  string
 	CleanErase        string
 	InspectOnEnroll   *bool
+	Flow              string
 	BMCKey            *string
 	Now               sqlstore.Time
 	Version           int64
@@ -431,6 +434,7 @@ func (q *Queries) UpdateNode(ctx context.Context, arg UpdateNodeParams) (int64, 
 		arg.InspectedCPUArch,
 		arg.CleanErase,
 		arg.InspectOnEnroll,
+		arg.Flow,
 		arg.BMCKey,
 		arg.Now,
 		arg.Version,

@@ -12,7 +12,7 @@ import (
 )
 
 const claimNode = `-- name: ClaimNode :one
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
 WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
   AND (CAST(?1 AS TEXT) = '' OR resource_class = ?1)
   AND (CAST(?2 AS TEXT) = '' OR driver = ?2)
@@ -67,6 +67,7 @@ func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver st
 		&i.InspectedCPUArch,
 		&i.CleanErase,
 		&i.InspectOnEnroll,
+		&i.Flow,
 		&i.InspectedAt,
 	)
 	return &i, err
@@ -74,7 +75,7 @@ func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver st
 
 const getNode = `-- name: GetNode :one
 
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
 WHERE id = ?1 OR name = ?1
 ORDER BY id = ?1 DESC
 LIMIT 1
@@ -128,13 +129,14 @@ func (q *Queries) GetNode(ctx context.Context, idOrName string) (*NodeRow, error
 		&i.InspectedCPUArch,
 		&i.CleanErase,
 		&i.InspectOnEnroll,
+		&i.Flow,
 		&i.InspectedAt,
 	)
 	return &i, err
 }
 
 const getNodes = `-- name: GetNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
 WHERE id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY id
 `
@@ -189,6 +191,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 			&i.InspectedCPUArch,
 			&i.CleanErase,
 			&i.InspectOnEnroll,
+			&i.Flow,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -205,7 +208,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 }
 
 const listNodes = `-- name: ListNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
 WHERE id > ?1 AND provision_state <> ?2
 ORDER BY id
 LIMIT ?3
@@ -261,6 +264,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 			&i.InspectedCPUArch,
 			&i.CleanErase,
 			&i.InspectOnEnroll,
+			&i.Flow,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -277,7 +281,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 }
 
 const listNodesFiltered = `-- name: ListNodesFiltered :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
 WHERE id > ?1 AND provision_state <> ?2
   AND (CAST(?3 AS TEXT) = '' OR provision_state = ?3)
   AND (maintenance = CAST(?4 AS BOOLEAN) OR ?4 IS NULL)
@@ -349,6 +353,7 @@ func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState
 			&i.InspectedCPUArch,
 			&i.CleanErase,
 			&i.InspectOnEnroll,
+			&i.Flow,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
