@@ -70,9 +70,14 @@ type Instance struct {
 	DeployMethod DeployMethod
 	RootDevice   map[string]string
 	BootedAt     *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	Version      int64
+	// Rebuilds counts the rebuilds in place (StartRebuild): 0 for the
+	// first deploy. It tells a rebuild's deploy from the first one (a
+	// rebuild that fails on its image keeps the node) and names the agent
+	// commands of each.
+	Rebuilds  int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Version   int64
 }
 
 // NeedsConfigDrive reports whether the instance has something only a

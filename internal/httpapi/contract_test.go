@@ -132,7 +132,7 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"BMC":             api.BMC{}, "BMCInput": api.BMCInput{}, "BMCPatch": api.BMCPatch{},
 		"Node": api.Node{}, "NodeCreate": api.NodeCreate{}, "NodePatch": api.NodePatch{}, "NodeList": api.NodeList{},
 		"Event": api.Event{}, "EventList": api.EventList{}, "Image": api.Image{},
-		"Instance": api.Instance{}, "InstanceCreate": api.InstanceCreate{}, "InstanceUpdate": api.InstanceUpdate{},
+		"Instance": api.Instance{}, "InstanceCreate": api.InstanceCreate{}, "InstanceUpdate": api.InstanceUpdate{}, "InstanceRebuild": api.InstanceRebuild{},
 		"InstanceList": api.InstanceList{}, "Accepted": api.Accepted{}, "PowerRequest": api.PowerRequest{},
 		"TokenCreate": api.TokenCreate{}, "Token": api.Token{}, "TokenCreated": api.TokenCreated{},
 		"TokenList": api.TokenList{}, "Quota": api.Quota{}, "Job": api.Job{}, "JobList": api.JobList{},

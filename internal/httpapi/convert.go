@@ -95,7 +95,7 @@ func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Insta
 		PowerState: api.PowerState(i.PowerState), ObservedPowerState: api.PowerState(observed), LastError: i.LastError,
 		Ready: i.Ready, DeployTimeout: durationOut(i.DeployTimeout), BootedAt: i.BootedAt,
 		DeployMethod: api.DeployMethod(cmp.Or(i.DeployMethod, baremetal.DeployLive)), RootDevice: i.RootDevice,
-		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
+		Rebuilds: i.Rebuilds, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
 	}
 }
 

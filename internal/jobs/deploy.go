@@ -76,10 +76,14 @@ func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) err
 			return nil, ignoreGone(err)
 		}
 		r.inst = inst
+		f := liveDeploy
 		if inst.DeployMethod == baremetal.DeployImage {
-			return imageDeploy, nil
+			f = imageDeploy
 		}
-		return liveDeploy, nil
+		if inst.Rebuilds > 0 {
+			return r.rebuildFlow(f), nil
+		}
+		return f, nil
 	})
 	var snooze *river.JobSnoozeError
 	var cancel *river.JobCancelError

@@ -103,6 +103,7 @@ func (q Queries) instance(r *InstanceRow) (*baremetal.Instance, error) {
 		DeployTimeout: time.Duration(r.DeployTimeoutMS) * time.Millisecond,
 		DeployMethod:  baremetal.DeployMethod(r.DeployMethod),
 		BootedAt:      (*time.Time)(r.BootedAt),
+		Rebuilds:      int(r.Rebuilds),
 		CreatedAt:     time.Time(r.CreatedAt),
 		UpdatedAt:     time.Time(r.UpdatedAt),
 		Version:       r.Version,
@@ -167,7 +168,7 @@ func (q Queries) instanceWrite(i *baremetal.Instance) (InstanceWrite, error) {
 		State: string(i.State), PowerState: string(i.PowerState), LastError: i.LastError,
 		ReadyTokenHash: i.ReadyTokenHash, Ready: i.Ready, ReadyTokenSealed: sealed,
 		DeployTimeoutMS: i.DeployTimeout.Milliseconds(), BootedAt: (*Time)(i.BootedAt),
-		DeployMethod: string(i.DeployMethod), RootDevice: root,
+		DeployMethod: string(i.DeployMethod), RootDevice: root, Rebuilds: int64(i.Rebuilds),
 	}, nil
 }
 

@@ -149,6 +149,7 @@ type InstanceRow struct {
 	BootedAt         *Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
 }
 
 // InstanceWrite is the parameters of InsertInstance and UpdateInstance,
@@ -172,6 +173,7 @@ type InstanceWrite struct {
 	BootedAt         *Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
 	Now              Time
 	Version          int64
 	ID               string

@@ -71,6 +71,7 @@ type Instance struct {
 	BootedAt         *sqlstore.Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
 }
 
 type NodeInventory struct {
