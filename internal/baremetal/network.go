@@ -178,6 +178,14 @@ func (n *Network) Validate() error {
 	if err := checkDNS("network.dns_servers", n.DNSServers); err != nil {
 		return err
 	}
+	// Without interfaces no network_data.json is written and the OS
+	// configures its network itself: DNS alone would be dropped.
+	if len(n.Interfaces) == 0 && len(n.DNSServers) > 0 {
+		return FieldErrorf("network.dns_servers", "network.dns_servers needs network.interfaces: without interfaces the OS configures its own network")
+	}
+	if len(n.Interfaces) == 0 && len(n.SearchDomains) > 0 {
+		return FieldErrorf("network.search_domains", "network.search_domains needs network.interfaces: without interfaces the OS configures its own network")
+	}
 	if len(n.SearchDomains) > MaxSearchDomains {
 		return FieldErrorf("network.search_domains", "network.search_domains has %d entries, more than %d", len(n.SearchDomains), MaxSearchDomains)
 	}

@@ -166,6 +166,8 @@ func TestNetworkValidate(t *testing.T) {
 		{"network.search_domains[0]", "not a DNS domain name", func(n *Network) { n.SearchDomains[0] = "." }},
 		{"network.search_domains[0]", "not a DNS domain name", func(n *Network) { n.SearchDomains[0] = strings.Repeat("a.", 127) + "com" }},
 		{"network.search_domains[1]", "listed twice", func(n *Network) { n.SearchDomains[1] = "example.com" }},
+		{"network.dns_servers", "needs network.interfaces", func(n *Network) { n.Interfaces, n.Addresses, n.SearchDomains = nil, nil, nil }},
+		{"network.search_domains", "needs network.interfaces", func(n *Network) { n.Interfaces, n.Addresses, n.DNSServers = nil, nil, nil }},
 		// Sizes.
 		{"network.interfaces", "more than 64", func(n *Network) { n.Interfaces = make([]NetInterface, 65) }},
 		{"network.addresses", "more than 64", func(n *Network) { n.Addresses = make([]NetAddress, 65) }},
