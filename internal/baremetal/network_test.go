@@ -54,7 +54,9 @@ func TestNetworkValidate(t *testing.T) {
 		// Exactly one kind.
 		{"network.interfaces[0]", "exactly one of mac, port, bond and vlan (it sets 2)", func(n *Network) { n.Interfaces[0].Port = "eno1" }},
 		{"network.interfaces[0]", "it sets 0", func(n *Network) { n.Interfaces[0].MAC = "" }},
-		{"network.interfaces[3]", "it sets 2", func(n *Network) { n.Interfaces[3].Bond = &Bond{Interfaces: []string{"nic0"}, Mode: BondModeActiveBackup} }},
+		{"network.interfaces[3]", "it sets 2", func(n *Network) {
+			n.Interfaces[3].Bond = &Bond{Interfaces: []string{"nic0"}, Mode: BondModeActiveBackup}
+		}},
 		// MAC and port.
 		{"network.interfaces[0].mac", "not a MAC", func(n *Network) { n.Interfaces[0].MAC = "52:54:00:00:00" }},
 		{"network.interfaces[0].mac", "not a MAC", func(n *Network) { n.Interfaces[0].MAC = "00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01" }},

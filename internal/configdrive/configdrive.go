@@ -45,7 +45,7 @@ const (
 	// cloud-init (and Glean, and Ignition's OpenStack provider) apply
 	// before the OS first reaches the network.
 	NetworkDataPath = "openstack/latest/network_data.json"
-	ReadyPath      = "baremetal/ready.json"
+	ReadyPath       = "baremetal/ready.json"
 )
 
 // Drive is what a config drive carries.
