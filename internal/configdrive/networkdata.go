@@ -88,14 +88,14 @@ type ndService struct {
 // DNSServers, before it builds a drive). n is validated (Validate) first;
 // it is not changed.
 func NetworkData(n baremetal.Network, nics []api.AgentNIC) ([]byte, error) {
-	if len(n.Interfaces) == 0 && len(n.Addresses) == 0 {
-		return nil, nil
-	}
 	// Validate normalizes MACs in place: on a copy, so the caller's
 	// network stays as it was.
 	n.Interfaces = append([]baremetal.NetInterface(nil), n.Interfaces...)
 	if err := n.Validate(); err != nil {
 		return nil, fmt.Errorf("configdrive: network data: %w", err)
+	}
+	if len(n.Interfaces) == 0 {
+		return nil, nil
 	}
 	for i, a := range n.Addresses {
 		if a.Pool != "" {
