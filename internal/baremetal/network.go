@@ -129,10 +129,15 @@ var LACPRates = []string{"slow", "fast"}
 
 // The DHCP modes of an address.
 const (
-	DHCPv4        = "ipv4"
-	DHCPv6        = "ipv6"       // stateful DHCPv6
-	DHCPv6SLAAC   = "ipv6_slaac" // router advertisements
-	MinMTU        = 68           // IPv4's minimum (RFC 791)
+	DHCPv4      = "ipv4"
+	DHCPv6      = "ipv6"       // stateful DHCPv6
+	DHCPv6SLAAC = "ipv6_slaac" // router advertisements
+)
+
+// Bounds of a network. They keep the stored JSON and the config drive
+// small; no machine needs more.
+const (
+	MinMTU        = 68 // IPv4's minimum (RFC 791)
 	MaxMTU        = 65535
 	MaxNetItems   = 64 // interfaces, addresses, a bond's members, an address's routes
 	MaxDNSServers = 8
