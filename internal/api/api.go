@@ -260,7 +260,9 @@ type Instance struct {
 	RootDevice   map[string]string `json:"root_device,omitempty"`
 	// Rebuilds counts the rebuilds in place (POST .../rebuild): 0 until
 	// the first.
-	Rebuilds  int       `json:"rebuilds"`
+	Rebuilds int `json:"rebuilds"`
+	// Network is the OS's network configuration, as given (nil: none).
+	Network   *Network  `json:"network,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   int64     `json:"version"`
@@ -273,6 +275,8 @@ type Instance struct {
 type InstanceRebuild struct {
 	Image    *Image  `json:"image,omitempty"`
 	UserData *string `json:"user_data,omitempty"`
+	// Network replaces the network ({} removes it); absent keeps it.
+	Network *Network `json:"network,omitempty"`
 }
 
 // RebuildPath is where an instance is rebuilt in place.
@@ -302,6 +306,8 @@ type InstanceCreate struct {
 	// RootDevice hints choose the disk an image deploy writes; none: the
 	// smallest fixed disk of at least RootDiskMinGiB (DocRootDevice).
 	RootDevice map[string]string `json:"root_device,omitempty"`
+	// Network configures the OS's network (DocNetwork).
+	Network *Network `json:"network,omitempty"`
 }
 
 // ReadyPath is the readiness callback of an instance.

@@ -113,19 +113,18 @@ const (
 	BondModeBalanceALB   = "balance-alb"
 )
 
-// BondModes lists them.
-var BondModes = []string{BondModeLACP, BondModeActiveBackup, BondModeBalanceXOR, BondModeBalanceRR,
-	BondModeBroadcast, BondModeBalanceTLB, BondModeBalanceALB}
+// BondModes lists them (the API's list: api.BondModes).
+var BondModes = api.BondModes()
 
 // XmitHashPolicies are the bonding driver's transmit hash policies.
-var XmitHashPolicies = []string{"layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4", "vlan+srcmac"}
+var XmitHashPolicies = api.XmitHashPolicies()
 
 // xmitHashModes are the modes that hash to pick a member (the driver
 // ignores the policy in the others).
 var xmitHashModes = []string{BondModeLACP, BondModeBalanceXOR, BondModeBalanceTLB}
 
 // LACPRates are how often an 802.3ad partner is asked for LACPDUs.
-var LACPRates = []string{"slow", "fast"}
+var LACPRates = api.LACPRates()
 
 // The DHCP modes of an address.
 const (
@@ -146,8 +145,8 @@ const (
 	MaxSearchDomains = 32
 )
 
-// DHCPModes lists them.
-var DHCPModes = []string{DHCPv4, DHCPv6, DHCPv6SLAAC}
+// DHCPModes lists them (the API's list: api.DHCPModes).
+var DHCPModes = api.DHCPModes()
 
 // ifaceNameRE is an interface name: short enough for a Linux interface
 // name (IFNAMSIZ), in characters every consumer of network_data.json

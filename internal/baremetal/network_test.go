@@ -2,6 +2,7 @@ package baremetal
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -312,5 +313,18 @@ func TestNetworkValidateFor(t *testing.T) {
 	}
 	if err := (&Network{}).ValidateFor(nil); err != nil {
 		t.Errorf("empty network, no inventory: %v", err)
+	}
+}
+
+// The constants are the API's lists' members: a mode added to one and
+// not the other would be refused by one side.
+func TestNetworkListsAreTheAPIs(t *testing.T) {
+	if !slices.Contains(BondModes, BondModeLACP) || !slices.Contains(BondModes, BondModeActiveBackup) || !slices.Contains(BondModes, BondModeBalanceXOR) ||
+		!slices.Contains(BondModes, BondModeBalanceRR) || !slices.Contains(BondModes, BondModeBroadcast) ||
+		!slices.Contains(BondModes, BondModeBalanceTLB) || !slices.Contains(BondModes, BondModeBalanceALB) || len(BondModes) != 7 {
+		t.Errorf("BondModes %v are not the bond mode constants", BondModes)
+	}
+	if !slices.Equal(DHCPModes, []string{DHCPv4, DHCPv6, DHCPv6SLAAC}) {
+		t.Errorf("DHCPModes %v are not the DHCP constants", DHCPModes)
 	}
 }

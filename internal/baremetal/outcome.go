@@ -132,11 +132,13 @@ func HumanDuration(d time.Duration) string {
 	}
 }
 
-// Rebuild is what a rebuild in place changes: the image and the user
-// data (nil keeps it). The instance keeps its id, node and everything else.
+// Rebuild is what a rebuild in place changes: the image, the user data
+// and the network (nil keeps each). The instance keeps its id, node and everything else.
 type Rebuild struct {
 	Image    *Image
 	UserData *string
+	// Network replaces the network when set; an empty Network removes it.
+	Network *Network
 }
 
 // StartRebuild starts rebuilding inst in place on its node n: the node
@@ -172,11 +174,21 @@ func StartRebuild(n *Node, inst *Instance, ch Rebuild) error {
 	if ch.UserData != nil {
 		next.UserData = *ch.UserData
 	}
+	if ch.Network != nil {
+		next.Network = ch.Network
+		if len(ch.Network.Interfaces) == 0 && len(ch.Network.Addresses) == 0 && len(ch.Network.DNSServers) == 0 && len(ch.Network.SearchDomains) == 0 {
+			next.Network = nil
+		}
+	}
 	if err := next.ValidateRebuildable(); err != nil {
 		return err
 	}
 	if next.NeedsMediaDrive() && n.Driver != DriverRedfish {
-		return FieldErrorf("user_data", "a live deploy delivers user_data on a config drive in virtual media, which node %s's %s BMC does not have", n.Name, n.Driver)
+		field := "user_data"
+		if next.UserData == "" && next.HasNetwork() {
+			field = "network"
+		}
+		return FieldErrorf(field, "a live deploy delivers %s on a config drive in virtual media, which node %s's %s BMC does not have", field, n.Name, n.Driver)
 	}
 	if err := n.Transition(StateDeploying); err != nil {
 		return err

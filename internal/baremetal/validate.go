@@ -341,7 +341,8 @@ func (i *Instance) Validate() error {
 }
 
 // ValidateRebuildable checks the fields a rebuild in place may change:
-// the image and the user data.
+// the image, the user data and the network (on its own: ValidateFor
+// checks it against the node's inventory).
 func (i *Instance) ValidateRebuildable() error {
 	if i.Image.URL == "" {
 		return FieldErrorf("image.url", "image.url is required")
@@ -365,6 +366,11 @@ func (i *Instance) ValidateRebuildable() error {
 	}
 	if err := ValidateText("user_data", i.UserData, 0); err != nil {
 		return err
+	}
+	if i.Network != nil {
+		if err := i.Network.Validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -63,11 +63,16 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c servic
 			return
 		}
 	}
+	network, err := networkIn(in.Network)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	inst, err := s.svc.CreateInstanceOnce(r.Context(), c, baremetal.Instance{
 		Name: in.Name, Project: in.Project, ResourceClass: in.ResourceClass, NodeID: in.NodeID,
 		Image: baremetal.Image(in.Image), UserData: in.UserData, Metadata: in.Metadata,
 		PowerState: baremetal.PowerState(in.PowerState), DeployTimeout: timeout,
-		DeployMethod: baremetal.DeployMethod(in.DeployMethod), RootDevice: in.RootDevice,
+		DeployMethod: baremetal.DeployMethod(in.DeployMethod), RootDevice: in.RootDevice, Network: network,
 	}, o)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -138,6 +143,10 @@ func (s *Server) rebuildInstance(w http.ResponseWriter, r *http.Request, c servi
 		ch.Image = &img
 	}
 	ch.UserData = in.UserData
+	if ch.Network, err = networkIn(in.Network); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	inst, err := s.svc.RebuildInstance(r.Context(), c, r.PathValue("id"), match, ch, o)
 	if err != nil {
 		s.writeError(w, r, err)

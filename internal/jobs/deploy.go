@@ -207,7 +207,11 @@ func noLiveMedia(n *baremetal.Node, inst *baremetal.Instance, why string) error 
 func attachConfigDrive(ctx context.Context, r *flowRun, vm bool) error {
 	n, inst := r.node, r.inst
 	why := "user_data"
-	if inst.UserData == "" {
+	switch {
+	case inst.UserData != "":
+	case inst.HasNetwork():
+		why = "network"
+	default:
 		why = "deploy_timeout (the readiness callback)"
 	}
 	if r.cfg.PublicURL == "" {

@@ -158,6 +158,9 @@ func (s *Service) CreateInstanceOnce(ctx context.Context, c Caller, in baremetal
 		if err != nil {
 			return err
 		}
+		if err := checkNetwork(ctx, tx, node, &inst); err != nil {
+			return err
+		}
 		if inst.ResourceClass == "" {
 			inst.ResourceClass = node.ResourceClass
 		}
@@ -269,8 +272,11 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, c Caller, inst *bar
 }
 
 func configDriveReason(inst *baremetal.Instance) string {
-	if inst.UserData != "" {
+	switch {
+	case inst.UserData != "":
 		return "its user_data"
+	case inst.HasNetwork():
+		return "its network"
 	}
 	return "its deploy_timeout (the readiness callback)"
 }
@@ -502,6 +508,9 @@ func (s *Service) RebuildInstance(ctx context.Context, c Caller, idOrName string
 			if err := baremetal.StartRebuild(n, &next, ch); err != nil {
 				return err
 			}
+			if err := checkNetwork(ctx, tx, n, &next); err != nil {
+				return err
+			}
 			if next.DeployMethod == baremetal.DeployImage && !s.agent {
 				return baremetal.FieldErrorf("deploy_method",
 					"instance %s is deployed with deploy_method image, which needs the deploy agent, and this controller serves no agent image (--agent-kernel)", next.Name)
@@ -541,8 +550,11 @@ func rebuildWhat(inst *baremetal.Instance, ch baremetal.Rebuild) string {
 	if ch.UserData != nil && *ch.UserData != inst.UserData {
 		what = append(what, "new user_data")
 	}
+	if ch.Network != nil {
+		what = append(what, "network as given")
+	}
 	if len(what) == 0 {
-		return "same image and user_data"
+		return "same image, user_data and network"
 	}
 	return strings.Join(what, ", ")
 }

@@ -150,6 +150,7 @@ type InstanceRow struct {
 	DeployMethod     string
 	RootDevice       string
 	Rebuilds         int64
+	Network          string
 }
 
 // InstanceWrite is the parameters of InsertInstance and UpdateInstance,
@@ -174,6 +175,7 @@ type InstanceWrite struct {
 	DeployMethod     string
 	RootDevice       string
 	Rebuilds         int64
+	Network          string
 	Now              Time
 	Version          int64
 	ID               string

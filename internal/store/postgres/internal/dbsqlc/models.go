@@ -72,6 +72,7 @@ type Instance struct {
 	DeployMethod     string
 	RootDevice       string
 	Rebuilds         int64
+	Network          string
 }
 
 type NodeInventory struct {
