@@ -27,6 +27,7 @@ type instanceResourceModel struct {
 	DeployTimeout types.String        `tfsdk:"deploy_timeout"`
 	DeployMethod  types.String        `tfsdk:"deploy_method"`
 	RootDevice    types.Map           `tfsdk:"root_device"`
+	Network       *networkModel       `tfsdk:"network"`
 	State         types.String        `tfsdk:"state"`
 	Ready         types.Bool          `tfsdk:"ready"`
 	Rebuilds      types.Int64         `tfsdk:"rebuilds"`
@@ -42,7 +43,7 @@ type instanceImageModel struct {
 var instanceAttrs = map[string]attrKind{
 	"name": attrPlain, "project": attrPlain, "resource_class": attrPlain, "node_id": attrPlain,
 	"image": attrObject, "user_data": attrPlain, "metadata": attrMap, "power_state": attrPlain,
-	"deploy_timeout": attrPlain, "deploy_method": attrPlain, "root_device": attrMap,
+	"deploy_timeout": attrPlain, "deploy_method": attrPlain, "root_device": attrMap, "network": attrObject,
 }
 
 // setFromAPI copies the instance into the model. prevPower is the
@@ -86,6 +87,11 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 		m.RootDevice, d = types.MapValueFrom(ctx, types.StringType, in.RootDevice)
 		diags.Append(d...)
 	}
+	// The configuration's spelling of a network the controller holds
+	// (a MAC in upper case, say) is kept; another network is drift.
+	if !sameNetwork(m.Network.networkAPI(), in.Network) {
+		m.Network = networkModelOf(in.Network)
+	}
 	m.State = types.StringValue(string(in.State))
 	m.Ready = types.BoolValue(in.Ready)
 	m.Rebuilds = types.Int64Value(int64(in.Rebuilds))
@@ -114,7 +120,8 @@ func (m *instanceResourceModel) keepPlannedObservations(planned *instanceResourc
 // instance in place: a new image or user data, or a failed rebuild (state
 // error, rebuilt before) to retry.
 func rebuilds(plan, state *instanceResourceModel) bool {
-	return !imageEqual(plan.Image, state.Image) || !plan.UserData.Equal(state.UserData) || retriesRebuild(state)
+	return !imageEqual(plan.Image, state.Image) || !plan.UserData.Equal(state.UserData) ||
+		!sameNetwork(plan.Network.networkAPI(), state.Network.networkAPI()) || retriesRebuild(state)
 }
 
 // retriesRebuild reports whether the instance is in error after a failed
@@ -130,13 +137,18 @@ func imageEqual(a, b *instanceImageModel) bool {
 	return a.URL.Equal(b.URL) && a.Checksum.Equal(b.Checksum)
 }
 
-// instanceRebuild is the plan's rebuild request: its image and user data
-// ("" when unset, which removes the instance's).
+// instanceRebuild is the plan's rebuild request: its image, user data and
+// network ("" and {} when unset, which remove the instance's).
 func instanceRebuild(plan *instanceResourceModel) api.InstanceRebuild {
 	ud := plan.UserData.ValueString()
+	network := plan.Network.networkAPI()
+	if network == nil {
+		network = &api.Network{} // removes it
+	}
 	return api.InstanceRebuild{
 		Image:    &api.Image{URL: plan.Image.URL.ValueString(), Checksum: plan.Image.Checksum.ValueString()},
 		UserData: &ud,
+		Network:  network,
 	}
 }
 
@@ -157,6 +169,7 @@ func instanceCreate(ctx context.Context, plan *instanceResourceModel) (api.Insta
 		PowerState:    api.PowerState(plan.PowerState.ValueString()),
 		DeployTimeout: plan.DeployTimeout.ValueString(),
 		DeployMethod:  api.DeployMethod(plan.DeployMethod.ValueString()),
+		Network:       plan.Network.networkAPI(),
 	}
 	if !plan.RootDevice.IsNull() && !plan.RootDevice.IsUnknown() {
 		diags.Append(plan.RootDevice.ElementsAs(ctx, &in.RootDevice, false)...)

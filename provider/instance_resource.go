@@ -205,8 +205,8 @@ func (r *InstanceResource) rebuild(ctx context.Context, plan *instanceResourceMo
 	return inst
 }
 
-// ModifyPlan plans a rebuild in place (a new image or user data, or a
-// failed rebuild to retry): the instance will be active again, with
+// ModifyPlan plans a rebuild in place (a new image, user data or network,
+// or a failed rebuild to retry): the instance will be active again, with
 // readiness, last_error and the rebuild count known after apply.
 func (r *InstanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
@@ -216,12 +216,21 @@ func (r *InstanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	// The plan may hold unknowns (an image URL from another resource):
 	// read the attributes that decide, not the whole model.
-	var image types.Object
+	var image, network types.Object
 	var userData types.String
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("image"), &image)...)
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("user_data"), &userData)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("network"), &network)...)
 	if resp.Diagnostics.HasError() {
 		return
+	}
+	unknown := image.IsUnknown() || hasUnknown(network)
+	if !network.IsNull() && !unknown {
+		plan.Network = &networkModel{}
+		resp.Diagnostics.Append(network.As(ctx, plan.Network, basetypes.ObjectAsOptions{})...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
 	}
 	plan.UserData = userData
 	if !image.IsUnknown() && !image.IsNull() {
@@ -231,7 +240,7 @@ func (r *InstanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 			return
 		}
 	}
-	if !image.IsUnknown() && !rebuilds(&plan, &state) {
+	if !unknown && !rebuilds(&plan, &state) {
 		return
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("state"), types.StringValue(string(api.InstanceActive)))...)

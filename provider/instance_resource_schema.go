@@ -97,6 +97,7 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Sensitive:  true,
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 64<<10)},
 			},
+			"network": networkSchema(),
 			"metadata": schema.MapAttribute{
 				MarkdownDescription: "Free-form key/value metadata (at most 64 keys). Can be changed in place.",
 				ElementType:         types.StringType,
