@@ -229,7 +229,9 @@ func (q querier) IPAllocationsBetween(ctx context.Context, poolID string, lo, hi
 	return ipAllocations(q.Queries.IPAllocationsBetween(ctx, poolID, lo, hi, pageLimit))
 }
 
-func ipPool(r *dbsqlc.IPPool, e error) (*sqlstore.IPPoolRow, error) { return (*sqlstore.IPPoolRow)(r), e }
+func ipPool(r *dbsqlc.IPPool, e error) (*sqlstore.IPPoolRow, error) {
+	return (*sqlstore.IPPoolRow)(r), e
+}
 func ipAllocation(r *dbsqlc.IPAllocation, e error) (*sqlstore.IPAllocationRow, error) {
 	return (*sqlstore.IPAllocationRow)(r), e
 }

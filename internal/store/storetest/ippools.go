@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
