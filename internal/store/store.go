@@ -225,14 +225,19 @@ type IPPools interface {
 
 	// AllocateAddress takes the lowest free address of the pool's
 	// allocatable ones (baremetal.IPPool.Allocatable: its ranges, never
-	// its gateway, network or broadcast address) for instanceID on nodeID
-	// (either may be "": an address held by no node is freed by
+	// its gateway, network or broadcast address) for instanceID
+	// (required: CodeInvalid on "instance_id" without) on nodeID ("" when
+	// the instance has no node yet: such an address is freed by
 	// ReleaseInstanceAddresses at once). Two callers never get one
 	// address: allocations of a pool run one after another under its
 	// lock. Call it in the instance create's transaction (tx.
 	// AllocateAddress) so that the address and the instance commit
-	// together. A full pool is CodeConflict ("pool X has no free address
-	// in its ranges"); an unknown pool CodeNotFound.
+	// together, or roll back together. A transaction that allocates from
+	// several pools must take them in one order (say, by pool id): on
+	// PostgreSQL two creates taking two pools' locks in opposite orders
+	// deadlock, and one fails. A full pool is CodeConflict on "pool"
+	// ("ip pool X has no free address in its ranges"); an unknown pool
+	// CodeNotFound.
 	AllocateAddress(ctx context.Context, poolIDOrName, instanceID, nodeID string) (baremetal.IPAllocation, error)
 	// ReleaseInstanceAddresses is for the instance's delete: its
 	// addresses stay held by their node (instance id cleared) until

@@ -346,6 +346,11 @@ func nullable(s string) *string {
 
 // AllocateAddress runs under the pool's lock (store.IPPools).
 func (q Queries) AllocateAddress(ctx context.Context, poolIDOrName, instanceID, nodeID string) (baremetal.IPAllocation, error) {
+	// An address held by neither an instance nor a node would be freed
+	// by nothing.
+	if instanceID == "" {
+		return baremetal.IPAllocation{}, baremetal.FieldErrorf("instance_id", "an address is allocated for an instance: its id is required")
+	}
 	if !store.Storable(instanceID, nodeID) {
 		return baremetal.IPAllocation{}, baremetal.FieldErrorf("instance_id", "instance and node ids must be valid UTF-8 without NUL")
 	}

@@ -185,6 +185,10 @@ func testIPPoolBadLookups(t *testing.T, s store.Store) {
 	if _, err := s.AllocateAddress(ctx, p.ID, "bad\x00", ""); !baremetal.IsCode(err, baremetal.CodeInvalid) {
 		t.Errorf("instance id with NUL: %v", err)
 	}
+	// An address for no instance would be freed by nothing.
+	if _, err := s.AllocateAddress(ctx, p.ID, "", "node-1"); !baremetal.IsCode(err, baremetal.CodeInvalid) || baremetal.ErrorField(err) != "instance_id" {
+		t.Errorf("allocation without an instance: %v", err)
+	}
 	if _, _, err := s.ListAllocations(ctx, store.AllocationFilter{}); !baremetal.IsCode(err, baremetal.CodeInvalid) {
 		t.Errorf("ListAllocations without a filter: %v", err)
 	}
