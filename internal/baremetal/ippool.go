@@ -275,7 +275,7 @@ func (p *IPPool) Allocatable() []OffsetSpan {
 	var spans []OffsetSpan
 	if len(p.Ranges) == 0 {
 		lo, hi := uint64(0), p.LastOffset()
-		if !(p.CIDR.Addr().Is4() && p.CIDR.Bits() >= 31) {
+		if p.CIDR.Addr().Is6() || p.CIDR.Bits() < 31 {
 			lo++ // network (IPv4) or subnet-router anycast (IPv6) address
 			if p.CIDR.Addr().Is4() {
 				hi-- // broadcast

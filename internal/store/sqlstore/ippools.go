@@ -420,10 +420,10 @@ func (q Queries) firstFree(ctx context.Context, p *baremetal.IPPool) (int64, boo
 			if err != nil {
 				return 0, false, err
 			}
-			switch {
-			case n == 0:
+			switch n {
+			case 0:
 				return AddressOrd(lo), true, nil
-			case n == mid-lo+1:
+			case mid - lo + 1:
 				lo = mid + 1
 			default:
 				hi = mid
