@@ -29,6 +29,7 @@ type instanceResourceModel struct {
 	RootDevice    types.Map           `tfsdk:"root_device"`
 	State         types.String        `tfsdk:"state"`
 	Ready         types.Bool          `tfsdk:"ready"`
+	Rebuilds      types.Int64         `tfsdk:"rebuilds"`
 	LastError     types.String        `tfsdk:"last_error"`
 	Timeouts      timeouts.Value      `tfsdk:"timeouts"`
 }
@@ -87,6 +88,7 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 	}
 	m.State = types.StringValue(string(in.State))
 	m.Ready = types.BoolValue(in.Ready)
+	m.Rebuilds = types.Int64Value(int64(in.Rebuilds))
 	m.LastError = types.StringValue(in.LastError)
 	// The controller writes durations its own way ("30m" may come back
 	// as "30m0s" from older versions): the configured spelling is kept
@@ -105,6 +107,37 @@ func (m *instanceResourceModel) keepPlannedObservations(planned *instanceResourc
 	keepKnown(&m.State, planned.State)
 	keepKnown(&m.Ready, planned.Ready)
 	keepKnown(&m.LastError, planned.LastError)
+	keepKnown(&m.Rebuilds, planned.Rebuilds)
+}
+
+// rebuilds reports whether the update from state to plan rebuilds the
+// instance in place: a new image or user data, or a failed rebuild (state
+// error, rebuilt before) to retry.
+func rebuilds(plan, state *instanceResourceModel) bool {
+	return !imageEqual(plan.Image, state.Image) || !plan.UserData.Equal(state.UserData) || retriesRebuild(state)
+}
+
+// retriesRebuild reports whether the instance is in error after a failed
+// rebuild, which the next apply retries.
+func retriesRebuild(state *instanceResourceModel) bool {
+	return state.State.ValueString() == string(api.InstanceError) && state.Rebuilds.ValueInt64() > 0
+}
+
+func imageEqual(a, b *instanceImageModel) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.URL.Equal(b.URL) && a.Checksum.Equal(b.Checksum)
+}
+
+// instanceRebuild is the plan's rebuild request: its image and user data
+// ("" when unset, which removes the instance's).
+func instanceRebuild(plan *instanceResourceModel) api.InstanceRebuild {
+	ud := plan.UserData.ValueString()
+	return api.InstanceRebuild{
+		Image:    &api.Image{URL: plan.Image.URL.ValueString(), Checksum: plan.Image.Checksum.ValueString()},
+		UserData: &ud,
+	}
 }
 
 // instanceCreate is the plan's create request.

@@ -52,6 +52,9 @@ var authzRules = map[string]authzRule{
 	"GET /v1/instances/{id}":    {want: ownerOrAdmin(200, 404)},
 	"PATCH /v1/instances/{id}":  {body: fixed(`{"metadata":{"team":"x"}}`), want: ownerOrAdmin(200, 404)},
 	"DELETE /v1/instances/{id}": {want: ownerOrAdmin(202, 404)},
+	// An owner's rebuild of an instance still deploying is refused (409):
+	// what counts here is that another project's is not found.
+	"POST /v1/instances/{id}/rebuild": {body: fixed(`{}`), want: ownerOrAdmin(409, 404)},
 	// The instance's own ready token is the only credential: API tokens,
 	// even an admin's, are not it.
 	"POST /v1/instances/{id}/ready": {want: public(401)},

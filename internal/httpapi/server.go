@@ -88,6 +88,7 @@ var routes = []route{
 	{"POST", "/v1/instances", true, (*Server).createInstance},
 	{"GET", "/v1/instances/{id}", true, (*Server).getInstance},
 	{"PATCH", "/v1/instances/{id}", true, (*Server).patchInstance},
+	{"POST", "/v1/instances/{id}/rebuild", true, (*Server).rebuildInstance},
 	{"DELETE", "/v1/instances/{id}", true, (*Server).deleteInstance},
 	{"POST", "/v1/instances/{id}/ready", false, (*Server).instanceReady},
 	{"GET", "/v1/instances/{id}/config-drive/{key}/config-2.iso", false, (*Server).configDrive},

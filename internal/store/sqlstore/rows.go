@@ -149,6 +149,8 @@ type InstanceRow struct {
 	BootedAt         *Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
 }
 
 // InstanceWrite is the parameters of InsertInstance and UpdateInstance,
@@ -172,6 +174,8 @@ type InstanceWrite struct {
 	BootedAt         *Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
 	Now              Time
 	Version          int64
 	ID               string

@@ -94,6 +94,8 @@ type Instance struct {
 	BootedAt         *sqlstore.Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
 }
 
 type NodeInventory struct {

@@ -40,14 +40,14 @@ const insertInstance = `-- name: InsertInstance :execrows
 INSERT INTO instances (
     name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state,
     power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
-    booted_at, deploy_method, root_device, created_at, updated_at, version, id
+    booted_at, deploy_method, root_device, rebuilds, network, created_at, updated_at, version, id
 ) VALUES (
     ?1, ?2, ?3, ?4,
     ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12,
     ?13, ?14, ?15,
-    ?16, ?17, ?18, ?19,
-    ?19, CAST(?20 AS BIGINT) + 1, ?21
+    ?16, ?17, ?18, ?19, ?20, ?21,
+    ?21, CAST(?22 AS BIGINT) + 1, ?23
 )
 `
 
@@ -70,6 +70,8 @@ type InsertInstanceParams struct {
 	BootedAt         *sqlstore.Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
 	Now              sqlstore.Time
 	Version          int64
 	ID               string
@@ -99,6 +101,8 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		arg.BootedAt,
 		arg.DeployMethod,
 		arg.RootDevice,
+		arg.Rebuilds,
+		arg.Network,
 		arg.Now,
 		arg.Version,
 		arg.ID,
@@ -130,8 +134,8 @@ UPDATE instances SET
     ready = ?13, ready_token_sealed = ?14,
     deploy_timeout_ms = ?15, booted_at = ?16,
     deploy_method = ?17, root_device = ?18,
-    updated_at = ?19, version = version + 1
-WHERE version = ?20 AND id = ?21
+    rebuilds = ?19, network = ?20, updated_at = ?21, version = version + 1
+WHERE version = ?22 AND id = ?23
 `
 
 type UpdateInstanceParams struct {
@@ -153,6 +157,8 @@ type UpdateInstanceParams struct {
 	BootedAt         *sqlstore.Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
 	Now              sqlstore.Time
 	Version          int64
 	ID               string
@@ -179,6 +185,8 @@ func (q *Queries) UpdateInstance(ctx context.Context, arg UpdateInstanceParams) 
 		arg.BootedAt,
 		arg.DeployMethod,
 		arg.RootDevice,
+		arg.Rebuilds,
+		arg.Network,
 		arg.Now,
 		arg.Version,
 		arg.ID,
