@@ -335,3 +335,20 @@ func (p *IPPool) Size() uint64 {
 	}
 	return n
 }
+
+// Resolve returns na, an address that asks for one from this pool, as
+// the instance's config drive needs it: addr (allocated from the pool)
+// with the pool's prefix length, the pool's gateway and, unless na names
+// its own, its DNS servers; Pool cleared.
+func (p *IPPool) Resolve(na NetAddress, addr netip.Addr) NetAddress {
+	na.Pool = ""
+	na.Address = netip.PrefixFrom(addr, p.CIDR.Bits()).String()
+	na.Gateway = ""
+	if p.Gateway.IsValid() {
+		na.Gateway = p.Gateway.String()
+	}
+	if len(na.DNSServers) == 0 && len(p.DNSServers) > 0 {
+		na.DNSServers = append([]string(nil), p.DNSServers...)
+	}
+	return na
+}

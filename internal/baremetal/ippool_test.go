@@ -111,3 +111,21 @@ func TestIPPoolAllocatable(t *testing.T) {
 		t.Errorf("a /64 without gateway: size %d", full.Size())
 	}
 }
+
+func TestIPPoolResolve(t *testing.T) {
+	p := pool("10.0.0.0/24", "10.0.0.1")
+	p.DNSServers = []string{"10.0.0.53"}
+	got := p.Resolve(NetAddress{Interface: "bond0", Pool: "lan"}, netip.MustParseAddr("10.0.0.7"))
+	want := NetAddress{Interface: "bond0", Address: "10.0.0.7/24", Gateway: "10.0.0.1", DNSServers: []string{"10.0.0.53"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("resolved %+v; want %+v", got, want)
+	}
+	own := p.Resolve(NetAddress{Interface: "eth0", Pool: "lan", DNSServers: []string{"1.1.1.1"}}, netip.MustParseAddr("10.0.0.8"))
+	if !reflect.DeepEqual(own.DNSServers, []string{"1.1.1.1"}) || own.Pool != "" {
+		t.Errorf("an address's own DNS servers: %+v", own)
+	}
+	v6 := pool("2001:db8::/64", "").Resolve(NetAddress{Pool: "v6"}, netip.MustParseAddr("2001:db8::2"))
+	if v6.Address != "2001:db8::2/64" || v6.Gateway != "" {
+		t.Errorf("IPv6 without gateway: %+v", v6)
+	}
+}
