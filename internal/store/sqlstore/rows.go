@@ -251,3 +251,28 @@ type IdempotencyKeyRow struct {
 	ResourceID  string
 	CreatedAt   Time
 }
+
+// IPPoolRow is an address pool (migration 0015).
+type IPPoolRow struct {
+	ID            string
+	Name          string
+	CIDR          string
+	Gateway       string
+	Ranges        string
+	DNSServers    string
+	SearchDomains string
+	Description   string
+	CreatedAt     Time
+	UpdatedAt     Time
+	Version       int64
+}
+
+// IPAllocationRow is an address held in a pool.
+type IPAllocationRow struct {
+	PoolID     string
+	Address    string
+	Ord        int64
+	InstanceID *string
+	NodeID     *string
+	CreatedAt  Time
+}
