@@ -28,6 +28,7 @@ type instanceResourceModel struct {
 	DeployMethod  types.String        `tfsdk:"deploy_method"`
 	RootDevice    types.Map           `tfsdk:"root_device"`
 	Network       *networkModel       `tfsdk:"network"`
+	Addresses     types.List          `tfsdk:"addresses"`
 	State         types.String        `tfsdk:"state"`
 	Ready         types.Bool          `tfsdk:"ready"`
 	Rebuilds      types.Int64         `tfsdk:"rebuilds"`
@@ -92,6 +93,9 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 	if !sameNetwork(m.Network.networkAPI(), in.Network) {
 		m.Network = networkModelOf(in.Network)
 	}
+	var d diag.Diagnostics
+	m.Addresses, d = addressesValue(in.Addresses)
+	diags.Append(d...)
 	m.State = types.StringValue(string(in.State))
 	m.Ready = types.BoolValue(in.Ready)
 	m.Rebuilds = types.Int64Value(int64(in.Rebuilds))
@@ -114,6 +118,7 @@ func (m *instanceResourceModel) keepPlannedObservations(planned *instanceResourc
 	keepKnown(&m.Ready, planned.Ready)
 	keepKnown(&m.LastError, planned.LastError)
 	keepKnown(&m.Rebuilds, planned.Rebuilds)
+	keepKnown(&m.Addresses, planned.Addresses)
 }
 
 // rebuilds reports whether the update from state to plan rebuilds the

@@ -10,7 +10,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
@@ -305,4 +308,49 @@ func hasUnknown(v attr.Value) bool {
 		}
 	}
 	return false
+}
+
+var addressAttrTypes = map[string]attr.Type{
+	"index": types.Int64Type, "interface": types.StringType, "address": types.StringType, "gateway": types.StringType,
+	"pool": types.StringType, "pool_name": types.StringType, "dns_servers": types.ListType{ElemType: types.StringType},
+}
+
+func addressesSchema() schema.ListNestedAttribute {
+	str := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{MarkdownDescription: desc, Computed: true}
+	}
+	return schema.ListNestedAttribute{
+		MarkdownDescription: "The addresses `network` gives the OS, as the controller assigned them: its static addresses and those " +
+			"allocated from IP pools (held until the instance is destroyed and its node cleaned; a rebuild keeps them).",
+		Computed:      true,
+		PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"index":       schema.Int64Attribute{MarkdownDescription: "Which entry of `network.addresses` it is for (from 0).", Computed: true},
+			"interface":   str("The interface, by `name`."),
+			"address":     str("The host address with its prefix length, e.g. `10.0.0.5/24`."),
+			"gateway":     str("The gateway, or empty."),
+			"pool":        str("Id of the pool it was allocated from; empty for a static address."),
+			"pool_name":   str("Name of that pool."),
+			"dns_servers": schema.ListAttribute{MarkdownDescription: "DNS servers of the network (a pool's).", ElementType: types.StringType, Computed: true},
+		}},
+	}
+}
+
+// addressesValue is the API's addresses as the attribute's value.
+func addressesValue(as []api.InstanceAddress) (types.List, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	elems := make([]attr.Value, 0, len(as))
+	for _, a := range as {
+		dns, d := types.ListValueFrom(context.Background(), types.StringType, a.DNSServers)
+		diags.Append(d...)
+		o, d := types.ObjectValue(addressAttrTypes, map[string]attr.Value{
+			"index": types.Int64Value(int64(a.Index)), "interface": types.StringValue(a.Interface), "address": types.StringValue(a.Address),
+			"gateway": types.StringValue(a.Gateway), "pool": types.StringValue(a.Pool), "pool_name": types.StringValue(a.PoolName), "dns_servers": dns,
+		})
+		diags.Append(d...)
+		elems = append(elems, o)
+	}
+	l, d := types.ListValue(types.ObjectType{AttrTypes: addressAttrTypes}, elems)
+	diags.Append(d...)
+	return l, diags
 }

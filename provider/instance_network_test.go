@@ -117,3 +117,71 @@ resource "baremetal_instance" "net" {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestAccInstancePoolAddress: an instance whose network takes an address
+// from a baremetal_ip_pool shows it in addresses (the pool's lowest free
+// one, with its gateway); a new image rebuilds it in place and it keeps the
+// address; the plan after each apply is empty.
+func TestAccInstancePoolAddress(t *testing.T) {
+	t.Parallel()
+	env := accEnv(t, testenv.Options{Systems: 1})
+	c := accClient(t, env, env.AdminToken)
+	node := enrollNode(t, env, "pool-0", "gpu", 0)
+	data, _ := json.Marshal(api.AgentInventory{CPUs: 2, NICs: []api.AgentNIC{{Name: "eno1", MAC: "52:54:00:00:00:01", LinkUp: true}}})
+	ctx := context.Background()
+	if err := env.App.Store.InTx(ctx, func(tx store.Tx) error {
+		return tx.SetInventory(ctx, &baremetal.Inventory{NodeID: node.ID, Data: string(data), InspectedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const addr = "baremetal_instance.web"
+	config := func(image string) string {
+		return providerConfig(env, env.AdminToken) + `
+resource "baremetal_ip_pool" "tenant" {
+  name        = "tenant"
+  cidr        = "10.70.0.0/24"
+  gateway     = "10.70.0.1"
+  ranges      = [{ start = "10.70.0.10", end = "10.70.0.20" }]
+  dns_servers = ["10.70.0.53"]
+}
+
+resource "baremetal_instance" "web" {
+  name    = "web"
+  project = "acc"
+  node_id = "` + node.ID + `"
+  image = {
+    url = "` + image + `"
+  }
+  network = {
+    interfaces = [{ name = "nic0", port = "eno1" }]
+    addresses  = [{ interface = "nic0", pool = baremetal_ip_pool.tenant.name }]
+  }
+}
+`
+	}
+	check := resource.ComposeAggregateTestCheckFunc(
+		resource.TestCheckResourceAttr(addr, "state", "active"),
+		resource.TestCheckResourceAttr(addr, "addresses.#", "1"),
+		resource.TestCheckResourceAttr(addr, "addresses.0.address", "10.70.0.10/24"),
+		resource.TestCheckResourceAttr(addr, "addresses.0.gateway", "10.70.0.1"),
+		resource.TestCheckResourceAttr(addr, "addresses.0.pool_name", "tenant"),
+		resource.TestCheckResourceAttr(addr, "addresses.0.dns_servers.0", "10.70.0.53"),
+		resource.TestCheckResourceAttrPair(addr, "addresses.0.pool", "baremetal_ip_pool.tenant", "id"),
+	)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             checkInstancesGone(c),
+		Steps: []resource.TestStep{
+			{Config: config("https://images.example.com/one.iso"), Check: check},
+			{Config: config("https://images.example.com/one.iso"), PlanOnly: true},
+			{
+				Config: config("https://images.example.com/two.iso"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate)},
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(check, resource.TestCheckResourceAttr(addr, "rebuilds", "1")),
+			},
+			{Config: config("https://images.example.com/two.iso"), PlanOnly: true},
+		},
+	})
+}

@@ -247,6 +247,10 @@ func (r *InstanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ready"), types.BoolUnknown())...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("last_error"), types.StringUnknown())...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("rebuilds"), types.Int64Unknown())...)
+	if unknown || !sameNetwork(plan.Network.networkAPI(), state.Network.networkAPI()) {
+		// A new network may take other pool addresses.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("addresses"), types.ListUnknown(types.ObjectType{AttrTypes: addressAttrTypes}))...)
+	}
 }
 
 func (r *InstanceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -3,6 +3,9 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -172,15 +175,71 @@ func (r *IPPoolResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	err := r.client.DeleteIPPool(ctx, state.ID.ValueString())
-	if errors.Is(err, apiclient.ErrNotFound) {
-		return
+	// A pool holding addresses is refused. Addresses of instances that
+	// still exist are the configuration's to remove first; addresses
+	// their deleted instances' nodes hold while they are cleaned (so a
+	// machine perhaps still running the old OS never meets its address on
+	// another) are freed by the cleanups, which a destroy of both the
+	// instances and the pool has just queued: wait for those.
+	deadline := time.Now().Add(poolDrainTimeout)
+	for {
+		err := r.client.DeleteIPPool(ctx, state.ID.ValueString())
+		if err == nil || errors.Is(err, apiclient.ErrNotFound) {
+			return
+		}
+		if !errors.Is(err, apiclient.ErrConflict) {
+			addAPIError(&resp.Diagnostics, "Could not delete ip pool "+state.Name.ValueString(), err, nil)
+			return
+		}
+		nodes, used, lerr := r.poolHolds(ctx, state.ID.ValueString())
+		switch {
+		case lerr != nil:
+			addAPIError(&resp.Diagnostics, "Could not delete ip pool "+state.Name.ValueString(), err, nil)
+			return
+		case used > 0 || len(nodes) == 0:
+			addAPIError(&resp.Diagnostics, "Could not delete ip pool "+state.Name.ValueString(), err, nil)
+			return
+		case time.Now().After(deadline):
+			resp.Diagnostics.AddError("Could not delete ip pool "+state.Name.ValueString(), fmt.Sprintf(
+				"The pool still holds addresses for nodes whose cleanup has not finished after %s: %s. "+
+					"Their cleanups go on (look at the nodes' fault and events); apply or destroy again once they are available.",
+				poolDrainTimeout, strings.Join(nodes, ", ")))
+			return
+		}
+		tflog.Info(ctx, "ip pool holds addresses for nodes being cleaned; waiting", map[string]any{"pool": state.Name.ValueString(), "nodes": nodes})
+		select {
+		case <-ctx.Done():
+			resp.Diagnostics.AddError("Could not delete ip pool "+state.Name.ValueString(), ctx.Err().Error())
+			return
+		case <-time.After(poolDrainPoll):
+		}
 	}
-	if err != nil {
-		// A pool holding addresses is refused: its instances are not
-		// all deleted, or their nodes are still being cleaned.
-		addAPIError(&resp.Diagnostics, "Could not delete ip pool "+state.Name.ValueString(), err, nil)
+}
+
+// How long and how often a pool's delete waits for the cleanups of the
+// nodes holding its addresses.
+const (
+	poolDrainTimeout = 15 * time.Minute
+	poolDrainPoll    = time.Second
+)
+
+// poolHolds returns the nodes holding the pool's addresses for deleted
+// instances, and how many addresses instances still use.
+func (r *IPPoolResource) poolHolds(ctx context.Context, id string) (nodes []string, used int, err error) {
+	seen := map[string]bool{}
+	for a, err := range r.client.IPAllocations(ctx, id, 200) {
+		if err != nil {
+			return nil, 0, err
+		}
+		switch {
+		case a.InstanceID != "":
+			used++
+		case a.NodeID != "" && !seen[a.NodeID]:
+			seen[a.NodeID] = true
+			nodes = append(nodes, a.NodeID)
+		}
 	}
+	return nodes, used, nil
 }
 
 func (r *IPPoolResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {

@@ -262,10 +262,13 @@ type Instance struct {
 	// the first.
 	Rebuilds int `json:"rebuilds"`
 	// Network is the OS's network configuration, as given (nil: none).
-	Network   *Network  `json:"network,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	Version   int64     `json:"version"`
+	Network *Network `json:"network,omitempty"`
+	// Addresses are the addresses the network gives the OS: its static
+	// ones and those allocated from IP pools.
+	Addresses []InstanceAddress `json:"addresses"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	Version   int64             `json:"version"`
 }
 
 // InstanceRebuild is the body of POST /v1/instances/{id}/rebuild: the

@@ -83,3 +83,15 @@ func DHCPModes() []string { return []string{"ipv4", "ipv6", "ipv6_slaac"} }
 func XmitHashPolicies() []string {
 	return []string{"layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4", "vlan+srcmac"}
 }
+
+// InstanceAddress is an address an instance's network gives its OS: a
+// static one, or one allocated from an IP pool for network.addresses[index].
+type InstanceAddress struct {
+	Index      int      `json:"index"`
+	Interface  string   `json:"interface"`
+	Address    string   `json:"address"`
+	Gateway    string   `json:"gateway,omitempty"`
+	Pool       string   `json:"pool,omitempty"`
+	PoolName   string   `json:"pool_name,omitempty"`
+	DNSServers []string `json:"dns_servers,omitempty"`
+}

@@ -78,7 +78,11 @@ type Instance struct {
 	// Network is the OS's network configuration (nil: none, the image's
 	// own, usually DHCP), written to the config drive as
 	// network_data.json.
-	Network   *Network
+	Network *Network
+	// Addresses are the addresses the network gives the OS: its static
+	// ones and those allocated from IP pools (which the pools' allocations
+	// hold until the instance is deleted and its node cleaned).
+	Addresses []InstanceAddress
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Version   int64

@@ -696,3 +696,51 @@ func listNICs(nics []api.AgentNIC) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// InstanceAddress is an address an instance's OS is given: a static
+// address of its network, or one allocated from an IP pool for the
+// network's address entry Index (network.addresses[Index]).
+type InstanceAddress struct {
+	Index     int    `json:"index"`
+	Interface string `json:"interface"`
+	// Address is the host address with its prefix length.
+	Address string `json:"address"`
+	Gateway string `json:"gateway,omitempty"`
+	// Pool is the id of the pool it was allocated from ("" for a static
+	// address), PoolName its name when allocated.
+	Pool       string   `json:"pool,omitempty"`
+	PoolName   string   `json:"pool_name,omitempty"`
+	DNSServers []string `json:"dns_servers,omitempty"`
+}
+
+// StaticAddresses are the network's static addresses as InstanceAddresses
+// (the pool entries are the allocator's).
+func (n *Network) StaticAddresses() []InstanceAddress {
+	var out []InstanceAddress
+	for i, a := range n.Addresses {
+		if a.Address != "" {
+			out = append(out, InstanceAddress{Index: i, Interface: a.Interface, Address: a.Address, Gateway: a.Gateway})
+		}
+	}
+	return out
+}
+
+// Resolved is n with each pool entry replaced by the address allocated for
+// it (addrs): the network the config drive describes. An entry without
+// its allocation stays as it is (the renderer refuses it).
+func (n *Network) Resolved(addrs []InstanceAddress) Network {
+	out := *n
+	out.Addresses = append([]NetAddress(nil), n.Addresses...)
+	for _, a := range addrs {
+		if a.Pool == "" || a.Index < 0 || a.Index >= len(out.Addresses) || out.Addresses[a.Index].Pool == "" {
+			continue
+		}
+		e := out.Addresses[a.Index]
+		e.Pool, e.Address, e.Gateway = "", a.Address, a.Gateway
+		if len(e.DNSServers) == 0 {
+			e.DNSServers = a.DNSServers
+		}
+		out.Addresses[a.Index] = e
+	}
+	return out
+}

@@ -136,7 +136,7 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"Node": api.Node{}, "NodeCreate": api.NodeCreate{}, "NodePatch": api.NodePatch{}, "NodeList": api.NodeList{},
 		"Event": api.Event{}, "EventList": api.EventList{}, "Image": api.Image{},
 		"Instance": api.Instance{}, "InstanceCreate": api.InstanceCreate{}, "InstanceUpdate": api.InstanceUpdate{}, "InstanceRebuild": api.InstanceRebuild{},
-		"Network": api.Network{}, "NetInterface": api.NetInterface{}, "Bond": api.Bond{}, "VLAN": api.VLAN{}, "NetAddress": api.NetAddress{}, "Route": api.Route{},
+		"Network": api.Network{}, "NetInterface": api.NetInterface{}, "Bond": api.Bond{}, "VLAN": api.VLAN{}, "NetAddress": api.NetAddress{}, "Route": api.Route{}, "InstanceAddress": api.InstanceAddress{},
 		"InstanceList": api.InstanceList{}, "Accepted": api.Accepted{}, "PowerRequest": api.PowerRequest{},
 		"TokenCreate": api.TokenCreate{}, "Token": api.Token{}, "TokenCreated": api.TokenCreated{},
 		"TokenList": api.TokenList{}, "Quota": api.Quota{}, "Job": api.Job{}, "JobList": api.JobList{},

@@ -95,7 +95,7 @@ func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Insta
 		PowerState: api.PowerState(i.PowerState), ObservedPowerState: api.PowerState(observed), LastError: i.LastError,
 		Ready: i.Ready, DeployTimeout: durationOut(i.DeployTimeout), BootedAt: i.BootedAt,
 		DeployMethod: api.DeployMethod(cmp.Or(i.DeployMethod, baremetal.DeployLive)), RootDevice: i.RootDevice,
-		Rebuilds: i.Rebuilds, Network: networkOut(i.Network), CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
+		Rebuilds: i.Rebuilds, Network: networkOut(i.Network), Addresses: addressesOut(i.Addresses), CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
 	}
 }
 
@@ -124,6 +124,14 @@ func networkOut(n *baremetal.Network) *api.Network {
 		return nil // the same JSON both ways: cannot happen
 	}
 	return &out
+}
+
+func addressesOut(as []baremetal.InstanceAddress) []api.InstanceAddress {
+	out := make([]api.InstanceAddress, 0, len(as))
+	for _, a := range as {
+		out = append(out, api.InstanceAddress(a))
+	}
+	return out
 }
 
 func convertJSON(from, to any) error {

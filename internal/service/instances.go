@@ -161,6 +161,11 @@ func (s *Service) CreateInstanceOnce(ctx context.Context, c Caller, in baremetal
 		if err := checkNetwork(ctx, tx, node, &inst); err != nil {
 			return err
 		}
+		// The id now: the pools' allocations name it.
+		inst.ID = uuid.NewString()
+		if err := assignAddresses(ctx, tx, &inst, node.ID, nil); err != nil {
+			return err
+		}
 		if inst.ResourceClass == "" {
 			inst.ResourceClass = node.ResourceClass
 		}
@@ -421,7 +426,9 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 			// version conflict, retried after a sleep.
 			node, err := tx.GetNodeForUpdate(ctx, inst.NodeID)
 			if baremetal.IsCode(err, baremetal.CodeNotFound) {
-				return nil // node force-deleted: nothing to clean
+				// Node force-deleted: nothing to clean, nothing runs
+				// the instance's OS any more.
+				return assignAddresses(ctx, tx, &baremetal.Instance{ID: inst.ID}, "", poolAddresses(inst.Addresses))
 			}
 			if err != nil {
 				return err
@@ -429,8 +436,14 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 			if node.InstanceID != inst.ID && inst.State == baremetal.InstanceError {
 				// The node was released when the deploy failed on the
 				// instance's image, and cleaned (or is being cleaned) on
-				// its own; it may host another instance by now.
-				return nil
+				// its own; it may host another instance by now. The
+				// instance's addresses were never booted: free.
+				return assignAddresses(ctx, tx, &baremetal.Instance{ID: inst.ID}, "", poolAddresses(inst.Addresses))
+			}
+			// The node keeps the addresses until its cleanup (or retire)
+			// is done: it may run the deleted instance's OS till then.
+			if _, err := tx.ReleaseInstanceAddresses(ctx, inst.ID); err != nil {
+				return err
 			}
 			cleanup := node.ProvisionState != baremetal.StateDeleting
 			_, _, err = tx.Apply(ctx, node, c.Actor(), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
@@ -510,6 +523,12 @@ func (s *Service) RebuildInstance(ctx context.Context, c Caller, idOrName string
 			}
 			if err := checkNetwork(ctx, tx, n, &next); err != nil {
 				return err
+			}
+			if ch.Network != nil {
+				// Pool entries of the same pools keep their addresses.
+				if err := assignAddresses(ctx, tx, &next, n.ID, poolAddresses(inst.Addresses)); err != nil {
+					return err
+				}
 			}
 			if next.DeployMethod == baremetal.DeployImage && !s.agent {
 				return baremetal.FieldErrorf("deploy_method",

@@ -54,6 +54,11 @@ DELETE FROM ip_allocations WHERE instance_id = CAST(sqlc.arg(instance_id) AS TEX
 -- cleanup is done (FreeNodeAddresses).
 UPDATE ip_allocations SET instance_id = NULL WHERE instance_id = CAST(sqlc.arg(instance_id) AS TEXT);
 
+-- name: FreeInstanceAddress :execrows
+-- One address of a live instance that its rebuilt network no longer uses.
+DELETE FROM ip_allocations
+WHERE instance_id = CAST(sqlc.arg(instance_id) AS TEXT) AND pool_id = sqlc.arg(pool_id) AND address = sqlc.arg(address);
+
 -- name: FreeNodeAddresses :execrows
 DELETE FROM ip_allocations WHERE node_id = CAST(sqlc.arg(node_id) AS TEXT) AND instance_id IS NULL;
 

@@ -134,6 +134,11 @@ func (q Queries) instance(r *InstanceRow) (*baremetal.Instance, error) {
 			return nil, fmt.Errorf("instance %s: network: %w", i.ID, err)
 		}
 	}
+	if r.Addresses != "" {
+		if err := json.Unmarshal([]byte(r.Addresses), &i.Addresses); err != nil {
+			return nil, fmt.Errorf("instance %s: addresses: %w", i.ID, err)
+		}
+	}
 	return i, nil
 }
 
@@ -176,6 +181,14 @@ func (q Queries) instanceWrite(i *baremetal.Instance) (InstanceWrite, error) {
 		}
 		network = string(b)
 	}
+	addresses := ""
+	if len(i.Addresses) > 0 {
+		b, err := json.Marshal(i.Addresses)
+		if err != nil {
+			return InstanceWrite{}, err
+		}
+		addresses = string(b)
+	}
 	return InstanceWrite{
 		Name: i.Name, Project: i.Project, NodeID: i.NodeID, ResourceClass: i.ResourceClass,
 		ImageURL: i.Image.URL, ImageChecksum: i.Image.Checksum, UserData: i.UserData, Metadata: meta,
@@ -183,6 +196,7 @@ func (q Queries) instanceWrite(i *baremetal.Instance) (InstanceWrite, error) {
 		ReadyTokenHash: i.ReadyTokenHash, Ready: i.Ready, ReadyTokenSealed: sealed,
 		DeployTimeoutMS: i.DeployTimeout.Milliseconds(), BootedAt: (*Time)(i.BootedAt),
 		DeployMethod: string(i.DeployMethod), RootDevice: root, Rebuilds: int64(i.Rebuilds), Network: network,
+		Addresses: addresses,
 	}, nil
 }
 

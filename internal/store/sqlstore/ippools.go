@@ -456,6 +456,17 @@ func (q Queries) ReleaseInstanceAddresses(ctx context.Context, instanceID string
 	return int(freed + held), nil
 }
 
+func (q Queries) FreeInstanceAddress(ctx context.Context, instanceID, poolID string, addr netip.Addr) (bool, error) {
+	if instanceID == "" || !store.Storable(instanceID) || !store.Storable(poolID) {
+		return false, nil
+	}
+	n, err := q.w.FreeInstanceAddress(ctx, instanceID, poolID, addr.String())
+	if err != nil {
+		return false, q.wrap("free instance address", err)
+	}
+	return n > 0, nil
+}
+
 func (q Queries) FreeNodeAddresses(ctx context.Context, nodeID string) (int, error) {
 	if nodeID == "" || !store.Storable(nodeID) {
 		return 0, nil

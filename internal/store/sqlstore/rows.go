@@ -151,6 +151,7 @@ type InstanceRow struct {
 	RootDevice       string
 	Rebuilds         int64
 	Network          string
+	Addresses        string
 }
 
 // InstanceWrite is the parameters of InsertInstance and UpdateInstance,
@@ -176,6 +177,7 @@ type InstanceWrite struct {
 	RootDevice       string
 	Rebuilds         int64
 	Network          string
+	Addresses        string
 	Now              Time
 	Version          int64
 	ID               string

@@ -32,6 +32,7 @@ var ipPoolTests = []struct {
 	{"IPPoolSmallSubnets", testIPPoolSmallSubnets},
 	{"IPPoolIPv6", testIPPoolIPv6},
 	{"IPPoolReleaseHoldFree", testIPPoolReleaseHoldFree},
+	{"IPPoolFreeInstanceAddress", testIPPoolFreeInstanceAddress},
 	{"IPPoolRangeChange", testIPPoolRangeChange},
 	{"IPPoolAllocationInTx", testIPPoolAllocationInTx},
 	{"IPPoolConcurrentAllocation", testIPPoolConcurrentAllocation},
@@ -688,5 +689,28 @@ func seedAllocations(tb testing.TB, s store.Store, p *baremetal.IPPool, n int) {
 		if _, err := db.ExecContext(ctx, "VACUUM ANALYZE ip_allocations"); err != nil {
 			tb.Fatalf("vacuum: %v", err)
 		}
+	}
+}
+
+// testIPPoolFreeInstanceAddress: one address of a live instance is freed
+// (its rebuilt network no longer asks for it), and only its own.
+func testIPPoolFreeInstanceAddress(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	p := insertPool(t, s, newPool("rebuilt", "172.17.0.0/28", "172.17.0.1"))
+	a := allocate(t, s, p.ID, "inst-a", "node-a") // .2
+	allocate(t, s, p.ID, "inst-a", "node-a")      // .3
+	allocate(t, s, p.ID, "inst-b", "node-b")      // .4
+	addr := netip.MustParseAddr(a)
+	if ok, err := s.FreeInstanceAddress(ctx, "inst-b", p.ID, addr); ok || err != nil {
+		t.Fatalf("inst-b freeing inst-a's %s: %v, %v", a, ok, err)
+	}
+	if ok, err := s.FreeInstanceAddress(ctx, "inst-a", p.ID, addr); !ok || err != nil {
+		t.Fatalf("inst-a freeing its %s: %v, %v", a, ok, err)
+	}
+	if got := allocations(t, s, store.AllocationFilter{InstanceID: "inst-a"}); len(got) != 1 || strings.HasPrefix(got[0], a+" ") {
+		t.Fatalf("inst-a after freeing %s: %v", a, got)
+	}
+	if got := allocate(t, s, p.ID, "inst-c", "node-c"); got != a {
+		t.Errorf("the next allocation got %s, want the freed %s", got, a)
 	}
 }

@@ -61,6 +61,20 @@ func (q *Queries) DeleteUnheldInstanceAddresses(ctx context.Context, instanceID 
 	return result.RowsAffected()
 }
 
+const freeInstanceAddress = `-- name: FreeInstanceAddress :execrows
+DELETE FROM ip_allocations
+WHERE instance_id = CAST(?1 AS TEXT) AND pool_id = ?2 AND address = ?3
+`
+
+// One address of a live instance that its rebuilt network no longer uses.
+func (q *Queries) FreeInstanceAddress(ctx context.Context, instanceID string, poolID string, address string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, freeInstanceAddress, instanceID, poolID, address)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const freeNodeAddresses = `-- name: FreeNodeAddresses :execrows
 DELETE FROM ip_allocations WHERE node_id = CAST(?1 AS TEXT) AND instance_id IS NULL
 `

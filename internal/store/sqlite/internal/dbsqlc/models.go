@@ -96,6 +96,7 @@ type Instance struct {
 	RootDevice       string
 	Rebuilds         int64
 	Network          string
+	Addresses        string
 }
 
 type NodeInventory struct {
