@@ -97,6 +97,7 @@ func (r *Runner) KickNodeTx(ctx context.Context, tx store.Tx, nodeID string) err
 
 // wakeTx makes the node's waiting mutating jobs available at once, in tx.
 func (r *nodeWork) wakeTx(ctx context.Context, tx store.Tx, nodeID string) error {
+	r.markWoken(nodeID)
 	res, err := r.q.JobListTx(ctx, tx, waitingJobsOf(nodeID))
 	if err != nil {
 		return fmt.Errorf("kick node %s: list waiting jobs: %w", nodeID, err)
@@ -121,6 +122,7 @@ func waitingJobsOf(nodeID string) *river.JobListParams {
 // a BMC fault clears (power sync, sync_node): a cleanup or verify backing
 // off for minutes behind a BMC that just came back should not keep waiting.
 func (r *nodeWork) nudge(ctx context.Context, nodeID string) {
+	r.markWoken(nodeID)
 	res, err := r.q.JobList(ctx, waitingJobsOf(nodeID))
 	if err != nil {
 		r.log.WarnContext(ctx, "list waiting jobs to nudge", "node", nodeID, "err", err)

@@ -166,3 +166,36 @@ func TestLoudAttempt(t *testing.T) {
 		t.Fatalf("logged attempts %v, want %v", got, want)
 	}
 }
+
+// TestFailureWhileWokenRetriesAtOnce: River's JobRetry does not touch a
+// running job, so an attempt that was running when its node was woken
+// (its BMC answered again) and fails would wait out its backoff; finish
+// snoozes it briefly instead. A failure of an attempt that started after
+// the wake keeps its error (and its backoff).
+func TestFailureWhileWokenRetriesAtOnce(t *testing.T) {
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &nodeWork{metrics: m, log: slog.New(slog.DiscardHandler)}
+	started := time.Now()
+	job := &rivertype.JobRow{ID: 1, Kind: "retire", Attempt: 1, AttemptedAt: &started, EncodedArgs: []byte(`{"node_id":"n1"}`)}
+	failed := errors.New("bmc power state: unreachable")
+	if got := r.finish(t.Context(), job, failed); got != failed {
+		t.Fatalf("not woken: finish = %v, want the error", got)
+	}
+	r.markWoken("n2") // another node
+	if got := r.finish(t.Context(), job, failed); got != failed {
+		t.Fatalf("another node woken: finish = %v, want the error", got)
+	}
+	r.markWoken("n1")
+	var snooze *rivertype.JobSnoozeError
+	if got := r.finish(t.Context(), job, failed); !errors.As(got, &snooze) || snooze.Duration > time.Second {
+		t.Fatalf("woken during the attempt: finish = %v, want a snooze of at most a second", got)
+	}
+	later := time.Now().Add(time.Millisecond)
+	job.AttemptedAt = &later
+	if got := r.finish(t.Context(), job, failed); got != failed {
+		t.Fatalf("attempt after the wake: finish = %v, want the error", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,13 @@ type nodeWork struct {
 	// was down the agents' heartbeats failed and they backed off.
 	started   time.Time
 	storeBack atomic.Int64
+	// woken is when each node's waiting work was last woken (nudge,
+	// wakeTx: its BMC answered again, its credentials changed), by node
+	// id. River's JobRetry does not touch a running job, so an attempt
+	// that was running when its node was woken, and fails with the BMC
+	// trouble that just ended, would wait out its whole backoff: finish
+	// turns that failure into a short snooze.
+	woken sync.Map
 }
 
 // nodeWorker is what the worker of every node job kind embeds (not the
@@ -105,6 +113,15 @@ func (r *nodeWork) finish(ctx context.Context, job *rivertype.JobRow, err error)
 		outcome = "cancelled"
 	default:
 		outcome = "error"
+		if r.wokenDuring(job) {
+			// Retried at once, as the wake meant it to be; a snooze
+			// gives the attempt back.
+			outcome = "snoozed"
+			r.log.InfoContext(ctx, "job failed while its node was woken; trying again now", "kind", job.Kind, "job_id", job.ID,
+				"node", nodeIDOf(job), "err", err)
+			r.metrics.jobsFinished.WithLabelValues(job.Kind, outcome).Inc()
+			return river.JobSnooze(time.Second)
+		}
 		if loudAttempt(job.Attempt) {
 			// Jobs retry for a very long time (destroy always succeeds):
 			// say so at the 3rd failed attempt and then ever more rarely,
@@ -116,6 +133,18 @@ func (r *nodeWork) finish(ctx context.Context, job *rivertype.JobRow, err error)
 	}
 	r.metrics.jobsFinished.WithLabelValues(job.Kind, outcome).Inc()
 	return err
+}
+
+// markWoken records that nodeID's waiting work was woken now.
+func (r *nodeWork) markWoken(nodeID string) { r.woken.Store(nodeID, time.Now()) }
+
+// wokenDuring reports whether job's node was woken while this attempt ran.
+func (r *nodeWork) wokenDuring(job *rivertype.JobRow) bool {
+	if job.AttemptedAt == nil {
+		return false
+	}
+	v, ok := r.woken.Load(nodeIDOf(job))
+	return ok && v.(time.Time).After(*job.AttemptedAt)
 }
 
 // loudAttempt: 3, 10, 30, 100, 300, 1000, ... failed attempts are logged.
