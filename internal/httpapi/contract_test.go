@@ -141,6 +141,7 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"AgentNIC": api.AgentNIC{}, "AgentHeartbeat": api.AgentHeartbeat{}, "AgentReply": api.AgentReply{},
 		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{}, "AgentErasedDisk": api.AgentErasedDisk{},
 		"AgentActivity": api.AgentActivity{}, "NodeFlow": api.NodeFlow{},
+		"AgentLLDP": api.AgentLLDP{}, "NodePort": api.NodePort{}, "NodePortLLDP": api.NodePortLLDP{},
 	}
 	var doc struct {
 		Components struct {
