@@ -149,5 +149,11 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	if !strings.Contains(serial, "agent starting") || !strings.Contains(serial, "controller accepted the first heartbeat") {
 		t.Error("the agent's log does not reach the serial console")
 	}
+	// The agent listened for LLDP on its NIC (a raw socket in the real
+	// kernel) and, hearing no switch, went on after the wait.
+	if !strings.Contains(serial, "LLDP: listening for the switches' announcements") || !strings.Contains(serial, "LLDP: done") ||
+		strings.Contains(serial, "LLDP: cannot listen") {
+		t.Error("the agent did not listen for LLDP on its NIC")
+	}
 	t.Logf("inspection took %s (POST to available, through a real VM boot under TCG)", took.Round(time.Millisecond))
 }
