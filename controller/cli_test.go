@@ -408,7 +408,7 @@ func TestCLIUsageMistakes(t *testing.T) {
 		}
 	}
 
-	for _, g := range []cliGroup{nodeCLI, instanceCLI, tokenCLI} {
+	for _, g := range []cliGroup{nodeCLI, instanceCLI, tokenCLI, ipPoolCLI} {
 		help := mustCLI(t, g.run, "help")
 		for _, name := range g.names() {
 			if !strings.Contains(help, "\n  "+name) {

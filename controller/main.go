@@ -94,6 +94,7 @@ commands:
   node      operator commands through the API: %s
   instance  the same for instances: %s
   token     API tokens (admin): %s
+  ip-pool   address pools: %s
   agent-image  build the deploy agent's bootable ISO (and initramfs) from a Linux kernel
   agent     the deploy agent itself (PID 1 of the agent image)
   version   print the version
@@ -102,7 +103,8 @@ Run 'controller <command> -h' for a command's flags ('controller node
 power -h' for one CLI command's). Every flag of serve, migrate and sim can
 also be set with an environment variable: --power-sync-interval is
 BAREMETAL_POWER_SYNC_INTERVAL.
-`, strings.Join(nodeCLI.names(), ", "), strings.Join(instanceCLI.names(), ", "), strings.Join(tokenCLI.names(), ", "))
+`, strings.Join(nodeCLI.names(), ", "), strings.Join(instanceCLI.names(), ", "), strings.Join(tokenCLI.names(), ", "),
+		strings.Join(ipPoolCLI.names(), ", "))
 }
 
 func run(args []string) error {
@@ -123,6 +125,8 @@ func run(args []string) error {
 		return runInstance(ctx, args[1:])
 	case "token":
 		return runToken(ctx, args[1:])
+	case "ip-pool":
+		return runIPPool(ctx, args[1:])
 	case "sim":
 		return runSim(ctx, args[1:])
 	case "agent":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,8 +63,17 @@ func fieldPath(field string, attrs map[string]attrKind) (path.Path, bool) {
 	case attrMap:
 		return p.AtMapKey(rest), true
 	case attrObject:
-		for _, name := range strings.Split(rest, ".") {
+		// Names, and list elements as name[i] ("interfaces[1].vlan.id").
+		for _, seg := range strings.Split(rest, ".") {
+			name, idx, isList := strings.Cut(seg, "[")
 			p = p.AtName(name)
+			if isList {
+				i, err := strconv.Atoi(strings.TrimSuffix(idx, "]"))
+				if err != nil {
+					return path.Root(root), true
+				}
+				p = p.AtListIndex(i)
+			}
 		}
 		return p, true
 	default:

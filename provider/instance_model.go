@@ -27,8 +27,11 @@ type instanceResourceModel struct {
 	DeployTimeout types.String        `tfsdk:"deploy_timeout"`
 	DeployMethod  types.String        `tfsdk:"deploy_method"`
 	RootDevice    types.Map           `tfsdk:"root_device"`
+	Network       *networkModel       `tfsdk:"network"`
+	Addresses     types.List          `tfsdk:"addresses"`
 	State         types.String        `tfsdk:"state"`
 	Ready         types.Bool          `tfsdk:"ready"`
+	Rebuilds      types.Int64         `tfsdk:"rebuilds"`
 	LastError     types.String        `tfsdk:"last_error"`
 	Timeouts      timeouts.Value      `tfsdk:"timeouts"`
 }
@@ -41,7 +44,7 @@ type instanceImageModel struct {
 var instanceAttrs = map[string]attrKind{
 	"name": attrPlain, "project": attrPlain, "resource_class": attrPlain, "node_id": attrPlain,
 	"image": attrObject, "user_data": attrPlain, "metadata": attrMap, "power_state": attrPlain,
-	"deploy_timeout": attrPlain, "deploy_method": attrPlain, "root_device": attrMap,
+	"deploy_timeout": attrPlain, "deploy_method": attrPlain, "root_device": attrMap, "network": attrObject,
 }
 
 // setFromAPI copies the instance into the model. prevPower is the
@@ -85,8 +88,17 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 		m.RootDevice, d = types.MapValueFrom(ctx, types.StringType, in.RootDevice)
 		diags.Append(d...)
 	}
+	// The configuration's spelling of a network the controller holds
+	// (a MAC in upper case, say) is kept; another network is drift.
+	if !sameNetwork(m.Network.networkAPI(), in.Network) {
+		m.Network = networkModelOf(in.Network)
+	}
+	var d diag.Diagnostics
+	m.Addresses, d = addressesValue(in.Addresses)
+	diags.Append(d...)
 	m.State = types.StringValue(string(in.State))
 	m.Ready = types.BoolValue(in.Ready)
+	m.Rebuilds = types.Int64Value(int64(in.Rebuilds))
 	m.LastError = types.StringValue(in.LastError)
 	// The controller writes durations its own way ("30m" may come back
 	// as "30m0s" from older versions): the configured spelling is kept
@@ -105,6 +117,44 @@ func (m *instanceResourceModel) keepPlannedObservations(planned *instanceResourc
 	keepKnown(&m.State, planned.State)
 	keepKnown(&m.Ready, planned.Ready)
 	keepKnown(&m.LastError, planned.LastError)
+	keepKnown(&m.Rebuilds, planned.Rebuilds)
+	keepKnown(&m.Addresses, planned.Addresses)
+}
+
+// rebuilds reports whether the update from state to plan rebuilds the
+// instance in place: a new image or user data, or a failed rebuild (state
+// error, rebuilt before) to retry.
+func rebuilds(plan, state *instanceResourceModel) bool {
+	return !imageEqual(plan.Image, state.Image) || !plan.UserData.Equal(state.UserData) ||
+		!sameNetwork(plan.Network.networkAPI(), state.Network.networkAPI()) || retriesRebuild(state)
+}
+
+// retriesRebuild reports whether the instance is in error after a failed
+// rebuild, which the next apply retries.
+func retriesRebuild(state *instanceResourceModel) bool {
+	return state.State.ValueString() == string(api.InstanceError) && state.Rebuilds.ValueInt64() > 0
+}
+
+func imageEqual(a, b *instanceImageModel) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.URL.Equal(b.URL) && a.Checksum.Equal(b.Checksum)
+}
+
+// instanceRebuild is the plan's rebuild request: its image, user data and
+// network ("" and {} when unset, which remove the instance's).
+func instanceRebuild(plan *instanceResourceModel) api.InstanceRebuild {
+	ud := plan.UserData.ValueString()
+	network := plan.Network.networkAPI()
+	if network == nil {
+		network = &api.Network{} // removes it
+	}
+	return api.InstanceRebuild{
+		Image:    &api.Image{URL: plan.Image.URL.ValueString(), Checksum: plan.Image.Checksum.ValueString()},
+		UserData: &ud,
+		Network:  network,
+	}
 }
 
 // instanceCreate is the plan's create request.
@@ -124,6 +174,7 @@ func instanceCreate(ctx context.Context, plan *instanceResourceModel) (api.Insta
 		PowerState:    api.PowerState(plan.PowerState.ValueString()),
 		DeployTimeout: plan.DeployTimeout.ValueString(),
 		DeployMethod:  api.DeployMethod(plan.DeployMethod.ValueString()),
+		Network:       plan.Network.networkAPI(),
 	}
 	if !plan.RootDevice.IsNull() && !plan.RootDevice.IsUnknown() {
 		diags.Append(plan.RootDevice.ElementsAs(ctx, &in.RootDevice, false)...)

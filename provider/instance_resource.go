@@ -5,8 +5,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
@@ -23,6 +26,7 @@ var (
 	_ resource.ResourceWithConfigure        = &InstanceResource{}
 	_ resource.ResourceWithImportState      = &InstanceResource{}
 	_ resource.ResourceWithConfigValidators = &InstanceResource{}
+	_ resource.ResourceWithModifyPlan       = &InstanceResource{}
 )
 
 // InstanceResource manages a baremetal_instance: an image deployed on one
@@ -119,7 +123,15 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultInstanceUpdateTimeout)
+	rebuild := rebuilds(&plan, &state)
+	rb := instanceRebuild(&plan) // before setFromAPI overwrites the plan's image
+	defaultTimeout := defaultInstanceUpdateTimeout
+	if rebuild {
+		// A rebuild is a deploy: as long as a create.
+		deployTimeout, _ := time.ParseDuration(plan.DeployTimeout.ValueString()) // validated
+		defaultTimeout = defaultInstanceCreateTimeout + deployTimeout
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultTimeout)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -152,10 +164,92 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if inst.State == api.InstanceActive && desired.ValueString() != "" && u.PowerState != nil {
+	if rebuild {
+		if inst = r.rebuild(ctx, &plan, rb, state.Name.ValueString(), id, desired, timeout, &resp.Diagnostics); inst == nil {
+			// What the rebuild left is in the state: the instance in
+			// error, which the next plan rebuilds again.
+			resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+			return
+		}
+		plan.keepPlannedObservations(&planned)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+	if inst.State == api.InstanceActive && desired.ValueString() != "" && (u.PowerState != nil || rebuild) && inst.ObservedPowerState != api.PowerState(desired.ValueString()) {
 		convergePower(ctx, r.client, &plan, inst, api.PowerState(desired.ValueString()), timeout, &resp.Diagnostics)
 		plan.keepPlannedObservations(&planned)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
+}
+
+// rebuild rebuilds the instance in place with rb and waits until it
+// is active again, updating plan with what it reads. It returns the active
+// instance, or nil after adding the error (the rebuild failed, or did not
+// finish in time).
+func (r *InstanceResource) rebuild(ctx context.Context, plan *instanceResourceModel, rb api.InstanceRebuild, name, id string, desired types.String, timeout time.Duration, diags *diag.Diagnostics) *api.Instance {
+	inst, err := r.client.RebuildInstance(ctx, id, rb)
+	if err != nil {
+		addAPIError(diags, "Could not rebuild instance "+name, err, instanceAttrs)
+		return nil
+	}
+	tflog.Info(ctx, "instance rebuild started", map[string]any{"id": inst.ID, "node_id": inst.NodeID, "rebuilds": inst.Rebuilds})
+	diags.Append(plan.setFromAPI(ctx, inst, desired)...)
+	inst, err = waitActive(ctx, r.client, id, timeout)
+	if inst != nil {
+		diags.Append(plan.setFromAPI(ctx, inst, desired)...)
+	}
+	if err != nil {
+		diags.AddError("Instance "+name+" was not rebuilt", err.Error()+
+			"\n\nThe instance keeps its node; the next apply rebuilds it again (fix the image or user_data first if they are at fault).")
+		return nil
+	}
+	return inst
+}
+
+// ModifyPlan plans a rebuild in place (a new image, user data or network,
+// or a failed rebuild to retry): the instance will be active again, with
+// readiness, last_error and the rebuild count known after apply.
+func (r *InstanceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || req.State.Raw.IsNull() {
+		return // create or destroy
+	}
+	var plan, state instanceResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	// The plan may hold unknowns (an image URL from another resource):
+	// read the attributes that decide, not the whole model.
+	var image, network types.Object
+	var userData types.String
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("image"), &image)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("user_data"), &userData)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("network"), &network)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	unknown := image.IsUnknown() || hasUnknown(network)
+	if !network.IsNull() && !unknown {
+		plan.Network = &networkModel{}
+		resp.Diagnostics.Append(network.As(ctx, plan.Network, basetypes.ObjectAsOptions{})...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	plan.UserData = userData
+	if !image.IsUnknown() && !image.IsNull() {
+		plan.Image = &instanceImageModel{}
+		resp.Diagnostics.Append(image.As(ctx, plan.Image, basetypes.ObjectAsOptions{})...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	if !unknown && !rebuilds(&plan, &state) {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("state"), types.StringValue(string(api.InstanceActive)))...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("ready"), types.BoolUnknown())...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("last_error"), types.StringUnknown())...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("rebuilds"), types.Int64Unknown())...)
+	if unknown || !sameNetwork(plan.Network.networkAPI(), state.Network.networkAPI()) {
+		// A new network may take other pool addresses.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("addresses"), types.ListUnknown(types.ObjectType{AttrTypes: addressAttrTypes}))...)
 	}
 }
 

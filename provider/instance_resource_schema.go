@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -74,9 +74,8 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"image": schema.SingleNestedAttribute{
-				MarkdownDescription: "The image to deploy. Changing it replaces the instance.",
+				MarkdownDescription: "The image to deploy. Changing it rebuilds the instance in place: " + rebuildDoc,
 				Required:            true,
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
 					"url": schema.StringAttribute{
 						MarkdownDescription: "`http://` or `https://` URL of the image.",
@@ -92,13 +91,14 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				},
 			},
 			"user_data": schema.StringAttribute{
-				MarkdownDescription: api.DocUserData + " Sensitive: plans show it as `(sensitive value)`. Changing it replaces the instance.",
+				MarkdownDescription: api.DocUserData + " Sensitive: plans show it as `(sensitive value)`. Changing it rebuilds the instance in place (see `image`).",
 				Optional:            true,
 				// Often holds secrets (keys, join tokens): never shown in plans.
-				Sensitive:     true,
-				PlanModifiers: replace,
-				Validators:    []validator.String{stringvalidator.LengthBetween(1, 64<<10)},
+				Sensitive:  true,
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 64<<10)},
 			},
+			"network":   networkSchema(),
+			"addresses": addressesSchema(),
 			"metadata": schema.MapAttribute{
 				MarkdownDescription: "Free-form key/value metadata (at most 64 keys). Can be changed in place.",
 				ElementType:         types.StringType,
@@ -152,6 +152,11 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Computed:            true,
 				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
 			},
+			"rebuilds": schema.Int64Attribute{
+				MarkdownDescription: "How many times the instance was rebuilt in place (0 until the first).",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
 			"last_error": schema.StringAttribute{
 				MarkdownDescription: "Why the instance is in `error`, or the last deploy error; empty otherwise.",
 				Computed:            true,
@@ -163,6 +168,14 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 		},
 	}
 }
+
+// rebuildDoc says what a rebuild in place is, for the attributes that
+// make one.
+const rebuildDoc = "same `id`, same node (`node_id`), same addresses. The controller boots the deploy agent, erases the disks as the node's " +
+	"erase policy says, writes the new image and config drive and boots them; apply waits until the instance is `active` again " +
+	"(the update timeout, by default 30 minutes plus `deploy_timeout`). A rebuild that fails leaves the instance `error` on its node " +
+	"with the reason in `last_error`, and the next apply plans `state` back to `active` and rebuilds again. Destroying the instance " +
+	"during a rebuild succeeds at once, as always."
 
 func (r *InstanceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{

@@ -69,7 +69,7 @@ func simPower(t *testing.T, env *testenv.Env, c *apiclient.Client, s *terraform.
 // TestAccInstance covers scheduling by resource class, waiting for active,
 // desired power (set on create, changed in place, drift when the node is
 // powered outside Terraform and convergence on apply), metadata updates in
-// place, import by id and by name, replacement on an image change, pinning
+// place, import by id and by name, a rebuild in place on an image change, pinning
 // to a node, an instance deleted outside Terraform, and destroy.
 func TestAccInstance(t *testing.T) {
 	t.Parallel()
@@ -89,7 +89,7 @@ func TestAccInstance(t *testing.T) {
   metadata    = %s
 `, image, power, metadata))
 	}
-	var firstID string
+	var firstID, firstNode string
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -184,21 +184,42 @@ func TestAccInstance(t *testing.T) {
 				},
 			},
 			{
-				// A new image replaces the instance.
+				// A new image rebuilds the instance in place: same id, same
+				// node, and the node's power wish holds after the rebuild.
+				PreConfig: func() {
+					inst, err := c.GetInstance(context.Background(), firstID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					firstNode = inst.NodeID
+				},
 				Config: web("https://images.example.com/two.img", "on", `{ role = "web" }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate)},
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+						plancheck.ExpectUnknownValue(addr, tfjsonpath.New("rebuilds")),
+						plancheck.ExpectKnownValue(addr, tfjsonpath.New("state"), knownvalue.StringExact("active")),
+					},
 				},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(addr, "image.url", "https://images.example.com/two.img"),
 					resource.TestCheckResourceAttr(addr, "state", "active"),
+					resource.TestCheckResourceAttr(addr, "rebuilds", "1"),
+					resource.TestCheckResourceAttrPtr(addr, "id", &firstID),
+					resource.TestCheckResourceAttrPtr(addr, "node_id", &firstNode),
 					func(s *terraform.State) error {
-						if id, _ := stateAttr(s, addr, "id"); id == firstID {
-							return errors.New("instance was not replaced")
+						p, err := simPower(t, env, c, s, addr)
+						if err == nil && p != "On" {
+							err = fmt.Errorf("simulated node power is %q after the rebuild", p)
 						}
-						return nil
+						return err
 					},
 				),
+			},
+			{
+				// The rebuild leaves nothing to do.
+				Config:   web("https://images.example.com/two.img", "on", `{ role = "web" }`),
+				PlanOnly: true,
 			},
 			{
 				// Deleted outside Terraform: the plan creates it again.
@@ -503,6 +524,89 @@ resource "baremetal_instance" "app" {
 				ImportState:             true,
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+		},
+	})
+}
+
+// TestAccInstanceRebuildFailsAndRetries: a rebuild whose node never powers
+// on (off, its BMC ignoring power requests) fails the apply with the controller's reason and leaves the instance
+// in error on its node (not tainted); the next plan is an update in place
+// that brings it back to active, and apply rebuilds it on the same node.
+func TestAccInstanceRebuildFailsAndRetries(t *testing.T) {
+	t.Parallel()
+	env := accEnv(t, testenv.Options{Systems: 1})
+	c := accClient(t, env, env.AdminToken)
+	system := env.Sim.SystemIDs()[0]
+	const addr = "baremetal_instance.app"
+	config := func(image string) string {
+		return providerConfig(env, env.AdminToken) + nodeHCL(env, "a", "rb", "gpu", 0, "") + fmt.Sprintf(`
+resource "baremetal_instance" "app" {
+  name           = "app"
+  project        = "acc"
+  resource_class = "gpu"
+  image = {
+    url = %q
+  }
+  depends_on = [baremetal_node.a]
+}
+`, image)
+	}
+	var id, node string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             resource.ComposeTestCheckFunc(checkInstancesGone(c), checkNodesGone(c)),
+		Steps: []resource.TestStep{
+			{
+				Config: config("https://images.example.com/one.iso"),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "state", "active"),
+					func(s *terraform.State) error {
+						id, _ = stateAttr(s, addr, "id")
+						node, _ = stateAttr(s, addr, "node_id")
+						return nil
+					},
+				),
+			},
+			{
+				// The node is off (someone pulled its power) and its BMC
+				// ignores power requests: the rebuild's boot never lands.
+				PreConfig: func() {
+					if err := env.Sim.SetPower(system, false); err != nil {
+						t.Fatal(err)
+					}
+					if err := env.Sim.SetIgnorePower(system, true); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:      config("https://images.example.com/two.iso"),
+				ExpectError: regexp.MustCompile(`(?s)Instance app was not rebuilt.*instance app failed to deploy:.*power`),
+			},
+			{
+				PreConfig: func() {
+					if err := env.Sim.SetIgnorePower(system, false); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config("https://images.example.com/two.iso"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+						plancheck.ExpectKnownValue(addr, tfjsonpath.New("state"), knownvalue.StringExact("active")),
+					},
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "state", "active"),
+					resource.TestCheckResourceAttr(addr, "last_error", ""),
+					resource.TestCheckResourceAttr(addr, "rebuilds", "2"),
+					resource.TestCheckResourceAttr(addr, "image.url", "https://images.example.com/two.iso"),
+					resource.TestCheckResourceAttrPtr(addr, "id", &id),
+					resource.TestCheckResourceAttrPtr(addr, "node_id", &node),
+				),
+			},
+			{
+				Config:   config("https://images.example.com/two.iso"),
+				PlanOnly: true,
 			},
 		},
 	})

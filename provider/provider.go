@@ -174,6 +174,7 @@ func (p *BaremetalProvider) Resources(context.Context) []func() resource.Resourc
 	return []func() resource.Resource{
 		NewNodeResource,
 		NewInstanceResource,
+		NewIPPoolResource,
 	}
 }
 
@@ -181,5 +182,6 @@ func (p *BaremetalProvider) DataSources(context.Context) []func() datasource.Dat
 	return []func() datasource.DataSource{
 		NewNodeDataSource,
 		NewNodesDataSource,
+		NewIPPoolDataSource,
 	}
 }

@@ -288,10 +288,32 @@ type Instance struct {
 	// hints that chose the disk an image deploy wrote.
 	DeployMethod DeployMethod      `json:"deploy_method"`
 	RootDevice   map[string]string `json:"root_device,omitempty"`
-	CreatedAt    time.Time         `json:"created_at"`
-	UpdatedAt    time.Time         `json:"updated_at"`
-	Version      int64             `json:"version"`
+	// Rebuilds counts the rebuilds in place (POST .../rebuild): 0 until
+	// the first.
+	Rebuilds int `json:"rebuilds"`
+	// Network is the OS's network configuration, as given (nil: none).
+	Network *Network `json:"network,omitempty"`
+	// Addresses are the addresses the network gives the OS: its static
+	// ones and those allocated from IP pools.
+	Addresses []InstanceAddress `json:"addresses"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	Version   int64             `json:"version"`
 }
+
+// InstanceRebuild is the body of POST /v1/instances/{id}/rebuild: the
+// image and user data to rebuild with (absent: the instance's own, so an
+// empty body reinstalls what it has). The instance keeps its id, node and
+// everything else; user data "" removes it.
+type InstanceRebuild struct {
+	Image    *Image  `json:"image,omitempty"`
+	UserData *string `json:"user_data,omitempty"`
+	// Network replaces the network ({} removes it); absent keeps it.
+	Network *Network `json:"network,omitempty"`
+}
+
+// RebuildPath is where an instance is rebuilt in place.
+func RebuildPath(instanceID string) string { return "/v1/instances/" + instanceID + "/rebuild" }
 
 // InstanceCreate is the body of POST /v1/instances. Exactly one of
 // ResourceClass and NodeID. Project defaults to the token's project; an
@@ -317,6 +339,8 @@ type InstanceCreate struct {
 	// RootDevice hints choose the disk an image deploy writes; none: the
 	// smallest fixed disk of at least RootDiskMinGiB (DocRootDevice).
 	RootDevice map[string]string `json:"root_device,omitempty"`
+	// Network configures the OS's network (DocNetwork).
+	Network *Network `json:"network,omitempty"`
 }
 
 // ReadyPath is the readiness callback of an instance.

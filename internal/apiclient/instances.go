@@ -56,6 +56,20 @@ func (c *Client) PatchInstance(ctx context.Context, idOrName string, u api.Insta
 	return &out, nil
 }
 
+// RebuildInstance rebuilds an instance in place with the image and user
+// data of rb (nil fields: the instance's own). The answer is the instance,
+// deploying again; it is active when the rebuild is done. Sent with an
+// Idempotency-Key: a retry after a lost answer does not rebuild twice.
+func (c *Client) RebuildInstance(ctx context.Context, idOrName string, rb api.InstanceRebuild) (*api.Instance, error) {
+	var out api.Instance
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/instances/" + escape(idOrName) + "/rebuild", body: rb,
+		out: &out, idempotencyKey: newIdempotencyKey()})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // DeleteInstance deletes an instance. The server answers once the cleanup
 // is durably queued; the instance is gone (404) from then on.
 func (c *Client) DeleteInstance(ctx context.Context, idOrName string) (*api.Accepted, error) {

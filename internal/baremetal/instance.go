@@ -70,16 +70,34 @@ type Instance struct {
 	DeployMethod DeployMethod
 	RootDevice   map[string]string
 	BootedAt     *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	Version      int64
+	// Rebuilds counts the rebuilds in place (StartRebuild): 0 for the
+	// first deploy. It tells a rebuild's deploy from the first one (a
+	// rebuild that fails on its image keeps the node) and names the agent
+	// commands of each.
+	Rebuilds int
+	// Network is the OS's network configuration (nil: none, the image's
+	// own, usually DHCP), written to the config drive as
+	// network_data.json.
+	Network *Network
+	// Addresses are the addresses the network gives the OS: its static
+	// ones and those allocated from IP pools (which the pools' allocations
+	// hold until the instance is deleted and its node cleaned).
+	Addresses []InstanceAddress
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Version   int64
 }
 
 // NeedsConfigDrive reports whether the instance has something only a
 // config drive can deliver: user data, or the ready token for a
 // readiness callback it waits for.
 func (i *Instance) NeedsConfigDrive() bool {
-	return i.UserData != "" || i.DeployTimeout > 0
+	return i.UserData != "" || i.DeployTimeout > 0 || i.HasNetwork()
+}
+
+// HasNetwork reports whether the instance configures its OS's network.
+func (i *Instance) HasNetwork() bool {
+	return i.Network != nil && len(i.Network.Interfaces) > 0
 }
 
 // NeedsMediaDrive reports whether the instance's config drive must reach

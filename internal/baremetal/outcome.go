@@ -1,6 +1,7 @@
 package baremetal
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -58,8 +59,9 @@ func (n *Node) SetActionFault(f Fault, msg string, now time.Time) {
 	}
 }
 
-// deployFaults are the faults a finished deploy disproves.
-var deployFaults = []Fault{FaultPowerMismatch, FaultDeployTimeout, FaultBMCRefused, FaultAgentLost}
+// deployFaults are the faults a finished deploy disproves (clean_failed:
+// a rebuild's erase, which must have worked for the rebuild to finish).
+var deployFaults = []Fault{FaultPowerMismatch, FaultDeployTimeout, FaultBMCRefused, FaultAgentLost, FaultCleanFailed}
 
 // FinishDeploy makes node and instance active: the image booted (and the
 // OS called back, when it was asked to). The faults about the deploy's own
@@ -128,4 +130,72 @@ func HumanDuration(d time.Duration) string {
 	default:
 		return d.Round(time.Millisecond).String()
 	}
+}
+
+// Rebuild is what a rebuild in place changes: the image, the user data
+// and the network (nil keeps each). The instance keeps its id, node and everything else.
+type Rebuild struct {
+	Image    *Image
+	UserData *string
+	// Network replaces the network when set; an empty Network removes it.
+	Network *Network
+}
+
+// StartRebuild starts rebuilding inst in place on its node n: the node
+// goes back to deploying (its deploy job erases the disks as the node's
+// policy says, writes the image and config drive and boots them), the
+// instance to deploying with what ch changes, its readiness and boot
+// forgotten and Rebuilds counted up. The caller gives the instance a new
+// ready token (a new config drive URL) and queues the deploy.
+//
+// Only an instance that is done deploying can be rebuilt: active, or in
+// error after a failed deploy or rebuild (which is how a failed rebuild is
+// retried), and only on the node it holds: an instance whose first deploy
+// failed on its image gave its node back, and is replaced, not rebuilt. A
+// node in maintenance is left alone: an operator took it out of service.
+func StartRebuild(n *Node, inst *Instance, ch Rebuild) error {
+	if inst.State == InstanceDeploying {
+		return &Error{Code: CodeConflict, Message: fmt.Sprintf(
+			"instance %s is still deploying; rebuild it once it is active or in error (or delete it)", inst.Name)}
+	}
+	if n.InstanceID != inst.ID || (n.ProvisionState != StateActive && n.ProvisionState != StateDeployFailed) {
+		return &Error{Code: CodeConflict, Message: fmt.Sprintf(
+			"instance %s no longer holds node %s (its deploy failed on its image and the node was given back): "+
+				"it cannot be rebuilt in place; delete it and create it again", inst.Name, n.Name)}
+	}
+	if n.Maintenance {
+		return &Error{Code: CodeConflict, Message: fmt.Sprintf(
+			"instance %s's node %s is in maintenance (%s): it is rebuilt once an operator ends the maintenance", inst.Name, n.Name, n.MaintenanceReason)}
+	}
+	next := *inst
+	if ch.Image != nil {
+		next.Image = *ch.Image
+	}
+	if ch.UserData != nil {
+		next.UserData = *ch.UserData
+	}
+	if ch.Network != nil {
+		next.Network = ch.Network
+		if len(ch.Network.Interfaces) == 0 && len(ch.Network.Addresses) == 0 && len(ch.Network.DNSServers) == 0 && len(ch.Network.SearchDomains) == 0 {
+			next.Network = nil
+		}
+	}
+	if err := next.ValidateRebuildable(); err != nil {
+		return err
+	}
+	if next.NeedsMediaDrive() && n.Driver != DriverRedfish {
+		field := "user_data"
+		if next.UserData == "" && next.HasNetwork() {
+			field = "network"
+		}
+		return FieldErrorf(field, "a live deploy delivers %s on a config drive in virtual media, which node %s's %s BMC does not have", field, n.Name, n.Driver)
+	}
+	if err := n.Transition(StateDeploying); err != nil {
+		return err
+	}
+	next.State, next.LastError = InstanceDeploying, ""
+	next.Ready, next.BootedAt = false, nil
+	next.Rebuilds++
+	*inst = next
+	return nil
 }

@@ -1,6 +1,7 @@
 package baremetal
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,77 @@ func TestHumanDuration(t *testing.T) {
 		if got := HumanDuration(d); got != want {
 			t.Errorf("HumanDuration(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+func TestStartRebuild(t *testing.T) {
+	active := func() (*Node, *Instance) {
+		inst := &Instance{ID: "i-1", Name: "web", NodeID: "n-1", ResourceClass: "gpu", State: InstanceActive, Ready: true,
+			Image: Image{URL: "https://images.example/a.img"}, UserData: "#cloud-config\n", DeployMethod: DeployImage, Rebuilds: 1,
+			BootedAt: new(time.Time), LastError: "old"}
+		n := &Node{ID: "n-1", Name: "n1", Driver: DriverRedfish, ProvisionState: StateActive, InstanceID: inst.ID}
+		return n, inst
+	}
+	img := &Image{URL: "https://images.example/b.img", Checksum: "sha256:" + strings.Repeat("a", 64)}
+	n, inst := active()
+	if err := StartRebuild(n, inst, Rebuild{Image: img}); err != nil {
+		t.Fatal(err)
+	}
+	if n.ProvisionState != StateDeploying || inst.State != InstanceDeploying || inst.Image != *img || inst.UserData != "#cloud-config\n" ||
+		inst.Rebuilds != 2 || inst.Ready || inst.BootedAt != nil || inst.LastError != "" {
+		t.Fatalf("after StartRebuild: node %s, instance %+v", n.ProvisionState, inst)
+	}
+
+	// A failed rebuild (deploy_failed, error) is retried the same way.
+	n, inst = active()
+	n.ProvisionState, inst.State = StateDeployFailed, InstanceError
+	empty := ""
+	if err := StartRebuild(n, inst, Rebuild{UserData: &empty}); err != nil || inst.UserData != "" || n.ProvisionState != StateDeploying {
+		t.Fatalf("retry: %v, %+v", err, inst)
+	}
+
+	for name, tc := range map[string]struct {
+		change func(*Node, *Instance)
+		ch     Rebuild
+		code   Code
+		field  string
+	}{
+		"deploying":       {change: func(n *Node, i *Instance) { n.ProvisionState, i.State = StateDeploying, InstanceDeploying }, code: CodeConflict},
+		"node given back": {change: func(n *Node, i *Instance) { n.ProvisionState, n.InstanceID, i.State = StateCleaning, "", InstanceError }, code: CodeConflict},
+		"other instance":  {change: func(n *Node, _ *Instance) { n.InstanceID = "i-2" }, code: CodeConflict},
+		"maintenance":     {change: func(n *Node, _ *Instance) { n.Maintenance, n.MaintenanceReason = true, "disk swap" }, code: CodeConflict},
+		"bad url":         {ch: Rebuild{Image: &Image{URL: "ftp://x/y"}}, code: CodeInvalid, field: "image.url"},
+		"bad checksum":    {ch: Rebuild{Image: &Image{URL: "https://x/y", Checksum: "sha256:zz"}}, code: CodeInvalid},
+		"live user data on ipmi": {change: func(n *Node, i *Instance) { n.Driver, i.DeployMethod, i.UserData = DriverIPMI, DeployLive, "" },
+			ch: Rebuild{UserData: new(string)}, code: ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			n, inst := active()
+			if tc.change != nil {
+				tc.change(n, inst)
+			}
+			before, beforeNode := *inst, *n
+			err := StartRebuild(n, inst, tc.ch)
+			if tc.code == "" {
+				if err != nil {
+					t.Fatalf("StartRebuild: %v", err)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Code != tc.code || (tc.field != "" && e.Field != tc.field) {
+				t.Fatalf("StartRebuild = %v; want code %s field %q", err, tc.code, tc.field)
+			}
+			if inst.Rebuilds != before.Rebuilds || inst.State != before.State || inst.Image != before.Image || n.ProvisionState != beforeNode.ProvisionState {
+				t.Errorf("a refused rebuild changed node %s / instance %+v", n.ProvisionState, inst)
+			}
+		})
+	}
+	// User data on a live deploy needs virtual media for its config drive.
+	n, inst = active()
+	n.Driver, inst.DeployMethod = DriverIPMI, DeployLive
+	ud := "#cloud-config\n"
+	if err := StartRebuild(n, inst, Rebuild{UserData: &ud}); !IsCode(err, CodeInvalid) {
+		t.Fatalf("live rebuild with user data on IPMI: %v", err)
 	}
 }

@@ -31,10 +31,12 @@ var transitions = map[ProvisionState][]ProvisionState{
 	// inspecting → enroll: the operator changed the BMC meanwhile.
 	StateInspecting: {StateAvailable, StateEnroll, StateDeleting},
 	StateDeploying:  {StateActive, StateDeployFailed, StateCleaning, StateDeleting},
-	StateActive:     {StateCleaning, StateDeleting},
+	// active → deploying: the instance is rebuilt in place (StartRebuild).
+	StateActive: {StateCleaning, StateDeleting, StateDeploying},
 	// deploy_failed → active: the booted OS's readiness callback came
 	// after its deadline (deploy_timeout); the instance works after all.
-	StateDeployFailed: {StateActive, StateCleaning, StateDeleting},
+	// deploy_failed → deploying: a failed deploy or rebuild is rebuilt.
+	StateDeployFailed: {StateActive, StateCleaning, StateDeleting, StateDeploying},
 	StateCleaning:     {StateAvailable, StateDeleting},
 	StateDeleting:     {},
 }

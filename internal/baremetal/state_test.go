@@ -14,6 +14,8 @@ func TestTransitions(t *testing.T) {
 		{StateActive, StateCleaning}:        true,
 		{StateDeployFailed, StateCleaning}:  true,
 		{StateDeployFailed, StateActive}:    true, // late readiness callback
+		{StateActive, StateDeploying}:       true, // rebuild in place
+		{StateDeployFailed, StateDeploying}: true, // a failed deploy or rebuild rebuilt
 		{StateCleaning, StateAvailable}:     true,
 		{StateAvailable, StateInspecting}:   true,
 		{StateInspecting, StateAvailable}:   true,

@@ -303,27 +303,7 @@ func (i *Instance) Validate() error {
 	if err := ValidateLine("node_id", i.NodeID, 63); err != nil {
 		return err
 	}
-	if i.Image.URL == "" {
-		return FieldErrorf("image.url", "image.url is required")
-	}
-	if err := ValidateLine("image.url", i.Image.URL, MaxImageURL); err != nil {
-		return err
-	}
-	u, err := url.Parse(i.Image.URL)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return FieldErrorf("image.url", "image.url %q must be an http:// or https:// URL", redactURL(i.Image.URL))
-	}
-	if i.Image.Checksum != "" {
-		// The agent's own parser: what it would refuse after a boot is
-		// refused here.
-		if _, err := deployspec.ParseChecksum(i.Image.Checksum); err != nil {
-			return FieldErrorf(deployspec.ChecksumField, "%v", err)
-		}
-	}
-	if len(i.UserData) > MaxUserData {
-		return FieldErrorf("user_data", "user_data is %d bytes; at most %d are allowed", len(i.UserData), MaxUserData)
-	}
-	if err := ValidateText("user_data", i.UserData, 0); err != nil {
+	if err := i.ValidateRebuildable(); err != nil {
 		return err
 	}
 	if i.DeployTimeout != 0 && (i.DeployTimeout < MinDeployTimeout || i.DeployTimeout > MaxDeployTimeout) {
@@ -358,6 +338,41 @@ func (i *Instance) Validate() error {
 		return err
 	}
 	return i.ValidateMutable()
+}
+
+// ValidateRebuildable checks the fields a rebuild in place may change:
+// the image, the user data and the network (on its own: ValidateFor
+// checks it against the node's inventory).
+func (i *Instance) ValidateRebuildable() error {
+	if i.Image.URL == "" {
+		return FieldErrorf("image.url", "image.url is required")
+	}
+	if err := ValidateLine("image.url", i.Image.URL, MaxImageURL); err != nil {
+		return err
+	}
+	u, err := url.Parse(i.Image.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return FieldErrorf("image.url", "image.url %q must be an http:// or https:// URL", redactURL(i.Image.URL))
+	}
+	if i.Image.Checksum != "" {
+		// The agent's own parser: what it would refuse after a boot is
+		// refused here.
+		if _, err := deployspec.ParseChecksum(i.Image.Checksum); err != nil {
+			return FieldErrorf(deployspec.ChecksumField, "%v", err)
+		}
+	}
+	if len(i.UserData) > MaxUserData {
+		return FieldErrorf("user_data", "user_data is %d bytes; at most %d are allowed", len(i.UserData), MaxUserData)
+	}
+	if err := ValidateText("user_data", i.UserData, 0); err != nil {
+		return err
+	}
+	if i.Network != nil {
+		if err := i.Network.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ValidateMutable checks the fields that may change after creation.

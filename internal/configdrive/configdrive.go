@@ -9,6 +9,7 @@
 //	openstack/latest/meta_data.json    uuid, name, hostname, meta (user metadata)
 //	openstack/latest/user_data         the instance's user_data, verbatim (if any)
 //	openstack/latest/vendor_data.json  {"cloud-init": "<shell script>"}: the readiness callback
+//	openstack/latest/network_data.json links, networks, services (if the instance has a network)
 //	baremetal/ready.json               {"url": ..., "token": ...} for images without cloud-init
 //
 // The readiness callback is vendor data, not user data, so it runs in
@@ -40,7 +41,11 @@ const (
 	MetaDataPath   = "openstack/latest/meta_data.json"
 	UserDataPath   = "openstack/latest/user_data"
 	VendorDataPath = "openstack/latest/vendor_data.json"
-	ReadyPath      = "baremetal/ready.json"
+	// NetworkDataPath is the instance's network configuration, which
+	// cloud-init (and Glean, and Ignition's OpenStack provider) apply
+	// before the OS first reaches the network.
+	NetworkDataPath = "openstack/latest/network_data.json"
+	ReadyPath       = "baremetal/ready.json"
 )
 
 // Drive is what a config drive carries.
@@ -55,6 +60,9 @@ type Drive struct {
 	// up: POST ReadyURL with "Authorization: Bearer ReadyToken".
 	ReadyURL   string
 	ReadyToken string
+	// NetworkData is network_data.json as NetworkData renders it; nil
+	// for none (the OS configures its network itself).
+	NetworkData []byte
 }
 
 type metaData struct {
@@ -121,6 +129,14 @@ func Build(w io.Writer, d Drive) error {
 	}
 	if len(d.UserData) > 0 {
 		if err := add(UserDataPath, d.UserData); err != nil {
+			return err
+		}
+	}
+	if len(d.NetworkData) > 0 {
+		if !json.Valid(d.NetworkData) {
+			return errors.New("configdrive: network data is not JSON")
+		}
+		if err := add(NetworkDataPath, d.NetworkData); err != nil {
 			return err
 		}
 	}
@@ -211,7 +227,7 @@ func Parse(r io.ReaderAt) (*Drive, error) {
 	if err := json.Unmarshal(raw, &md); err != nil {
 		return nil, fmt.Errorf("configdrive: %s: %w", MetaDataPath, err)
 	}
-	d := &Drive{UUID: md.UUID, Name: md.Name, Hostname: md.Hostname, Meta: md.Meta, UserData: files[UserDataPath]}
+	d := &Drive{UUID: md.UUID, Name: md.Name, Hostname: md.Hostname, Meta: md.Meta, UserData: files[UserDataPath], NetworkData: files[NetworkDataPath]}
 	if raw, ok := files[ReadyPath]; ok {
 		var rf readyFile
 		if err := json.Unmarshal(raw, &rf); err != nil {

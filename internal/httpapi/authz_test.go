@@ -52,6 +52,9 @@ var authzRules = map[string]authzRule{
 	"GET /v1/instances/{id}":    {want: ownerOrAdmin(200, 404)},
 	"PATCH /v1/instances/{id}":  {body: fixed(`{"metadata":{"team":"x"}}`), want: ownerOrAdmin(200, 404)},
 	"DELETE /v1/instances/{id}": {want: ownerOrAdmin(202, 404)},
+	// An owner's rebuild of an instance still deploying is refused (409):
+	// what counts here is that another project's is not found.
+	"POST /v1/instances/{id}/rebuild": {body: fixed(`{}`), want: ownerOrAdmin(409, 404)},
 	// The instance's own ready token is the only credential: API tokens,
 	// even an admin's, are not it.
 	"POST /v1/instances/{id}/ready": {want: public(401)},
@@ -75,11 +78,20 @@ var authzRules = map[string]authzRule{
 	"GET /readyz":              {want: public(200)},
 	"GET /openapi.json":        {want: public(200)},
 	"GET /metrics":             {want: public(200)},
+	// Every role reads address pools (instance networks name them).
+	"GET /v1/ip-pools": {want: anyMember(200)},
+	"POST /v1/ip-pools": {body: func(i int) string {
+		return fmt.Sprintf(`{"name":"authz-new-%d","cidr":"10.99.0.0/24"}`, i)
+	}, want: adminOnly(201)},
+	"GET /v1/ip-pools/{id}":             {want: anyMember(200)},
+	"PATCH /v1/ip-pools/{id}":           {body: fixed(`{"dns_servers":["10.99.0.53"]}`), want: adminOnly(200)},
+	"DELETE /v1/ip-pools/{id}":          {want: adminOnly(204)},
+	"GET /v1/ip-pools/{id}/allocations": {want: adminOnly(200)},
 }
 
 // authzFixture is what one case acts on: a free, available node; an
 // instance of project p1 on another node; a token.
-type authzFixture struct{ node, instance, token string }
+type authzFixture struct{ node, instance, token, pool string }
 
 func (e *env) authzFixture(i int) authzFixture {
 	e.t.Helper()
@@ -92,7 +104,9 @@ func (e *env) authzFixture(i int) authzFixture {
 		`{"name":"authz-%d","node_id":%q,"image":{"url":"https://images.example/u.iso"}}`, i, busy.ID), 201, &inst)
 	var tok api.TokenCreated
 	e.mustJSON("POST", "/v1/tokens", adminSecret, fmt.Sprintf(`{"role":"member","project":"p9","name":"authz-%d"}`, i), 201, &tok)
-	return authzFixture{node: free.ID, instance: inst.ID, token: tok.ID}
+	var pool api.IPPool
+	e.mustJSON("POST", "/v1/ip-pools", adminSecret, fmt.Sprintf(`{"name":"authz-pool-%d","cidr":"10.98.0.0/24"}`, i), 201, &pool)
+	return authzFixture{node: free.ID, instance: inst.ID, token: tok.ID, pool: pool.ID}
 }
 
 // authzPath fills a route pattern's wildcards from f; ok is false for a
@@ -106,6 +120,8 @@ func authzPath(pattern string, f authzFixture) (string, bool) {
 		id = f.instance
 	case strings.HasPrefix(pattern, "/v1/tokens/"):
 		id = f.token
+	case strings.HasPrefix(pattern, "/v1/ip-pools/"):
+		id = f.pool
 	}
 	p := strings.NewReplacer("{id}", id, "{project}", "p1", "{key}", "not-the-key", "{file}", "agent.iso").Replace(pattern)
 	return p, !strings.ContainsAny(p, "{}") && (id != "" || !strings.Contains(pattern, "{id}"))

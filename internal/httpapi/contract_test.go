@@ -97,6 +97,9 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"GET /v1/agent/boot/{id}/{key}/{file} ?file": api.AgentBootFiles(),
 		"Node.property_overrides[]":                  api.PropertyNames(),
 		"Node.clean_erase":                           orNone(api.CleanErases()),
+		"Bond.mode":                                  api.BondModes(),
+		"Bond.lacp_rate":                             api.LACPRates(),
+		"NetAddress.dhcp":                            api.DHCPModes(),
 		"NodeCreate.clean_erase":                     orNone(api.CleanErases()),
 		"NodePatch.clean_erase":                      orNone(api.CleanErases()),
 		"AgentSystem.boot_mode":                      api.BootModes(),
@@ -132,7 +135,8 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"BMC":             api.BMC{}, "BMCInput": api.BMCInput{}, "BMCPatch": api.BMCPatch{},
 		"Node": api.Node{}, "NodeCreate": api.NodeCreate{}, "NodePatch": api.NodePatch{}, "NodeList": api.NodeList{},
 		"Event": api.Event{}, "EventList": api.EventList{}, "Image": api.Image{},
-		"Instance": api.Instance{}, "InstanceCreate": api.InstanceCreate{}, "InstanceUpdate": api.InstanceUpdate{},
+		"Instance": api.Instance{}, "InstanceCreate": api.InstanceCreate{}, "InstanceUpdate": api.InstanceUpdate{}, "InstanceRebuild": api.InstanceRebuild{},
+		"Network": api.Network{}, "NetInterface": api.NetInterface{}, "Bond": api.Bond{}, "VLAN": api.VLAN{}, "NetAddress": api.NetAddress{}, "Route": api.Route{}, "InstanceAddress": api.InstanceAddress{},
 		"InstanceList": api.InstanceList{}, "Accepted": api.Accepted{}, "PowerRequest": api.PowerRequest{},
 		"TokenCreate": api.TokenCreate{}, "Token": api.Token{}, "TokenCreated": api.TokenCreated{},
 		"TokenList": api.TokenList{}, "Quota": api.Quota{}, "Job": api.Job{}, "JobList": api.JobList{},
@@ -142,6 +146,9 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{}, "AgentErasedDisk": api.AgentErasedDisk{},
 		"AgentActivity": api.AgentActivity{}, "NodeFlow": api.NodeFlow{},
 		"AgentLLDP": api.AgentLLDP{}, "NodePort": api.NodePort{}, "NodePortLLDP": api.NodePortLLDP{},
+		"IPRange": api.IPRange{}, "IPPool": api.IPPool{}, "IPPoolCreate": api.IPPoolCreate{},
+		"IPPoolUpdate": api.IPPoolUpdate{}, "IPPoolList": api.IPPoolList{},
+		"IPAllocation": api.IPAllocation{}, "IPAllocationList": api.IPAllocationList{},
 	}
 	var doc struct {
 		Components struct {

@@ -104,8 +104,51 @@ func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Insta
 		PowerState: api.PowerState(i.PowerState), ObservedPowerState: api.PowerState(observed), LastError: i.LastError,
 		Ready: i.Ready, DeployTimeout: durationOut(i.DeployTimeout), BootedAt: i.BootedAt,
 		DeployMethod: api.DeployMethod(cmp.Or(i.DeployMethod, baremetal.DeployLive)), RootDevice: i.RootDevice,
-		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
+		Rebuilds: i.Rebuilds, Network: networkOut(i.Network), Addresses: addressesOut(i.Addresses), CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
 	}
+}
+
+// networkIn and networkOut convert an instance's network between the API
+// and the domain: the two types are the same JSON (the domain's is
+// stored as JSON and its field paths name the API's fields), so the
+// conversion is that JSON, which keeps them from drifting apart field by
+// field.
+func networkIn(n *api.Network) (*baremetal.Network, error) {
+	if n == nil {
+		return nil, nil
+	}
+	var out baremetal.Network
+	if err := convertJSON(n, &out); err != nil {
+		return nil, baremetal.FieldErrorf("network", "network: %v", err)
+	}
+	return &out, nil
+}
+
+func networkOut(n *baremetal.Network) *api.Network {
+	if n == nil {
+		return nil
+	}
+	var out api.Network
+	if err := convertJSON(n, &out); err != nil {
+		return nil // the same JSON both ways: cannot happen
+	}
+	return &out
+}
+
+func addressesOut(as []baremetal.InstanceAddress) []api.InstanceAddress {
+	out := make([]api.InstanceAddress, 0, len(as))
+	for _, a := range as {
+		out = append(out, api.InstanceAddress(a))
+	}
+	return out
+}
+
+func convertJSON(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
 }
 
 // durationOut writes a duration the way people write it ("30m", not

@@ -63,11 +63,16 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c servic
 			return
 		}
 	}
+	network, err := networkIn(in.Network)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	inst, err := s.svc.CreateInstanceOnce(r.Context(), c, baremetal.Instance{
 		Name: in.Name, Project: in.Project, ResourceClass: in.ResourceClass, NodeID: in.NodeID,
 		Image: baremetal.Image(in.Image), UserData: in.UserData, Metadata: in.Metadata,
 		PowerState: baremetal.PowerState(in.PowerState), DeployTimeout: timeout,
-		DeployMethod: baremetal.DeployMethod(in.DeployMethod), RootDevice: in.RootDevice,
+		DeployMethod: baremetal.DeployMethod(in.DeployMethod), RootDevice: in.RootDevice, Network: network,
 	}, o)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -112,6 +117,43 @@ func (s *Server) patchInstance(w http.ResponseWriter, r *http.Request, c service
 	}
 	w.Header().Set("ETag", etag(inst.Version))
 	writeJSON(w, http.StatusOK, instanceOut(inst, s.observedPower(r, c, inst)))
+}
+
+// rebuildInstance rebuilds an instance in place: 202 with the instance,
+// now deploying again; it is active when the rebuild is done.
+func (s *Server) rebuildInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	match, err := ifMatch(r, s.instanceVersion(r, c))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	o, err := once(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// An empty body is a reinstall of what the instance has.
+	var in api.InstanceRebuild
+	if r.ContentLength != 0 && !s.decodeWith(w, r, &in, true) {
+		return
+	}
+	var ch baremetal.Rebuild
+	if in.Image != nil {
+		img := baremetal.Image(*in.Image)
+		ch.Image = &img
+	}
+	ch.UserData = in.UserData
+	if ch.Network, err = networkIn(in.Network); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	inst, err := s.svc.RebuildInstance(r.Context(), c, r.PathValue("id"), match, ch, o)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", etag(inst.Version))
+	writeJSON(w, http.StatusAccepted, instanceOut(inst, s.observedPower(r, c, inst)))
 }
 
 func (s *Server) deleteInstance(w http.ResponseWriter, r *http.Request, c service.Caller) {

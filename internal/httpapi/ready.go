@@ -43,10 +43,17 @@ func (s *Server) configDrive(w http.ResponseWriter, r *http.Request, _ service.C
 		s.writeError(w, r, err)
 		return
 	}
+	network, err := s.svc.NetworkData(r.Context(), inst)
+	if err != nil {
+		// Checked against the node's NICs when the instance was created
+		// or rebuilt; the node was inspected again since and lost one.
+		s.writeError(w, r, &baremetal.Error{Code: baremetal.CodeConflict, Message: "could not write the instance's network configuration", Err: err})
+		return
+	}
 	var buf bytes.Buffer
 	err = configdrive.Build(&buf, configdrive.Drive{
 		UUID: inst.ID, Name: inst.Name, Hostname: inst.Name, Meta: inst.Metadata, UserData: []byte(inst.UserData),
-		ReadyURL: s.publicURL + api.ReadyPath(inst.ID), ReadyToken: inst.ReadyToken,
+		ReadyURL: s.publicURL + api.ReadyPath(inst.ID), ReadyToken: inst.ReadyToken, NetworkData: network,
 	})
 	if err != nil {
 		s.writeError(w, r, &baremetal.Error{Code: baremetal.CodeInternal, Message: "could not build the config drive", Err: err})

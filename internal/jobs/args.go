@@ -71,6 +71,15 @@ type DeployArgs struct {
 	// retry for a deleted instance must not swallow the deploy of the next
 	// instance placed on the same node.
 	InstanceID string `json:"instance_id" river:"unique"`
+	// Rebuild is the instance's rebuild count when the job was queued
+	// (service.RebuildInstance), also part of the unique key: the last
+	// deploy's job may still be running or about to snooze (in
+	// wait_ready, after the OS's callback finished the deploy), and
+	// would swallow the rebuild's insert until its snooze ends. Whichever
+	// deploy job of the instance runs works the instance's current flow
+	// from the node's step (the flows are made to be resumed), so a late
+	// job of an earlier deploy does no harm.
+	Rebuild int `json:"rebuild,omitempty" river:"unique"`
 }
 
 func (DeployArgs) Kind() string { return "deploy" }

@@ -149,7 +149,7 @@ func clearBootCleaned(ctx context.Context, r *flowRun) (stepResult, error) {
 	if err := r.clearBoot(ctx, r.node); err != nil {
 		return nextStep, err
 	}
-	_, err := r.ledger.Update(ctx, r.node.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
+	_, err := r.ledger.Update(ctx, r.node.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateCleaning {
 			return ledger.ErrSkip
 		}
@@ -158,6 +158,16 @@ func clearBootCleaned(ctx context.Context, r *flowRun) (stepResult, error) {
 		touchSeen(n, now)
 		if err := baremetal.FinishCleaning(n); err != nil {
 			return err
+		}
+		// The deleted instances' pool addresses, held while the machine
+		// might still run their OS, are free now that it is off and
+		// (as its policy says) erased.
+		freed, err := tx.FreeNodeAddresses(ctx, n.ID)
+		if err != nil {
+			return err
+		}
+		if freed > 0 {
+			c.Events = append(c.Events, &baremetal.Event{Type: "clean", Message: fmt.Sprintf("%d pool address(es) the deleted instance held are free again", freed)})
 		}
 		how := "powered off, boot override cleared"
 		if erased := r.notes["erased"]; erased != "" {

@@ -76,10 +76,14 @@ func (w *deployWorker) Work(ctx context.Context, job *river.Job[DeployArgs]) err
 			return nil, ignoreGone(err)
 		}
 		r.inst = inst
+		f := liveDeploy
 		if inst.DeployMethod == baremetal.DeployImage {
-			return imageDeploy, nil
+			f = imageDeploy
 		}
-		return liveDeploy, nil
+		if inst.Rebuilds > 0 {
+			return r.rebuildFlow(f), nil
+		}
+		return f, nil
 	})
 	var snooze *river.JobSnoozeError
 	var cancel *river.JobCancelError
@@ -203,7 +207,11 @@ func noLiveMedia(n *baremetal.Node, inst *baremetal.Instance, why string) error 
 func attachConfigDrive(ctx context.Context, r *flowRun, vm bool) error {
 	n, inst := r.node, r.inst
 	why := "user_data"
-	if inst.UserData == "" {
+	switch {
+	case inst.UserData != "":
+	case inst.HasNetwork():
+		why = "network"
+	default:
 		why = "deploy_timeout (the readiness callback)"
 	}
 	if r.cfg.PublicURL == "" {

@@ -11,8 +11,25 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/configdrive"
 )
 
-// writeCommand is the id of the agent command that writes inst's image.
-func writeCommand(inst *baremetal.Instance) string { return "write-" + inst.ID }
+// writeCommand is the id of the agent command that writes inst's image
+// (in its current rebuild, when it was rebuilt).
+func writeCommand(inst *baremetal.Instance) string {
+	if inst.Rebuilds > 0 {
+		return fmt.Sprintf("write-%s-%d", inst.ID, inst.Rebuilds)
+	}
+	return "write-" + inst.ID
+}
+
+// writeImageCommand is the agent command that writes inst's image to the
+// disk the root device hints choose, and its config drive after it.
+func writeImageCommand(r *flowRun, inst *baremetal.Instance) *api.AgentCommand {
+	cmd := &api.AgentCommand{ID: writeCommand(inst), Kind: api.AgentWriteImage,
+		Image: &api.Image{URL: inst.Image.URL, Checksum: inst.Image.Checksum}, RootDeviceHints: inst.RootDevice}
+	if inst.NeedsConfigDrive() {
+		cmd.ConfigDriveURL = r.cfg.agentURL() + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
+	}
+	return cmd
+}
 
 // bootWriteAgent boots the deploy agent with the write command, unless
 // the node's agent session carries it already.
@@ -28,12 +45,7 @@ func bootWriteAgent(ctx context.Context, r *flowRun) (stepResult, error) {
 	if sess, err := r.commandSession(ctx, n.ID, baremetal.AgentDeploy, cmdID); sess != nil || err != nil {
 		return nextStep, err
 	}
-	cmd := &api.AgentCommand{ID: cmdID, Kind: api.AgentWriteImage,
-		Image: &api.Image{URL: inst.Image.URL, Checksum: inst.Image.Checksum}, RootDeviceHints: inst.RootDevice}
-	if inst.NeedsConfigDrive() {
-		cmd.ConfigDriveURL = r.cfg.agentURL() + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
-	}
-	how, err := r.startAgent(ctx, n, baremetal.AgentDeploy, cmd)
+	how, err := r.startAgent(ctx, n, baremetal.AgentDeploy, writeImageCommand(r, inst))
 	if err != nil {
 		return nextStep, err
 	}

@@ -214,7 +214,8 @@ func deploying(n *baremetal.Node, instanceID string) bool {
 const imageCheckAttempts = 5
 
 // failOnImage records a deploy that failed on its image: the instance goes
-// to error with the reason; the node, which did nothing wrong, is released
+// to error with the reason. A rebuild keeps its node (deploy_failed, where
+// the next rebuild starts). Otherwise the node, which did nothing wrong, is released
 // (no instance, no fault: the BMC answered) and cleaned back to available
 // by a cleanup job queued in the same transaction. The instance keeps its
 // node_id for the record; deleting it later leaves the node alone. The
@@ -235,6 +236,18 @@ func (r *flowRun) failOnImage(ctx context.Context, cause error) error {
 		// Ejecting the old media worked before the image was looked at:
 		// whatever BMC trouble the node had is over.
 		r.noteSuccess(n, time.Now())
+		if inst.Rebuilds > 0 {
+			// A rebuild keeps its node whatever its image does: the
+			// instance is the user's on this machine, and the next
+			// rebuild (a corrected image, or the same one once its
+			// server is back) is retried here.
+			c.Events = append(c.Events, r.failedEvent(r.stepName(), "the instance's image: "+msg))
+			if err := baremetal.FailDeploy(n, inst, public); err != nil {
+				return err
+			}
+			c.Reason = fmt.Sprintf("rebuild of instance %s failed on its image, not on the node: %s; the instance keeps the node", inst.Name, msg)
+			return tx.UpdateInstance(ctx, inst)
+		}
 		n.InstanceID = ""
 		c.Events = append(c.Events, r.failedEvent(r.stepName(), "the instance's image: "+msg))
 		if err := n.Transition(baremetal.StateCleaning); err != nil {

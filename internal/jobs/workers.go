@@ -269,6 +269,11 @@ func (r *nodeWork) deleteNode(ctx context.Context, id string) error {
 		if err := tx.Remove(ctx, n); err != nil {
 			return err
 		}
+		// The addresses the node held for its deleted instances: the
+		// machine is off, and no record names it any more.
+		if _, err := tx.FreeNodeAddresses(ctx, n.ID); err != nil {
+			return err
+		}
 		return r.ReverifyOthersOnBMCTx(ctx, tx, n.Driver, n.BMC.Address, n.ID)
 	})
 	switch {

@@ -158,6 +158,14 @@ func (s *Service) CreateInstanceOnce(ctx context.Context, c Caller, in baremetal
 		if err != nil {
 			return err
 		}
+		if err := checkNetwork(ctx, tx, node, &inst); err != nil {
+			return err
+		}
+		// The id now: the pools' allocations name it.
+		inst.ID = uuid.NewString()
+		if err := assignAddresses(ctx, tx, &inst, node.ID, nil); err != nil {
+			return err
+		}
 		if inst.ResourceClass == "" {
 			inst.ResourceClass = node.ResourceClass
 		}
@@ -269,8 +277,11 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, c Caller, inst *bar
 }
 
 func configDriveReason(inst *baremetal.Instance) string {
-	if inst.UserData != "" {
+	switch {
+	case inst.UserData != "":
 		return "its user_data"
+	case inst.HasNetwork():
+		return "its network"
 	}
 	return "its deploy_timeout (the readiness callback)"
 }
@@ -415,7 +426,9 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 			// version conflict, retried after a sleep.
 			node, err := tx.GetNodeForUpdate(ctx, inst.NodeID)
 			if baremetal.IsCode(err, baremetal.CodeNotFound) {
-				return nil // node force-deleted: nothing to clean
+				// Node force-deleted: nothing to clean, nothing runs
+				// the instance's OS any more.
+				return assignAddresses(ctx, tx, &baremetal.Instance{ID: inst.ID}, "", poolAddresses(inst.Addresses))
 			}
 			if err != nil {
 				return err
@@ -423,8 +436,14 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 			if node.InstanceID != inst.ID && inst.State == baremetal.InstanceError {
 				// The node was released when the deploy failed on the
 				// instance's image, and cleaned (or is being cleaned) on
-				// its own; it may host another instance by now.
-				return nil
+				// its own; it may host another instance by now. The
+				// instance's addresses were never booted: free.
+				return assignAddresses(ctx, tx, &baremetal.Instance{ID: inst.ID}, "", poolAddresses(inst.Addresses))
+			}
+			// The node keeps the addresses until its cleanup (or retire)
+			// is done: it may run the deleted instance's OS till then.
+			if _, err := tx.ReleaseInstanceAddresses(ctx, inst.ID); err != nil {
+				return err
 			}
 			cleanup := node.ProvisionState != baremetal.StateDeleting
 			_, _, err = tx.Apply(ctx, node, c.Actor(), func(_ store.Tx, n *baremetal.Node, ch *ledger.Change) error {
@@ -462,4 +481,99 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 	}
 	s.log.InfoContext(ctx, "instance deleted", "instance_id", inst.ID, "name", inst.Name, "node_id", inst.NodeID, "cleanup_job_id", jobID, "by", c.Actor())
 	return jobID, nil
+}
+
+// RebuildInstance rebuilds an instance in place (baremetal.StartRebuild):
+// same id, same node, ch's image and user data (the rest kept). The
+// instance and its node go back to deploying and the deploy job is queued
+// in the same transaction; the caller waits for active as on create. A new
+// ready token replaces the old one, so the old config drive's URL and
+// readiness callback stop working. o makes it idempotent (see Once): the
+// same request again answers with the instance as it is, rebuilding once.
+func (s *Service) RebuildInstance(ctx context.Context, c Caller, idOrName string, ifMatch int64, ch baremetal.Rebuild, o Once) (*baremetal.Instance, error) {
+	var out *baremetal.Instance
+	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
+		inst, err := findInstance(ctx, tx, c, idOrName)
+		if err != nil {
+			return err
+		}
+		if id, err := replayed(ctx, tx, c, "rebuild", o); err != nil || id != "" {
+			if err == nil && id != inst.ID {
+				err = baremetal.FieldErrorf("Idempotency-Key", "Idempotency-Key %q was used to rebuild another instance; a new request needs a new key", o.Key)
+			}
+			out = memberView(c, inst)
+			return err
+		}
+		if ifMatch != 0 && inst.Version != ifMatch {
+			return preconditionFailed(ifMatch, inst.Version)
+		}
+		node, err := tx.GetNodeForUpdate(ctx, inst.NodeID)
+		if baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return &baremetal.Error{Code: baremetal.CodeConflict, Message: fmt.Sprintf(
+				"instance %s's node was deleted: it cannot be rebuilt in place; delete it and create it again", inst.Name)}
+		}
+		if err != nil {
+			return err
+		}
+		next := *inst
+		what := rebuildWhat(inst, ch)
+		_, _, err = tx.Apply(ctx, node, c.Actor(), func(_ store.Tx, n *baremetal.Node, chg *ledger.Change) error {
+			if err := baremetal.StartRebuild(n, &next, ch); err != nil {
+				return err
+			}
+			if err := checkNetwork(ctx, tx, n, &next); err != nil {
+				return err
+			}
+			if ch.Network != nil {
+				// Pool entries of the same pools keep their addresses.
+				if err := assignAddresses(ctx, tx, &next, n.ID, poolAddresses(inst.Addresses)); err != nil {
+					return err
+				}
+			}
+			if next.DeployMethod == baremetal.DeployImage && !s.agent {
+				return baremetal.FieldErrorf("deploy_method",
+					"instance %s is deployed with deploy_method image, which needs the deploy agent, and this controller serves no agent image (--agent-kernel)", next.Name)
+			}
+			chg.Reason = fmt.Sprintf("instance %s (project %s) rebuilt in place (rebuild %d, %s): deploying %s",
+				next.Name, next.Project, next.Rebuilds, what, baremetal.RedactURL(next.Image.URL))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		next.ReadyToken = newReadyToken()
+		next.ReadyTokenHash = HashSecret(next.ReadyToken)
+		if err := tx.UpdateInstance(ctx, &next); err != nil {
+			return err
+		}
+		if _, err := s.jobs.InsertTx(ctx, tx, jobs.DeployArgs{NodeID: next.NodeID, InstanceID: next.ID, Rebuild: next.Rebuilds}); err != nil {
+			return err
+		}
+		out = memberView(c, &next)
+		return remember(ctx, tx, c, "rebuild", o, next.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.log.InfoContext(ctx, "instance rebuild started", "instance_id", out.ID, "node_id", out.NodeID, "rebuilds", out.Rebuilds, "by", c.Actor())
+	return out, nil
+}
+
+// rebuildWhat says what a rebuild changes, for the node's event (never the
+// user data itself).
+func rebuildWhat(inst *baremetal.Instance, ch baremetal.Rebuild) string {
+	var what []string
+	if ch.Image != nil && *ch.Image != inst.Image {
+		what = append(what, "new image")
+	}
+	if ch.UserData != nil && *ch.UserData != inst.UserData {
+		what = append(what, "new user_data")
+	}
+	if ch.Network != nil {
+		what = append(what, "network as given")
+	}
+	if len(what) == 0 {
+		return "same image, user_data and network"
+	}
+	return strings.Join(what, ", ")
 }

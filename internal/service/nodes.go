@@ -401,6 +401,11 @@ func (s *Service) deleteNode(ctx context.Context, c Caller, idOrName string, ifM
 				if err := tx.DeleteInstance(ctx, inst.ID, inst.Version); err != nil {
 					return err
 				}
+				// Held by the node until its retire removes it (freed
+				// below when the record goes now).
+				if _, err := tx.ReleaseInstanceAddresses(ctx, inst.ID); err != nil {
+					return err
+				}
 				if err := tx.Note(ctx, n, c.Actor(), &baremetal.Event{Type: "instance_deleted",
 					Field: "instance_id", Old: inst.ID, Message: fmt.Sprintf("instance %s deleted with its node", inst.Name)}); err != nil {
 					return err
@@ -411,6 +416,9 @@ func (s *Service) deleteNode(ctx context.Context, c Caller, idOrName string, ifM
 		}
 		if force {
 			if err := tx.Remove(ctx, n); err != nil {
+				return err
+			}
+			if _, err := tx.FreeNodeAddresses(ctx, n.ID); err != nil {
 				return err
 			}
 			return s.reverifyOthersOnBMC(ctx, tx, n.Driver, n.BMC.Address, n.ID)

@@ -9,6 +9,7 @@ package store
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -193,6 +194,85 @@ type Queries interface {
 	GetQuota(ctx context.Context, project string) (*baremetal.Quota, error)
 	// SetQuota creates or replaces a project's quota.
 	SetQuota(ctx context.Context, q *baremetal.Quota) error
+
+	IPPools
+}
+
+// IPPools are the address pools and their allocations (issue 28). Every
+// change of a pool's allocations, ranges or existence takes the pool's
+// lock first (PostgreSQL: its row, FOR UPDATE; SQLite: the database's
+// write lock, which a transaction holds from BEGIN), so that they happen
+// one after another per pool, across connections and replicas. Called on
+// the Store, each method is one transaction of its own; inside InTx, on
+// the Tx, it is part of the caller's, and the pool stays locked until it
+// ends: an instance create that allocates keeps other creates from that
+// pool waiting until it commits or rolls back (keep it short).
+type IPPools interface {
+	// InsertIPPool stores a new pool (validated: CodeInvalid naming the
+	// field); it sets ID (unless given), CreatedAt, UpdatedAt, Version=1.
+	// A taken name is CodeConflict on "name".
+	InsertIPPool(ctx context.Context, p *baremetal.IPPool) error
+	// GetIPPool finds a pool by id, or by name when no id matches.
+	GetIPPool(ctx context.Context, idOrName string) (*baremetal.IPPool, error)
+	// ListIPPools returns up to p.Limit pools ordered by id after p.After,
+	// and the cursor of the next page ("" at the end).
+	ListIPPools(ctx context.Context, p Page) ([]*baremetal.IPPool, string, error)
+	// UpdateIPPool writes every field of p if the stored version is
+	// p.Version, then increments p.Version and sets p.UpdatedAt. The
+	// cidr may not change (CodeInvalid on "cidr"). A change of ranges or
+	// gateway that would leave held addresses out of the allocatable ones
+	// is CodeConflict on "ranges" (or "gateway") naming them
+	// (PoolLeavesOut).
+	UpdateIPPool(ctx context.Context, p *baremetal.IPPool) error
+	// DeleteIPPool removes a pool if its version matches and it holds no
+	// allocation: while it does, CodeConflict naming how many.
+	DeleteIPPool(ctx context.Context, id string, version int64) error
+
+	// AllocateAddress takes the lowest free address of the pool's
+	// allocatable ones (baremetal.IPPool.Allocatable: its ranges, never
+	// its gateway, network or broadcast address) for instanceID
+	// (required: CodeInvalid on "instance_id" without) on nodeID ("" when
+	// the instance has no node yet: such an address is freed by
+	// ReleaseInstanceAddresses at once). Two callers never get one
+	// address: allocations of a pool run one after another under its
+	// lock. Call it in the instance create's transaction (tx.
+	// AllocateAddress) so that the address and the instance commit
+	// together, or roll back together. A transaction that allocates from
+	// several pools must take them in one order (say, by pool id): on
+	// PostgreSQL two creates taking two pools' locks in opposite orders
+	// deadlock, and one fails. A full pool is CodeConflict on "pool"
+	// ("ip pool X has no free address in its ranges"); an unknown pool
+	// CodeNotFound.
+	AllocateAddress(ctx context.Context, poolIDOrName, instanceID, nodeID string) (baremetal.IPAllocation, error)
+	// ReleaseInstanceAddresses is for the instance's delete: its
+	// addresses stay held by their node (instance id cleared) until
+	// FreeNodeAddresses, so that they are not handed out again while the
+	// node, still cleaning, may run the old OS with them. Addresses held
+	// by no node are freed at once. It returns how many addresses the
+	// instance had.
+	ReleaseInstanceAddresses(ctx context.Context, instanceID string) (int, error)
+	// FreeNodeAddresses is for the end of a node's cleanup (or its
+	// deletion): the addresses the node held for deleted instances are
+	// free again. An address of a live instance on the node is kept. It
+	// returns how many were freed.
+	FreeNodeAddresses(ctx context.Context, nodeID string) (int, error)
+	// FreeInstanceAddress frees one address of a live instance at once
+	// (its rebuilt network no longer asks for it; the node, erased and
+	// rebuilt, no longer uses it). It reports whether the instance held it.
+	FreeInstanceAddress(ctx context.Context, instanceID, poolID string, addr netip.Addr) (bool, error)
+	// ListAllocations lists allocations: a pool's, in address order,
+	// paginated (f.Page); or an instance's or a node's (all of them, by
+	// pool and address; the other filters narrow them). At least one of
+	// PoolID (an id), InstanceID and NodeID is required.
+	ListAllocations(ctx context.Context, f AllocationFilter) ([]*baremetal.IPAllocation, string, error)
+}
+
+// AllocationFilter selects allocations (IPPools.ListAllocations).
+type AllocationFilter struct {
+	Page
+	PoolID     string
+	InstanceID string
+	NodeID     string
 }
 
 // Page selects a page of a list: up to Limit items after the cursor After.

@@ -83,6 +83,12 @@ type Options struct {
 	NVMeDisks []string
 	// MAC of the virtio NIC (default 52:54:00:12:34:56).
 	MAC string
+	// NICs, when set, replace that one NIC: virtio NICs in this order,
+	// each on a user-mode network of its own.
+	NICs []NIC
+	// Media are ISO images attached as CD-ROMs that are not booted (a
+	// config drive), after the boot device.
+	Media []string
 	// MemoryMB defaults to 512.
 	MemoryMB int
 	// UEFI boots OVMF instead of SeaBIOS (see RequireOVMF).
@@ -90,6 +96,15 @@ type Options struct {
 	// SecureBoot boots OVMF that enforces Secure Boot with Microsoft's
 	// keys enrolled, as servers ship (a q35 machine; implies UEFI).
 	SecureBoot bool
+}
+
+// NIC is a virtio NIC of the VM.
+type NIC struct {
+	MAC string
+	// Isolated NICs reach neither the host nor anything beyond it (qemu
+	// user-mode networking with restrict=on): traffic the guest sends
+	// through the wrong NIC goes nowhere.
+	Isolated bool
 }
 
 // RequireOVMF fails (in CI) or skips the test without UEFI firmware.
@@ -135,13 +150,23 @@ func Start(t testing.TB, o Options) *VM {
 		// instead of looping; -no-shutdown keeps it up after a guest power
 		// off so the test can read the final state over QMP.
 		"-no-reboot", "-no-shutdown",
-		"-netdev", "user,id=n0",
-		"-device", "virtio-net-pci,netdev=n0,mac=" + mac,
-		// Seeds the guest's RNG at once: without it getrandom(2) (DHCP
-		// transaction ids) blocks for minutes under TCG, whose default
-		// CPU has no RDRAND.
-		"-device", "virtio-rng-pci",
 	}
+	nics := o.NICs
+	if len(nics) == 0 {
+		nics = []NIC{{MAC: mac}}
+	}
+	for i, nic := range nics {
+		id := "n" + strconv.Itoa(i)
+		netdev := "user,id=" + id
+		if nic.Isolated {
+			netdev += ",restrict=on"
+		}
+		args = append(args, "-netdev", netdev, "-device", "virtio-net-pci,netdev="+id+",mac="+nic.MAC)
+	}
+	// Seeds the guest's RNG at once: without it getrandom(2) (DHCP
+	// transaction ids) blocks for minutes under TCG, whose default CPU
+	// has no RDRAND.
+	args = append(args, "-device", "virtio-rng-pci")
 	for _, d := range o.Disks {
 		args = append(args, "-drive", "file="+d+",if=virtio,format=raw")
 	}
@@ -160,6 +185,11 @@ func Start(t testing.TB, o Options) *VM {
 			"-device", "ide-cd,drive=cd0,bootindex=1")
 	default:
 		t.Fatal("testvm: neither a kernel nor a CD to boot")
+	}
+	for i, m := range o.Media {
+		id := "media" + strconv.Itoa(i)
+		args = append(args, "-drive", "if=none,id="+id+",media=cdrom,readonly=on,format=raw,file="+m,
+			"-device", "ide-cd,drive="+id)
 	}
 	if o.UEFI || o.SecureBoot {
 		code, vars, ok := qemu.FindOVMF()

@@ -51,3 +51,44 @@ resource "baremetal_instance" "db" {
     url = "https://images.example.com/rescue.iso"
   }
 }
+
+# Static addresses before the first boot: two NICs bonded (LACP), a tagged
+# VLAN on the bond, an address from an IP pool and a fixed one on the
+# storage network. Changing image, user_data or network rebuilds the
+# instance in place, on the same node, with the same pool addresses.
+resource "baremetal_instance" "web" {
+  name    = "web-1"
+  node_id = baremetal_node.web01.id
+  image = {
+    url      = "https://images.example.com/noble-server-cloudimg-amd64.img"
+    checksum = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+  }
+
+  network = {
+    interfaces = [
+      # NICs by the names the node's inspection reported (baremetal_node's
+      # ports), or by MAC.
+      { name = "nic0", port = "eno1", mtu = 9000 },
+      { name = "nic1", port = "eno2", mtu = 9000 },
+      { name = "bond0", mtu = 9000, bond = {
+        interfaces       = ["nic0", "nic1"]
+        mode             = "802.3ad"
+        lacp_rate        = "fast"
+        xmit_hash_policy = "layer3+4"
+      } },
+      { name = "tenant", vlan = { interface = "bond0", id = 100 } },
+      { name = "storage", vlan = { interface = "bond0", id = 200 } },
+    ]
+    addresses = [
+      # The pool's next free address, with its gateway and DNS servers.
+      { interface = "tenant", pool = baremetal_ip_pool.tenant.name },
+      { interface = "storage", address = "10.200.0.21/24",
+      routes = [{ destination = "10.201.0.0/16", gateway = "10.200.0.1" }] },
+    ]
+    search_domains = ["example.internal"]
+  }
+}
+
+output "web_address" {
+  value = baremetal_instance.web.addresses[0].address
+}

@@ -3,6 +3,7 @@ package disk
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -67,9 +68,14 @@ func writeImage(t testing.TB, img []byte, size int64) string {
 	return p
 }
 
+// testNetworkData is the network_data.json testISO carries, which must
+// survive on the partition.
+const testNetworkData = `{"links":[{"id":"eth0","type":"phy","ethernet_mac_address":"52:54:00:12:34:56"}],"networks":[{"id":"network0","type":"ipv4_dhcp","link":"eth0"}],"services":[]}`
+
 func testISO(t testing.TB) []byte {
 	var buf bytes.Buffer
-	if err := configdrive.Build(&buf, configdrive.Drive{UUID: "8f1d2b4e-0000-4000-8000-000000000001", Name: "web-1", Hostname: "web-1", UserData: []byte("#cloud-config\n")}); err != nil {
+	if err := configdrive.Build(&buf, configdrive.Drive{UUID: "8f1d2b4e-0000-4000-8000-000000000001", Name: "web-1", Hostname: "web-1",
+		UserData: []byte("#cloud-config\n"), NetworkData: []byte(testNetworkData)}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -164,7 +170,7 @@ func TestAppendConfigDriveGPT(t *testing.T) {
 
 			// The ISO is a config drive configdrive can read.
 			d, err := configdrive.Parse(bytes.NewReader(disk[start:end]))
-			if err != nil || d.Hostname != "web-1" {
+			if err != nil || d.Hostname != "web-1" || string(d.NetworkData) != testNetworkData {
 				t.Fatalf("reading the drive back: %+v, %v", d, err)
 			}
 			blkidReports(t, p, start, `LABEL="config-2"`, `TYPE="iso9660"`)
@@ -252,7 +258,12 @@ func TestAppendConfigDriveMBR(t *testing.T) {
 		int64(got[1].Start)*512 != 256*mib-configDriveSize || int64(got[1].Size)*512 != configDriveSize {
 		t.Fatalf("partitions %+v %+v", got[0], got[len(got)-1])
 	}
-	blkidReports(t, p, int64(got[1].Start)*512, `LABEL="config-2"`, `TYPE="iso9660"`)
+	start := int64(got[1].Start) * 512
+	d, err := configdrive.Parse(io.NewSectionReader(f, start, configDriveSize))
+	if err != nil || d.Hostname != "web-1" || string(d.NetworkData) != testNetworkData {
+		t.Fatalf("reading the drive back: %+v, %v", d, err)
+	}
+	blkidReports(t, p, start, `LABEL="config-2"`, `TYPE="iso9660"`)
 	partxReports(t, p, strconv.Itoa(int(got[1].Start)))
 }
 

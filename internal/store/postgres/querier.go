@@ -205,3 +205,44 @@ func sessions(rs []*dbsqlc.AgentSession, e error) ([]*sqlstore.SessionRow, error
 func activities(rs []*dbsqlc.ListAgentActivityRow, e error) ([]*sqlstore.ActivityRow, error) {
 	return sqlstore.Rows(rs, e, activity)
 }
+
+func (q querier) GetIPPool(ctx context.Context, idOrName string) (*sqlstore.IPPoolRow, error) {
+	return ipPool(q.Queries.GetIPPool(ctx, idOrName))
+}
+
+func (q querier) GetIPPoolForUpdate(ctx context.Context, idOrName string) (*sqlstore.IPPoolRow, error) {
+	return ipPool(q.Queries.GetIPPoolForUpdate(ctx, idOrName))
+}
+
+func (q querier) ListIPPools(ctx context.Context, after string, pageLimit int64) ([]*sqlstore.IPPoolRow, error) {
+	return ipPools(q.Queries.ListIPPools(ctx, after, pageLimit))
+}
+
+func (q querier) ListIPAllocationsByPool(ctx context.Context, poolID string, fromOrd, pageLimit int64) ([]*sqlstore.IPAllocationRow, error) {
+	return ipAllocations(q.Queries.ListIPAllocationsByPool(ctx, poolID, fromOrd, pageLimit))
+}
+
+func (q querier) ListIPAllocationsByInstance(ctx context.Context, instanceID string) ([]*sqlstore.IPAllocationRow, error) {
+	return ipAllocations(q.Queries.ListIPAllocationsByInstance(ctx, instanceID))
+}
+
+func (q querier) ListIPAllocationsByNode(ctx context.Context, nodeID string) ([]*sqlstore.IPAllocationRow, error) {
+	return ipAllocations(q.Queries.ListIPAllocationsByNode(ctx, nodeID))
+}
+
+func (q querier) IPAllocationsBetween(ctx context.Context, poolID string, lo, hi, pageLimit int64) ([]*sqlstore.IPAllocationRow, error) {
+	return ipAllocations(q.Queries.IPAllocationsBetween(ctx, poolID, lo, hi, pageLimit))
+}
+
+func ipPool(r *dbsqlc.IPPool, e error) (*sqlstore.IPPoolRow, error) {
+	return (*sqlstore.IPPoolRow)(r), e
+}
+func ipAllocation(r *dbsqlc.IPAllocation, e error) (*sqlstore.IPAllocationRow, error) {
+	return (*sqlstore.IPAllocationRow)(r), e
+}
+func ipPools(rs []*dbsqlc.IPPool, e error) ([]*sqlstore.IPPoolRow, error) {
+	return sqlstore.Rows(rs, e, ipPool)
+}
+func ipAllocations(rs []*dbsqlc.IPAllocation, e error) ([]*sqlstore.IPAllocationRow, error) {
+	return sqlstore.Rows(rs, e, ipAllocation)
+}

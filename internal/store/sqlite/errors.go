@@ -47,6 +47,10 @@ var uniqueColumns = map[string]string{
 	"tokens.hash":                       sqlstore.TokensHashKey,
 	"agent_sessions.token_hash":         sqlstore.AgentSessionsTokenHashKey,
 	"idempotency_keys.token_id, idempotency_keys.key": sqlstore.IdempotencyKeysPkey,
+	"ip_pools.id":   sqlstore.IPPoolsPkey,
+	"ip_pools.name": sqlstore.IPPoolsNameKey,
+	"ip_allocations.pool_id, ip_allocations.address": sqlstore.IPAllocationsAddressKey,
+	"ip_allocations.pool_id, ip_allocations.ord":     sqlstore.IPAllocationsOrdKey,
 }
 
 func (dialect) UniqueViolation(err error) string {

@@ -261,3 +261,32 @@ func (t *Tx) ClaimNode(ctx context.Context, c store.NodeClaim) (*baremetal.Node,
 
 // Native returns the *sql.Tx, for River's InsertTx.
 func (t *Tx) Native() any { return t.tx }
+
+// AllocateAddress, UpdateIPPool and DeleteIPPool read then write under
+// the pool's lock, which only a transaction holds (store.IPPools): on
+// the Store each runs in one of its own. (On a Tx they are sqlstore's,
+// in the caller's transaction.)
+
+func (s *Store) AllocateAddress(ctx context.Context, poolIDOrName, instanceID, nodeID string) (a baremetal.IPAllocation, err error) {
+	err = s.InTx(ctx, func(tx store.Tx) error {
+		a, err = tx.AllocateAddress(ctx, poolIDOrName, instanceID, nodeID)
+		return err
+	})
+	return a, err
+}
+
+func (s *Store) UpdateIPPool(ctx context.Context, p *baremetal.IPPool) error {
+	c := *p
+	if err := s.InTx(ctx, func(tx store.Tx) error {
+		c = *p
+		return tx.UpdateIPPool(ctx, &c)
+	}); err != nil {
+		return err
+	}
+	*p = c
+	return nil
+}
+
+func (s *Store) DeleteIPPool(ctx context.Context, id string, version int64) error {
+	return s.InTx(ctx, func(tx store.Tx) error { return tx.DeleteIPPool(ctx, id, version) })
+}

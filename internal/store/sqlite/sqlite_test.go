@@ -185,3 +185,9 @@ func BenchmarkListNodesPage(b *testing.B) {
 func BenchmarkUpdateNode(b *testing.B) {
 	storetest.BenchUpdateNode(b, storetest.OpenSQLite(b))
 }
+
+// BenchmarkAllocateAddress60k allocates from a /16 holding 60 000
+// addresses, filled from its start (storetest.BenchAllocateLargePool).
+func BenchmarkAllocateAddress60k(b *testing.B) {
+	storetest.BenchAllocateLargePool(b, storetest.OpenSQLite(b), 60000)
+}

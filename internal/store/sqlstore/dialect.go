@@ -70,4 +70,8 @@ const (
 	TokensHashKey             = "tokens_hash_key"
 	AgentSessionsTokenHashKey = "agent_sessions_token_hash_key"
 	IdempotencyKeysPkey       = "idempotency_keys_pkey"
+	IPPoolsPkey               = "ip_pools_pkey"
+	IPPoolsNameKey            = "ip_pools_name_key"
+	IPAllocationsAddressKey   = "ip_allocations_pool_id_address_key"
+	IPAllocationsOrdKey       = "ip_allocations_pool_id_ord_key"
 )

@@ -103,6 +103,7 @@ func (q Queries) instance(r *InstanceRow) (*baremetal.Instance, error) {
 		DeployTimeout: time.Duration(r.DeployTimeoutMS) * time.Millisecond,
 		DeployMethod:  baremetal.DeployMethod(r.DeployMethod),
 		BootedAt:      (*time.Time)(r.BootedAt),
+		Rebuilds:      int(r.Rebuilds),
 		CreatedAt:     time.Time(r.CreatedAt),
 		UpdatedAt:     time.Time(r.UpdatedAt),
 		Version:       r.Version,
@@ -126,6 +127,17 @@ func (q Queries) instance(r *InstanceRow) (*baremetal.Instance, error) {
 	}
 	if len(i.RootDevice) == 0 {
 		i.RootDevice = nil
+	}
+	if r.Network != "" {
+		i.Network = new(baremetal.Network)
+		if err := json.Unmarshal([]byte(r.Network), i.Network); err != nil {
+			return nil, fmt.Errorf("instance %s: network: %w", i.ID, err)
+		}
+	}
+	if r.Addresses != "" {
+		if err := json.Unmarshal([]byte(r.Addresses), &i.Addresses); err != nil {
+			return nil, fmt.Errorf("instance %s: addresses: %w", i.ID, err)
+		}
 	}
 	return i, nil
 }
@@ -161,13 +173,30 @@ func (q Queries) instanceWrite(i *baremetal.Instance) (InstanceWrite, error) {
 	if err != nil {
 		return InstanceWrite{}, err
 	}
+	network := ""
+	if i.Network != nil {
+		b, err := json.Marshal(i.Network)
+		if err != nil {
+			return InstanceWrite{}, err
+		}
+		network = string(b)
+	}
+	addresses := ""
+	if len(i.Addresses) > 0 {
+		b, err := json.Marshal(i.Addresses)
+		if err != nil {
+			return InstanceWrite{}, err
+		}
+		addresses = string(b)
+	}
 	return InstanceWrite{
 		Name: i.Name, Project: i.Project, NodeID: i.NodeID, ResourceClass: i.ResourceClass,
 		ImageURL: i.Image.URL, ImageChecksum: i.Image.Checksum, UserData: i.UserData, Metadata: meta,
 		State: string(i.State), PowerState: string(i.PowerState), LastError: i.LastError,
 		ReadyTokenHash: i.ReadyTokenHash, Ready: i.Ready, ReadyTokenSealed: sealed,
 		DeployTimeoutMS: i.DeployTimeout.Milliseconds(), BootedAt: (*Time)(i.BootedAt),
-		DeployMethod: string(i.DeployMethod), RootDevice: root,
+		DeployMethod: string(i.DeployMethod), RootDevice: root, Rebuilds: int64(i.Rebuilds), Network: network,
+		Addresses: addresses,
 	}, nil
 }
 

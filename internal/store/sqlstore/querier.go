@@ -84,6 +84,30 @@ type Querier interface {
 	ExpireIdempotencyKeys(ctx context.Context, before Time) error
 	InsertIdempotencyKey(ctx context.Context, tokenID, key, kind, requestHash, resourceID string, createdAt Time) error
 	GetIdempotencyKey(ctx context.Context, tokenID, key string, since Time) (*IdempotencyKeyRow, error)
+
+	// ip_pools.sql and ip_pools.<dialect>.sql
+	InsertIPPool(ctx context.Context, name, cidr, gateway, ranges, dnsServers, searchDomains, description string,
+		now Time, version int64, id string) error
+	UpdateIPPool(ctx context.Context, name, cidr, gateway, ranges, dnsServers, searchDomains, description string,
+		now Time, version int64, id string) (int64, error)
+	DeleteIPPool(ctx context.Context, id string, version int64) (int64, error)
+	IPPoolVersion(ctx context.Context, id string) (int64, error)
+	GetIPPool(ctx context.Context, idOrName string) (*IPPoolRow, error)
+	// GetIPPoolForUpdate locks the pool's row where the database can (see
+	// store.IPPools).
+	GetIPPoolForUpdate(ctx context.Context, idOrName string) (*IPPoolRow, error)
+	ListIPPools(ctx context.Context, after string, pageLimit int64) ([]*IPPoolRow, error)
+	CountIPAllocations(ctx context.Context, poolID string) (int64, error)
+	CountIPAllocationsBetween(ctx context.Context, poolID string, lo, hi int64) (int64, error)
+	InsertIPAllocation(ctx context.Context, poolID, address string, ord int64, instanceID, nodeID *string, createdAt Time) error
+	DeleteUnheldInstanceAddresses(ctx context.Context, instanceID string) (int64, error)
+	ReleaseInstanceAddresses(ctx context.Context, instanceID string) (int64, error)
+	FreeNodeAddresses(ctx context.Context, nodeID string) (int64, error)
+	FreeInstanceAddress(ctx context.Context, instanceID, poolID, address string) (int64, error)
+	ListIPAllocationsByPool(ctx context.Context, poolID string, fromOrd, pageLimit int64) ([]*IPAllocationRow, error)
+	ListIPAllocationsByInstance(ctx context.Context, instanceID string) ([]*IPAllocationRow, error)
+	ListIPAllocationsByNode(ctx context.Context, nodeID string) ([]*IPAllocationRow, error)
+	IPAllocationsBetween(ctx context.Context, poolID string, lo, hi, pageLimit int64) ([]*IPAllocationRow, error)
 }
 
 // Rows converts a list query's rows to the shared ones with one, the

@@ -149,6 +149,9 @@ type InstanceRow struct {
 	BootedAt         *Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
+	Addresses        string
 }
 
 // InstanceWrite is the parameters of InsertInstance and UpdateInstance,
@@ -172,6 +175,9 @@ type InstanceWrite struct {
 	BootedAt         *Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
+	Addresses        string
 	Now              Time
 	Version          int64
 	ID               string
@@ -246,4 +252,29 @@ type IdempotencyKeyRow struct {
 	RequestHash string
 	ResourceID  string
 	CreatedAt   Time
+}
+
+// IPPoolRow is an address pool (migration 0015).
+type IPPoolRow struct {
+	ID            string
+	Name          string
+	CIDR          string
+	Gateway       string
+	Ranges        string
+	DNSServers    string
+	SearchDomains string
+	Description   string
+	CreatedAt     Time
+	UpdatedAt     Time
+	Version       int64
+}
+
+// IPAllocationRow is an address held in a pool.
+type IPAllocationRow struct {
+	PoolID     string
+	Address    string
+	Ord        int64
+	InstanceID *string
+	NodeID     *string
+	CreatedAt  Time
 }

@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CanceledContext", testCanceledContext},
 		{"PingAndDialect", testPingAndDialect},
 	}
+	tests = append(tests, ipPoolTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -11,7 +11,7 @@ import (
 
 const getInstance = `-- name: GetInstance :many
 
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
 WHERE id = $1 OR name = $1
 ORDER BY id = $1 DESC, id
 LIMIT 2
@@ -55,6 +55,9 @@ func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance
 			&i.BootedAt,
 			&i.DeployMethod,
 			&i.RootDevice,
+			&i.Rebuilds,
+			&i.Network,
+			&i.Addresses,
 		); err != nil {
 			return nil, err
 		}
@@ -67,7 +70,7 @@ func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
 WHERE id > $1
   AND CASE WHEN $2::text = '' THEN true ELSE project = $2 END
 ORDER BY id
@@ -106,6 +109,9 @@ func (q *Queries) ListInstances(ctx context.Context, after string, project strin
 			&i.BootedAt,
 			&i.DeployMethod,
 			&i.RootDevice,
+			&i.Rebuilds,
+			&i.Network,
+			&i.Addresses,
 		); err != nil {
 			return nil, err
 		}
@@ -118,7 +124,7 @@ func (q *Queries) ListInstances(ctx context.Context, after string, project strin
 }
 
 const listInstancesByName = `-- name: ListInstancesByName :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
 WHERE name = $1
   AND id > $2
   AND CASE WHEN $3::text = '' THEN true ELSE project = $3 END
@@ -165,6 +171,9 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 			&i.BootedAt,
 			&i.DeployMethod,
 			&i.RootDevice,
+			&i.Rebuilds,
+			&i.Network,
+			&i.Addresses,
 		); err != nil {
 			return nil, err
 		}
@@ -177,7 +186,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 }
 
 const listInstancesByNode = `-- name: ListInstancesByNode :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
 WHERE node_id = $1
   AND id > $2
   AND CASE WHEN $3::text = '' THEN true ELSE project = $3 END
@@ -222,6 +231,9 @@ func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after 
 			&i.BootedAt,
 			&i.DeployMethod,
 			&i.RootDevice,
+			&i.Rebuilds,
+			&i.Network,
+			&i.Addresses,
 		); err != nil {
 			return nil, err
 		}

@@ -39,6 +39,29 @@ type Event struct {
 	Message string
 }
 
+type IPAllocation struct {
+	PoolID     string
+	Address    string
+	Ord        int64
+	InstanceID *string
+	NodeID     *string
+	CreatedAt  sqlstore.Time
+}
+
+type IPPool struct {
+	ID            string
+	Name          string
+	CIDR          string
+	Gateway       string
+	Ranges        string
+	DNSServers    string
+	SearchDomains string
+	Description   string
+	CreatedAt     sqlstore.Time
+	UpdatedAt     sqlstore.Time
+	Version       int64
+}
+
 type IdempotencyKey struct {
 	TokenID     string
 	Key         string
@@ -71,6 +94,9 @@ type Instance struct {
 	BootedAt         *sqlstore.Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
+	Addresses        string
 }
 
 type NodeInventory struct {

@@ -40,14 +40,14 @@ const insertInstance = `-- name: InsertInstance :execrows
 INSERT INTO instances (
     name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state,
     power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
-    booted_at, deploy_method, root_device, created_at, updated_at, version, id
+    booted_at, deploy_method, root_device, rebuilds, network, addresses, created_at, updated_at, version, id
 ) VALUES (
     ?1, ?2, ?3, ?4,
     ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12,
     ?13, ?14, ?15,
-    ?16, ?17, ?18, ?19,
-    ?19, CAST(?20 AS BIGINT) + 1, ?21
+    ?16, ?17, ?18, ?19, ?20, ?21, ?22,
+    ?22, CAST(?23 AS BIGINT) + 1, ?24
 )
 `
 
@@ -70,6 +70,9 @@ type InsertInstanceParams struct {
 	BootedAt         *sqlstore.Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
+	Addresses        string
 	Now              sqlstore.Time
 	Version          int64
 	ID               string
@@ -99,6 +102,9 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		arg.BootedAt,
 		arg.DeployMethod,
 		arg.RootDevice,
+		arg.Rebuilds,
+		arg.Network,
+		arg.Addresses,
 		arg.Now,
 		arg.Version,
 		arg.ID,
@@ -130,8 +136,9 @@ UPDATE instances SET
     ready = ?13, ready_token_sealed = ?14,
     deploy_timeout_ms = ?15, booted_at = ?16,
     deploy_method = ?17, root_device = ?18,
-    updated_at = ?19, version = version + 1
-WHERE version = ?20 AND id = ?21
+    rebuilds = ?19, network = ?20,
+    addresses = ?21, updated_at = ?22, version = version + 1
+WHERE version = ?23 AND id = ?24
 `
 
 type UpdateInstanceParams struct {
@@ -153,6 +160,9 @@ type UpdateInstanceParams struct {
 	BootedAt         *sqlstore.Time
 	DeployMethod     string
 	RootDevice       string
+	Rebuilds         int64
+	Network          string
+	Addresses        string
 	Now              sqlstore.Time
 	Version          int64
 	ID               string
@@ -179,6 +189,9 @@ func (q *Queries) UpdateInstance(ctx context.Context, arg UpdateInstanceParams) 
 		arg.BootedAt,
 		arg.DeployMethod,
 		arg.RootDevice,
+		arg.Rebuilds,
+		arg.Network,
+		arg.Addresses,
 		arg.Now,
 		arg.Version,
 		arg.ID,
