@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1130,7 +1131,7 @@ func printInventory(w io.Writer, name string, inv *api.NodeInventory) error {
 	if len(in.Disks) == 0 {
 		fmt.Fprintln(tw, "(none)")
 	}
-	fmt.Fprintf(tw, "\nNIC\tMAC\tLINK\tIPV4\n")
+	fmt.Fprintf(tw, "\nNIC\tMAC\tLINK\tIPV4\tSWITCH PORT (LLDP)\n")
 	for _, nic := range in.NICs {
 		link := "down"
 		switch {
@@ -1139,12 +1140,26 @@ func printInventory(w io.Writer, name string, inv *api.NodeInventory) error {
 		case nic.LinkUp:
 			link = "up"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", nic.Name, nic.MAC, link, dash(strings.Join(nic.IPv4, ",")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", nic.Name, nic.MAC, link, dash(strings.Join(nic.IPv4, ",")), switchPort(nic.LLDP))
 	}
 	if len(in.NICs) == 0 {
 		fmt.Fprintln(tw, "(none)")
 	}
 	return tw.Flush()
+}
+
+// switchPort says which switch port a NIC heard by LLDP: the switch (its
+// name, else its chassis ID), the port and its untagged VLAN; "-" for
+// none.
+func switchPort(l *api.AgentLLDP) string {
+	if l == nil {
+		return "-"
+	}
+	s := cmp.Or(l.SystemName, l.ChassisID) + " " + l.PortID
+	if l.VLANID > 0 {
+		s += fmt.Sprintf(" vlan %d", l.VLANID)
+	}
+	return s
 }
 
 // humanBytes is a size in binary units: "512 MiB", "64.0 GiB".

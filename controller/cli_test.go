@@ -322,7 +322,8 @@ func TestCLIInspectAndInventory(t *testing.T) {
 	inv := api.AgentInventory{CPUs: 4, MemoryBytes: 7900 << 20, InstalledMemoryBytes: 8 << 30,
 		System: api.AgentSystem{Vendor: "QEMU", Product: "Standard PC", Serial: "S123", BootMode: api.BootModeUEFI, SecureBoot: new(true)},
 		Disks:  []api.AgentDisk{{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 30, Model: "virtio", Serial: "disk-1", Rotational: true}},
-		NICs:   []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 10000, IPv4: []string{"10.0.2.15/24"}}}}
+		NICs: []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 10000, IPv4: []string{"10.0.2.15/24"},
+			LLDP: &api.AgentLLDP{ChassisID: "44:4c:a8:12:34:56", SystemName: "leaf-1", PortID: "Ethernet7", VLANID: 100}}}}
 	data, _ := json.Marshal(inv)
 	if err := env.App.Store.InTx(t.Context(), func(tx store.Tx) error {
 		return tx.SetInventory(t.Context(), &baremetal.Inventory{NodeID: nodes[0].ID, Data: string(data), InspectedAt: time.Now()})
@@ -331,7 +332,7 @@ func TestCLIInspectAndInventory(t *testing.T) {
 	}
 	out = mustCLI(t, runNode, "inventory", "cli-0")
 	for _, want := range []string{"node cli-0, inspected ", "QEMU Standard PC (serial S123", "boot:    UEFI, Secure Boot on", "cpus:    4", "memory:  8.0 GiB installed, 7.7 GiB usable",
-		"vda", "64.0 GiB", "disk-1", "eth0", "52:54:00:12:34:56", "up 10000 Mb/s", "10.0.2.15/24"} {
+		"vda", "64.0 GiB", "disk-1", "eth0", "52:54:00:12:34:56", "up 10000 Mb/s", "10.0.2.15/24", "leaf-1 Ethernet7 vlan 100"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("node inventory lacks %q:\n%s", want, out)
 		}

@@ -102,6 +102,7 @@ func nodeDataAttributes() map[string]schema.Attribute {
 			Computed:            true,
 		},
 		"inventory": inventoryDataSourceAttribute(),
+		"ports":     portsDataSourceAttribute(),
 	}
 }
 

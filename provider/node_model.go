@@ -36,6 +36,7 @@ type nodeModel struct {
 	LastError         types.String `tfsdk:"last_error"`
 	InstanceID        types.String `tfsdk:"instance_id"`
 	Inventory         types.Object `tfsdk:"inventory"`
+	Ports             types.List   `tfsdk:"ports"`
 }
 
 // nodeResourceModel is baremetal_node, the resource: the node with its BMC
@@ -104,6 +105,9 @@ func (m *nodeModel) setFromAPI(n *api.Node) diag.Diagnostics {
 	m.Fault = types.StringValue(string(n.Fault))
 	m.LastError = types.StringValue(n.LastError)
 	m.InstanceID = types.StringValue(n.InstanceID)
+	ports, d := portsList(n.Ports)
+	diags.Append(d...)
+	m.Ports = ports
 	return diags
 }
 
@@ -175,6 +179,7 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	m.keepPlannedMaintenance(planned)
 	// An update never changes the inventory: the plan kept the state's.
 	keepKnown(&m.Inventory, planned.Inventory)
+	keepKnown(&m.Ports, planned.Ports)
 	return keepKnownMembers(&m.Properties, planned.Properties)
 }
 

@@ -284,6 +284,7 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				PlanModifiers: stable,
 			},
 			"inventory": inventoryResourceAttribute(),
+			"ports":     portsResourceAttribute(),
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true}),

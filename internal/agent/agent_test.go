@@ -29,8 +29,8 @@ func TestCmdlineOverridesTheConfigFile(t *testing.T) {
 	if err := ParseConfigFile(path, &c); err != nil {
 		t.Fatal(err)
 	}
-	ApplyCmdline("console=ttyS0 baremetal.api=http://cmd:2 baremetal.agent.poweroff_after_heartbeat=1 quiet", &c)
-	want := Config{API: "http://cmd:2", Token: "file-token", PowerOffAfterHeartbeat: true}
+	ApplyCmdline("console=ttyS0 baremetal.api=http://cmd:2 baremetal.agent.poweroff_after_heartbeat=1 baremetal.agent.lldp_wait=7 quiet", &c)
+	want := Config{API: "http://cmd:2", Token: "file-token", PowerOffAfterHeartbeat: true, LLDPWaitSeconds: 7}
 	if c != want {
 		t.Fatalf("config %+v, want %+v", c, want)
 	}
@@ -60,9 +60,15 @@ func TestConfigNeverShowsTheToken(t *testing.T) {
 }
 
 func TestValidateNamesWhatIsMissing(t *testing.T) {
-	err := Config{API: "10.0.0.1:8080"}.Validate()
-	if err == nil || !strings.Contains(err.Error(), "not an http(s) URL") || !strings.Contains(err.Error(), "no token") {
+	err := Config{API: "10.0.0.1:8080", LLDPWaitSeconds: -1}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "not an http(s) URL") || !strings.Contains(err.Error(), "no token") ||
+		!strings.Contains(err.Error(), "lldp_wait_seconds -1 is negative") {
 		t.Fatalf("Validate() = %v", err)
+	}
+	var c Config
+	ApplyCmdline("baremetal.agent.lldp_wait=soon", &c)
+	if c.LLDPWaitSeconds != 0 {
+		t.Errorf("lldp_wait=soon gave %d seconds; want it ignored", c.LLDPWaitSeconds)
 	}
 }
 
@@ -191,7 +197,9 @@ func TestCollectorReadsSysfs(t *testing.T) {
 	write(sys, "class/net/lo/type", "772")
 	write(sys, "class/dmi/id/sys_vendor", "QEMU")
 	write(proc, "meminfo", "MemTotal:        2048 kB\nMemFree: 1 kB")
-	c := &Collector{Sys: sys, Proc: proc, Addrs: func(string) []string { return []string{"10.0.2.15/24"} }}
+	sw := api.AgentLLDP{ChassisID: "44:4c:a8:12:34:56", PortID: "Ethernet7", SystemName: "leaf-1", VLANID: 100}
+	c := &Collector{Sys: sys, Proc: proc, Addrs: func(string) []string { return []string{"10.0.2.15/24"} },
+		LLDP: map[string]api.AgentLLDP{"eth0": sw}}
 	inv := c.Collect()
 	if len(inv.Disks) != 1 || inv.Disks[0] != (api.AgentDisk{Name: "vda", Path: "/dev/vda", SizeBytes: 64 << 20, Serial: "disk-1", Rotational: true}) {
 		t.Fatalf("disks %+v", inv.Disks)
@@ -199,6 +207,9 @@ func TestCollectorReadsSysfs(t *testing.T) {
 	if len(inv.NICs) != 2 || inv.NICs[0].MAC != "52:54:00:12:34:56" || !inv.NICs[0].LinkUp || inv.NICs[0].SpeedMbps != 25000 || inv.NICs[0].IPv4[0] != "10.0.2.15/24" ||
 		inv.NICs[1].LinkUp || inv.NICs[1].SpeedMbps != 0 {
 		t.Fatalf("nics %+v", inv.NICs)
+	}
+	if inv.NICs[0].LLDP == nil || *inv.NICs[0].LLDP != sw || inv.NICs[1].LLDP != nil {
+		t.Fatalf("LLDP %+v, %+v; want eth0's neighbour only", inv.NICs[0].LLDP, inv.NICs[1].LLDP)
 	}
 	if inv.MemoryBytes != 2048*1024 || inv.System.Vendor != "QEMU" {
 		t.Fatalf("memory %d system %+v", inv.MemoryBytes, inv.System)

@@ -25,7 +25,8 @@
 //     kernel log or on the console. This is how virtual media boots get
 //     their settings: a CD cannot take per-boot kernel arguments.
 //  2. The kernel command line (/proc/cmdline): baremetal.api=URL,
-//     baremetal.token=TOKEN, baremetal.agent.poweroff_after_heartbeat=1.
+//     baremetal.token=TOKEN, baremetal.agent.poweroff_after_heartbeat=1,
+//     baremetal.agent.lldp_wait=SECONDS.
 //     Handy with PXE or qemu -append; note the kernel prints its command
 //     line at log level notice, so pass "loglevel=4" (or "quiet") with a
 //     token there.
@@ -40,6 +41,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,7 +70,17 @@ type Config struct {
 	// an https controller or image server behind a private CA needs them
 	// (--agent-ca-file).
 	CACerts string `json:"ca_certs,omitempty"`
+	// LLDPWaitSeconds, when above 0, has the agent listen that long for
+	// the LLDP frames of the switches its NICs are cabled to, on every
+	// NIC with a link at once, before its first report (a NIC stops at
+	// its first frame; switches send one every 30 s by default). The
+	// controller sets it for inspections only (--inspect-lldp-wait):
+	// deploys and cleanups need no neighbours and should not wait.
+	LLDPWaitSeconds int `json:"lldp_wait_seconds,omitempty"`
 }
+
+// LLDPWait is LLDPWaitSeconds as a duration.
+func (c Config) LLDPWait() time.Duration { return time.Duration(c.LLDPWaitSeconds) * time.Second }
 
 // HTTPClient is the agent's HTTP client for c: the given timeout (0:
 // none, for image streams) and c's CA certificates trusted on top of the
@@ -117,7 +129,7 @@ func (c Config) String() string {
 	if c.Token != "" {
 		tok = "(set)"
 	}
-	return fmt.Sprintf("api=%s token=%s poweroff_after_heartbeat=%t ca_certs=%d bytes", c.API, tok, c.PowerOffAfterHeartbeat, len(c.CACerts))
+	return fmt.Sprintf("api=%s token=%s poweroff_after_heartbeat=%t ca_certs=%d bytes lldp_wait=%ds", c.API, tok, c.PowerOffAfterHeartbeat, len(c.CACerts), c.LLDPWaitSeconds)
 }
 
 // Validate reports what is missing or malformed.
@@ -130,6 +142,9 @@ func (c Config) Validate() error {
 	}
 	if c.Token == "" {
 		errs = append(errs, errors.New("no token (baremetal.token)"))
+	}
+	if c.LLDPWaitSeconds < 0 {
+		errs = append(errs, fmt.Errorf("lldp_wait_seconds %d is negative", c.LLDPWaitSeconds))
 	}
 	if c.CACerts != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(c.CACerts)) {
 		errs = append(errs, errors.New("ca_certs holds no PEM certificate"))
@@ -166,6 +181,12 @@ func ApplyCmdline(cmdline string, into *Config) {
 			into.Token = v
 		case "baremetal.agent.poweroff_after_heartbeat":
 			into.PowerOffAfterHeartbeat = v == "1" || v == "true"
+		case "baremetal.agent.lldp_wait":
+			// Seconds; a value that is not a number is ignored (the
+			// file's, or none, holds).
+			if n, err := strconv.Atoi(v); err == nil {
+				into.LLDPWaitSeconds = n
+			}
 		}
 	}
 }

@@ -74,6 +74,12 @@ func boot(version string) error {
 
 	ctx := context.Background()
 	BringUpNetwork(ctx, logger)
+	collector := DefaultCollector()
+	if wait := cfg.LLDPWait(); wait > 0 {
+		// Before the first report: an inspection takes the first
+		// inventory the agent sends.
+		collector.LLDP = DiscoverLLDP(ctx, logger, wait)
+	}
 
 	// Validate checked the CA certificates: these cannot fail.
 	apiClient, _ := cfg.HTTPClient(30 * time.Second)
@@ -81,7 +87,7 @@ func boot(version string) error {
 	imageClient, _ := cfg.ImageClient() // guarded: no metadata service, no link-local address
 	loop := &Loop{
 		Controller: NewHTTPController(cfg.API, cfg.Token, apiClient),
-		Collect:    DefaultCollector().Collect,
+		Collect:    collector.Collect,
 		Commands:   &Runner{SysRoot: "/sys", Log: logger, Client: driveClient, Write: disk.Options{Client: imageClient}},
 		Version:    version,
 		Log:        logger,

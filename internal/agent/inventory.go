@@ -24,6 +24,9 @@ type Collector struct {
 	// the machine's own in the agent. A simulated machine (internal/bmc/sim)
 	// runs the agent in a process that is not its kernel, so it says.
 	CPUs func() int
+	// LLDP holds the neighbour each NIC heard, by NIC name (DiscoverLLDP
+	// before the first report of an inspection); nil: none.
+	LLDP map[string]api.AgentLLDP
 }
 
 // DefaultCollector reads the running system.
@@ -142,6 +145,9 @@ func (c *Collector) nics() []api.AgentNIC {
 		}
 		if c.Addrs != nil {
 			n.IPv4 = c.Addrs(name)
+		}
+		if nb, ok := c.LLDP[name]; ok {
+			n.LLDP = &nb
 		}
 		out = append(out, n)
 	}

@@ -43,6 +43,13 @@ func boundReport(hb *api.AgentHeartbeat) {
 			for j := range n.IPv4 {
 				short(&n.IPv4[j])
 			}
+			if l := n.LLDP; l != nil {
+				// A switch's names are the outside world's text.
+				short(&l.ChassisID, &l.SystemName, &l.PortID, &l.PortDescription, &l.MgmtAddress)
+				if l.VLANID < 0 || l.VLANID > 4094 {
+					l.VLANID = 0
+				}
+			}
 		}
 	}
 	if st := hb.Command; st != nil {

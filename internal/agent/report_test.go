@@ -67,6 +67,8 @@ func TestReportsAreSafeText(t *testing.T) {
 		Inventory: &api.AgentInventory{
 			System: api.AgentSystem{Vendor: "ACME\x00" + termPayload, Product: big, Serial: "S\u009b1"},
 			Disks:  disks,
+			NICs: []api.AgentNIC{{Name: "eth0", MAC: "52:54:00:12:34:56", LLDP: &api.AgentLLDP{ChassisID: "c",
+				PortID: "Eth1" + termPayload, SystemName: strings.Repeat("s", 300), PortDescription: "d\n", VLANID: 5000}}},
 		},
 		Command: &api.AgentCommandStatus{ID: "c", State: api.AgentCommandFailed, Message: "two\nlines " + big},
 	}
@@ -79,6 +81,10 @@ func TestReportsAreSafeText(t *testing.T) {
 	}
 	if inv.System.Vendor != `ACME\u0000\u001b]0;owned\u0007\u001b[2J` {
 		t.Errorf("vendor %q", inv.System.Vendor)
+	}
+	if l := inv.NICs[0].LLDP; l.PortID != `Eth1\u001b]0;owned\u0007\u001b[2J` || len(l.SystemName) != api.MaxAgentText ||
+		l.PortDescription != "d " || l.VLANID != 0 {
+		t.Errorf("LLDP %+v: want the switch's text escaped and bounded, the VLAN in range", *l)
 	}
 	if len(inv.Disks) != api.MaxAgentItems {
 		t.Errorf("%d disks reported, want at most %d", len(inv.Disks), api.MaxAgentItems)

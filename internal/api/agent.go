@@ -251,6 +251,32 @@ type AgentNIC struct {
 	// SpeedMbps is the link's negotiated speed; 0 when down or unknown.
 	SpeedMbps int      `json:"speed_mbps,omitempty"`
 	IPv4      []string `json:"ipv4,omitempty"`
+	// LLDP is what the switch port the NIC is cabled to announced by
+	// LLDP (IEEE 802.1AB) while the agent listened during inspection; nil
+	// when no frame came (link down, LLDP off on the switch, not an
+	// inspection, or an agent from before LLDP).
+	LLDP *AgentLLDP `json:"lldp,omitempty"`
+}
+
+// AgentLLDP is the LLDP neighbour one NIC heard: the switch and its port.
+// Identifiers are rendered as text by their subtype: a MAC address as
+// aa:bb:cc:dd:ee:ff, a network address as an IP address, names as sent,
+// anything else as colon-separated hex.
+type AgentLLDP struct {
+	// ChassisID identifies the switch (often its base MAC address).
+	ChassisID string `json:"chassis_id"`
+	// SystemName is the switch's host name, if it sent one.
+	SystemName string `json:"system_name,omitempty"`
+	// PortID identifies the switch's port (often its name, Ethernet1/7).
+	PortID string `json:"port_id"`
+	// PortDescription is the port's description as configured on the
+	// switch, if it sent one.
+	PortDescription string `json:"port_description,omitempty"`
+	// VLANID is the port's untagged VLAN (IEEE 802.1 Port VLAN ID), 0
+	// when the switch did not say.
+	VLANID int `json:"vlan_id,omitempty"`
+	// MgmtAddress is the switch's management address (IPv4 preferred).
+	MgmtAddress string `json:"mgmt_address,omitempty"`
 }
 
 // The files of one boot of the agent, under AgentBootDir: the ISO a BMC

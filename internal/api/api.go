@@ -113,6 +113,12 @@ type Node struct {
 	// client that holds that inventory knows without asking whether it
 	// is still the latest.
 	InspectedAt *time.Time `json:"inspected_at"`
+	// Ports are the node's NICs as its last inspection found them, with
+	// the switch port each is cabled to where the agent heard LLDP; []
+	// before the first inspection. Everyone who reads the node sees them
+	// (members write an instance's network by MAC); the rest of the
+	// inventory, addresses included, is the admins'.
+	Ports []NodePort `json:"ports"`
 	// Agent is what the deploy agent booted on the node (deploying,
 	// cleaning, inspecting) is doing and how far it is, null when none
 	// is booted.
@@ -123,6 +129,30 @@ type Node struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   int64     `json:"version"`
+}
+
+// NodePort is one of a node's NICs as its last inspection found it.
+type NodePort struct {
+	// Name is the NIC's name in the deploy agent's kernel (eno1,
+	// enp65s0f0): the installed OS may name it alike, but only the MAC
+	// is sure.
+	Name      string `json:"name"`
+	MAC       string `json:"mac"`
+	LinkUp    bool   `json:"link_up"`
+	SpeedMbps int    `json:"speed_mbps"`
+	// LLDP is the switch port the NIC is cabled to, as the switch
+	// announced it; null when the agent heard no LLDP frame on it.
+	LLDP *NodePortLLDP `json:"lldp"`
+}
+
+// NodePortLLDP is the switch port a NIC is cabled to, from LLDP.
+type NodePortLLDP struct {
+	SwitchChassisID       string `json:"switch_chassis_id"`
+	SwitchSystemName      string `json:"switch_system_name"`
+	SwitchPortID          string `json:"switch_port_id"`
+	SwitchPortDescription string `json:"switch_port_description"`
+	// VLANID is the port's untagged VLAN, 0 when the switch did not say.
+	VLANID int `json:"vlan_id"`
 }
 
 // NodeFlow is a flow the controller runs on a node: a declared list of

@@ -281,6 +281,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	hopts := httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg, PublicURL: publicURL}
 	if images != nil {
 		hopts.AgentImages, hopts.AgentURL, hopts.AgentCACerts = images, cfg.AgentURL, agentCA
+		hopts.AgentLLDPWait = cfg.InspectLLDPWait
 	}
 	handler := httpapi.New(hopts)
 	a.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,

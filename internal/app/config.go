@@ -108,6 +108,9 @@ type Config struct {
 	// (enroll → inspecting → available) before it can be scheduled;
 	// needs AgentKernel.
 	InspectOnEnroll bool
+	// InspectLLDPWait is how long an inspection's agent listens for the
+	// LLDP frames of the switches its NICs are cabled to; 0: it does not.
+	InspectLLDPWait time.Duration
 
 	Logger *slog.Logger
 }
@@ -209,6 +212,9 @@ func (c *Config) Settings() []Setting {
 		{Name: "inspect-on-enroll", Value: &c.InspectOnEnroll,
 			Help: "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes only with --agent-netboot (they have no virtual media to boot the agent from)",
 			Doc:  "with `--agent-kernel`, inspect every node once its BMC is verified: `enroll` → `inspecting` → `available`, so inventory and properties are known before it is scheduled (IPMI nodes only with `--agent-netboot`: they have no virtual media for the agent)"},
+		{Name: "inspect-lldp-wait", Value: &c.InspectLLDPWait, Default: 35 * time.Second, Check: notNegative,
+			Help: "how long the agent booted for an inspection listens for LLDP frames on every NIC with a link before it reports, each NIC until its first frame: the switch and port it is cabled to show in the node's ports (switches send every 30 s by default); 0 turns LLDP off",
+			Doc:  "how long an inspection's agent listens for LLDP on every NIC with a link, each NIC until its first frame (switches send one every 30 s by default): the switch and port each NIC is cabled to show in the node's `ports`. NICs without a link are skipped; `0` turns LLDP off"},
 		{Name: "agent-netboot", Value: &c.AgentNetboot,
 			Help: "with --agent-kernel, boot the deploy agent from the network on nodes whose BMC has no virtual media (IPMI): the provisioning network's DHCP must hand iPXE the boot file <agent-url>/v1/agent/netboot (see the README)",
 			Doc:  "with `--agent-kernel`, boot the deploy agent from the network on nodes whose BMC has no virtual media (IPMI): the provisioning network's DHCP hands iPXE the boot file `<agent-url>/v1/agent/netboot` (see [Network boot of the agent](#network-boot-of-the-agent))"},

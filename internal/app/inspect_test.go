@@ -35,6 +35,9 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 		SimOptions: sim.Options{VM: &sim.VMOptions{Dir: t.TempDir(), DiskBytes: diskBytes, MemoryMB: 512, UEFI: true}},
 		// A VM with user networking reaches the host's loopback at 10.0.2.2.
 		AgentKernel: kernel, AgentBinary: bin, AgentHost: "10.0.2.2", AgentTimeout: 4 * time.Minute,
+		// The agent listens for LLDP on its NIC, which has a link; qemu's
+		// user networking sends no LLDP, so a short wait ends it.
+		InspectLLDPWait: 3 * time.Second,
 	})
 	logConsoleOnFailure(t, env, env.Sim.SystemIDs()[0], 6000, nil)
 	admin := client{t, env.URL, env.AdminToken}
@@ -93,8 +96,8 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	if vda == nil || vda.SizeBytes != diskBytes || vda.Serial != vm.DiskSerial {
 		t.Errorf("inventory disks %+v; want vda of %d bytes, serial %s", inv.Inventory.Disks, diskBytes, vm.DiskSerial)
 	}
-	if len(inv.Inventory.NICs) != 1 || !strings.EqualFold(inv.Inventory.NICs[0].MAC, vm.MAC) {
-		t.Errorf("inventory NICs %+v; want the VM's one NIC, %s", inv.Inventory.NICs, vm.MAC)
+	if len(inv.Inventory.NICs) != 1 || !strings.EqualFold(inv.Inventory.NICs[0].MAC, vm.MAC) || inv.Inventory.NICs[0].LLDP != nil {
+		t.Errorf("inventory NICs %+v; want the VM's one NIC, %s, without an LLDP neighbour (none sends)", inv.Inventory.NICs, vm.MAC)
 	}
 	// The kernel keeps some of the VM's memory for itself (MemTotal): most
 	// of it, never more. The SMBIOS tables list what is installed: the
@@ -145,6 +148,12 @@ func TestInspectBootsTheAgentOnARealVM(t *testing.T) {
 	// agent's own log reaches it, not only the kernel's.
 	if !strings.Contains(serial, "agent starting") || !strings.Contains(serial, "controller accepted the first heartbeat") {
 		t.Error("the agent's log does not reach the serial console")
+	}
+	// The agent listened for LLDP on its NIC (a raw socket in the real
+	// kernel) and, hearing no switch, went on after the wait.
+	if !strings.Contains(serial, "LLDP: listening for the switches' announcements") || !strings.Contains(serial, "LLDP: done") ||
+		strings.Contains(serial, "LLDP: cannot listen") {
+		t.Error("the agent did not listen for LLDP on its NIC")
 	}
 	t.Logf("inspection took %s (POST to available, through a real VM boot under TCG)", took.Round(time.Millisecond))
 }

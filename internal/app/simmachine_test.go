@@ -125,8 +125,10 @@ func simMachineInspectDeployAndErase(t *testing.T, dbURL string) {
 		}
 	}
 	for i, nic := range desc.NICs {
-		if !strings.EqualFold(got.NICs[i].MAC, nic.MAC) {
-			t.Errorf("inventory NIC %d: %+v; want %+v", i, got.NICs[i], nic)
+		// The agent heard the switch port each NIC is cabled to.
+		l := got.NICs[i].LLDP
+		if !strings.EqualFold(got.NICs[i].MAC, nic.MAC) || l == nil || l.SystemName != nic.Switch || l.PortID != nic.SwitchPort || l.VLANID == 0 {
+			t.Errorf("inventory NIC %d: %+v (LLDP %+v); want %+v", i, got.NICs[i], l, nic)
 		}
 	}
 	if n.Properties.CPUs != desc.CPUs || n.Properties.MemoryMB != int(desc.MemoryBytes>>20) || n.Properties.LocalGB != 8 {

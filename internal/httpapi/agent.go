@@ -97,6 +97,10 @@ func (s *Server) agentBoot(w http.ResponseWriter, r *http.Request, _ service.Cal
 		return
 	}
 	cfg := agent.Config{API: s.agentURL, Token: sess.Token, CACerts: s.agentCACerts}
+	if sess.Purpose == baremetal.AgentInspect {
+		// Whole seconds, rounded up: a wait set below one still listens.
+		cfg.LLDPWaitSeconds = int((s.agentLLDPWait + time.Second - 1) / time.Second)
+	}
 	var (
 		img   []byte
 		ctype = "application/octet-stream"

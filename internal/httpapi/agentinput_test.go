@@ -68,6 +68,8 @@ func TestAgentHeartbeatInput(t *testing.T) {
 				{"boot mode", `{"agent_version":"v1","inventory":{"system":{"boot_mode":"floppy"},"cpus":1,"memory_bytes":1,"disks":[],"nics":[]}}`, "inventory.system.boot_mode"},
 				{"nic mac", `{"agent_version":"v1","inventory":{"cpus":1,"memory_bytes":1,"disks":[],"nics":[{"name":"eth0","mac":` + jsonString("52:54:00:12:34:56"+termPayload) + `,"link_up":true}]}}`, "inventory.nics[0].mac"},
 				{"nic address", `{"agent_version":"v1","inventory":{"cpus":1,"memory_bytes":1,"disks":[],"nics":[{"name":"eth0","mac":"52:54:00:12:34:56","link_up":true,"ipv4":["10.0.0.5\u0000"]}]}}`, "inventory.nics[0].ipv4[0]"},
+				{"huge lldp system name", `{"agent_version":"v1","inventory":{"cpus":1,"memory_bytes":1,"disks":[],"nics":[{"name":"eth0","mac":"52:54:00:12:34:56","link_up":true,"lldp":{"chassis_id":"c","port_id":"p","system_name":` + jsonString(strings.Repeat("s", api.MaxAgentText+1)) + `}}]}}`, "inventory.nics[0].lldp.system_name"},
+				{"lldp vlan", `{"agent_version":"v1","inventory":{"cpus":1,"memory_bytes":1,"disks":[],"nics":[{"name":"eth0","mac":"52:54:00:12:34:56","link_up":true,"lldp":{"chassis_id":"c","port_id":"p","vlan_id":4095}}]}}`, "inventory.nics[0].lldp.vlan_id"},
 				{"too many disks", `{"agent_version":"v1","inventory":{"cpus":1,"memory_bytes":1,"disks":[` + strings.TrimSuffix(strings.Repeat(`{"name":"sda","path":"/dev/sda","size_bytes":1,"rotational":false,"removable":false},`, api.MaxAgentItems+1), ",") + `],"nics":[]}}`, "inventory.disks"},
 			} {
 				r := e.do("POST", api.AgentHeartbeatPath, token, c.body)
@@ -94,9 +96,10 @@ func TestAgentHeartbeatInput(t *testing.T) {
 			body := fmt.Sprintf(`{"agent_version":"v1","boot_id":"6a1f7c3e-2b9d-4e0a-9c4f-1d2e3f4a5b6c","uptime_seconds":12.5,
 				"inventory":{"system":{"vendor":%s,"product":"P\u0000","boot_mode":"uefi"},"cpus":2,"memory_bytes":1073741824,
 					"disks":[{"name":"vda","path":"/dev/vda","size_bytes":8589934592,"model":%s,"rotational":false,"removable":false}],
-					"nics":[{"name":"eth0","mac":"52:54:00:12:34:56","link_up":true,"speed_mbps":1000,"ipv4":["10.0.2.15/24"]}]},
+					"nics":[{"name":"eth0","mac":"52:54:00:12:34:56","link_up":true,"speed_mbps":1000,"ipv4":["10.0.2.15/24"],
+						"lldp":{"chassis_id":"44:4c:a8:12:34:56","port_id":%s,"vlan_id":100}}]},
 				"command":{"id":"write-1","state":"failed","input":true,"message":%s}}`,
-				jsonString("ACME"+termPayload), jsonString("QEMU\u009b2J disk"), jsonString(msg))
+				jsonString("ACME"+termPayload), jsonString("QEMU\u009b2J disk"), jsonString("Ethernet7"+termPayload), jsonString(msg))
 			r := e.do("POST", api.AgentHeartbeatPath, token, body)
 			if r.status != 200 {
 				t.Fatalf("valid heartbeat: %d %s", r.status, r.body)
@@ -118,6 +121,9 @@ func TestAgentHeartbeatInput(t *testing.T) {
 			}
 			if inv.System.Vendor != `ACME\u001b]0;owned\u0007\u001b[2J` || inv.System.Product != `P\u0000` || inv.Disks[0].Model != `QEMU\u009b2J disk` {
 				t.Errorf("stored firmware strings %q %q %q", inv.System.Vendor, inv.System.Product, inv.Disks[0].Model)
+			}
+			if l := inv.NICs[0].LLDP; l == nil || l.PortID != `Ethernet7\u001b]0;owned\u0007\u001b[2J` || l.VLANID != 100 {
+				t.Errorf("stored LLDP neighbour %+v: want the switch's port name escaped", l)
 			}
 			evs, _, err := e.st.ListEvents(ctx, n.ID, store.Page{Limit: 1000})
 			if err != nil {

@@ -145,6 +145,7 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"AgentNIC": api.AgentNIC{}, "AgentHeartbeat": api.AgentHeartbeat{}, "AgentReply": api.AgentReply{},
 		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{}, "AgentErasedDisk": api.AgentErasedDisk{},
 		"AgentActivity": api.AgentActivity{}, "NodeFlow": api.NodeFlow{},
+		"AgentLLDP": api.AgentLLDP{}, "NodePort": api.NodePort{}, "NodePortLLDP": api.NodePortLLDP{},
 		"IPRange": api.IPRange{}, "IPPool": api.IPPool{}, "IPPoolCreate": api.IPPoolCreate{},
 		"IPPoolUpdate": api.IPPoolUpdate{}, "IPPoolList": api.IPPoolList{},
 		"IPAllocation": api.IPAllocation{}, "IPAllocationList": api.IPAllocationList{},

@@ -27,7 +27,7 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 		PowerState: api.PowerState(n.PowerState), ProvisionState: api.ProvisionState(n.ProvisionState),
 		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince, BMCFailures: n.BMCFailures,
 		InstanceID: n.InstanceID, InspectedAt: n.InspectedAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
-		Flow: flowOut(n.Flow),
+		Flow: flowOut(n.Flow), Ports: []api.NodePort{},
 	}
 	if !c.Admin() {
 		// BMC errors name BMC addresses and URLs: infrastructure detail
@@ -39,6 +39,15 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
 	}
 	return out
+}
+
+// portsOut renders a node's ports, [] for none (never inspected, or a
+// node just enrolled).
+func portsOut(p []api.NodePort) []api.NodePort {
+	if p == nil {
+		return []api.NodePort{}
+	}
+	return p
 }
 
 // flowOut renders a node's flow, nil for none; its notes are the

@@ -38,10 +38,16 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, c service.Cal
 		s.writeError(w, r, err)
 		return
 	}
+	ports, err := s.svc.NodePorts(r.Context(), nodes...)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	out := api.NodeList{Items: make([]api.Node, 0, len(nodes)), NextCursor: next}
 	for _, n := range nodes {
 		o := nodeOut(n, c)
 		o.Agent = agentOut(acts[n.ID])
+		o.Ports = portsOut(ports[n.ID])
 		out.Items = append(out.Items, o)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -89,8 +95,14 @@ func (s *Server) writeNode(w http.ResponseWriter, r *http.Request, c service.Cal
 		s.writeError(w, r, err)
 		return
 	}
+	ports, err := s.svc.NodePorts(r.Context(), n)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	out := nodeOut(n, c)
 	out.Agent = agentOut(acts[n.ID])
+	out.Ports = portsOut(ports[n.ID])
 	w.Header().Set("ETag", etag(n.Version))
 	writeJSON(w, http.StatusOK, out)
 }

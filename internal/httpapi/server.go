@@ -43,6 +43,9 @@ type Server struct {
 	agentURL string
 	// agentCACerts are the PEM certificates the agent trusts (Options).
 	agentCACerts string
+	// agentLLDPWait is how long an inspection's agent listens for LLDP
+	// (Options).
+	agentLLDPWait time.Duration
 }
 
 // Options configure a Server.
@@ -64,6 +67,10 @@ type Options struct {
 	// system's (a private CA of the controller or the image servers);
 	// each boot's config carries them.
 	AgentCACerts string
+	// AgentLLDPWait is how long the agent booted for an inspection
+	// listens for its switches' LLDP frames before it reports (0: it
+	// does not listen); deploys and cleanups never wait for them.
+	AgentLLDPWait time.Duration
 }
 
 type route struct {
@@ -125,7 +132,8 @@ func New(o Options) *Server {
 	}
 	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg),
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), agentImages: o.AgentImages,
-		agentURL: strings.TrimSuffix(cmp.Or(o.AgentURL, o.PublicURL), "/"), agentCACerts: o.AgentCACerts}
+		agentURL: strings.TrimSuffix(cmp.Or(o.AgentURL, o.PublicURL), "/"), agentCACerts: o.AgentCACerts,
+		agentLLDPWait: o.AgentLLDPWait}
 	s.outage = newOutage(log, o.Service.Ready)
 	for _, rt := range routes {
 		rt := rt

@@ -134,6 +134,21 @@ func checkInventory(inv *api.AgentInventory) error {
 				return err
 			}
 		}
+		if l := n.LLDP; l != nil {
+			// What a switch announced: its text is the outside world's.
+			for _, f := range []struct {
+				name string
+				v    *string
+			}{{"chassis_id", &l.ChassisID}, {"system_name", &l.SystemName}, {"port_id", &l.PortID},
+				{"port_description", &l.PortDescription}, {"mgmt_address", &l.MgmtAddress}} {
+				if err := quoted(at+"lldp."+f.name, f.v, api.MaxAgentText); err != nil {
+					return err
+				}
+			}
+			if l.VLANID < 0 || l.VLANID > 4094 {
+				return baremetal.FieldErrorf(at+"lldp.vlan_id", "%slldp.vlan_id must be between 0 (none) and 4094, got %d", at, l.VLANID)
+			}
+		}
 	}
 	return nil
 }

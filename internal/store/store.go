@@ -177,6 +177,10 @@ type Queries interface {
 	// GetInventory returns a node's inventory; not found before the first
 	// inspection. Sessions and inventories go with their node.
 	GetInventory(ctx context.Context, nodeID string) (*baremetal.Inventory, error)
+	// GetInventories returns the inventories of the nodes with the given
+	// ids (at most MaxPageLimit: a page of nodes), ordered by node id; a
+	// node never inspected, or gone, has none in the list.
+	GetInventories(ctx context.Context, nodeIDs []string) ([]*baremetal.Inventory, error)
 
 	// PutIdempotencyKey records a create under a token's key; a key the
 	// token used already is a conflict on "key". Keys older than a day are

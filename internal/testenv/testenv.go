@@ -55,6 +55,9 @@ type Options struct {
 	// networking), on the controller's own port.
 	AgentKernel, AgentBinary, AgentHost string
 	AgentTimeout                        time.Duration
+	// InspectLLDPWait, when set, is how long an inspection's agent
+	// listens for LLDP (app.Config); zero keeps the controller's default.
+	InspectLLDPWait time.Duration
 	// AgentNetboot boots the agent from the network on systems without
 	// virtual media; the fleet's VMs (or simulated machines) get the
 	// controller's netboot script as their DHCP boot file (VMs need
@@ -141,6 +144,9 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	cfg.AgentKernel, cfg.AgentBinary, cfg.AgentTimeout = opts.AgentKernel, opts.AgentBinary, opts.AgentTimeout
 	cfg.AgentModulesDir = agentModules
+	if opts.InspectLLDPWait > 0 {
+		cfg.InspectLLDPWait = opts.InspectLLDPWait
+	}
 	if opts.AgentHost != "" {
 		// The agent's URL names the controller's port, so the port is
 		// chosen first (free a moment ago; a clash fails the start).

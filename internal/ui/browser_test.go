@@ -117,7 +117,8 @@ func runDashboard(t *testing.T, node, chromium, databaseURL string) {
 		System: api.AgentSystem{Vendor: "Dell Inc.", Product: "PowerEdge R650", Serial: "SVC7Q2", UUID: "4c4c4544-0042-3010-8056-b4c04f4d3132", BootMode: api.BootModeUEFI},
 		CPUs:   32, MemoryBytes: 256 << 30,
 		Disks: []api.AgentDisk{{Name: "nvme0n1", Path: "/dev/nvme0n1", SizeBytes: 960 << 30, Model: "Samsung PM9A3", Serial: "S64ANS0T"}},
-		NICs:  []api.AgentNIC{{Name: "eno1", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 25000, IPv4: []string{"10.0.8.21"}}},
+		NICs: []api.AgentNIC{{Name: "eno1", MAC: "52:54:00:12:34:56", LinkUp: true, SpeedMbps: 25000, IPv4: []string{"10.0.8.21"},
+			LLDP: &api.AgentLLDP{ChassisID: "44:4c:a8:12:34:56", SystemName: "leaf-1", PortID: "Ethernet7", VLANID: 100}}},
 	})
 	if err != nil {
 		t.Fatal(err)

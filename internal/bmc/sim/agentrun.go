@@ -5,7 +5,9 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/disk"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent/lldp"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 )
 
@@ -95,6 +98,14 @@ func (m *machine) runAgent(b *machineBoot, device string, lb *linuxBoot, log *sl
 	}
 	collector := &agent.Collector{Sys: filepath.Join(b.root, "sys"), Proc: filepath.Join(b.root, "proc"),
 		CPUs: func() int { return m.opts.CPUs }}
+	if wait := cfg.LLDPWait(); wait > 0 {
+		// The agent's DiscoverLLDP, on the frames of the machine's
+		// switches rather than raw sockets: the same listener and parser.
+		collector.LLDP = lldp.Listen(b.ctx, m.switchFrames(), wait, func(nic string, err error) {
+			alog.Warn("LLDP: listening failed", "interface", nic, "error", err)
+		})
+		alog.Info("LLDP: done", "heard", len(collector.LLDP))
+	}
 	loop := &agent.Loop{
 		Controller: agent.NewHTTPController(cfg.API, cfg.Token, apiClient),
 		Collect:    collector.Collect,
@@ -228,3 +239,23 @@ func boolAttr(v bool) string {
 	}
 	return "0\n"
 }
+
+// switchFrames is what the machine's switches announce on each NIC's
+// link: one LLDP frame from the switch port the NIC is cabled to
+// (MachineNIC.Switch, SwitchPort), as a real leaf sends every 30 s.
+func (m *machine) switchFrames() map[string]lldp.Source {
+	out := make(map[string]lldp.Source, len(m.nics))
+	for i, n := range m.nics {
+		// Locally administered MACs of the switch and of its port.
+		chassis := net.HardwareAddr{0x02, 0x5b, 0, 0, 0, byte(i + 1)}
+		port := net.HardwareAddr{0x02, 0x5b, byte(i + 1), byte(m.s.index >> 16), byte(m.s.index >> 8), byte(m.s.index)}
+		a := lldp.Announcement{ChassisMAC: chassis, SystemName: n.Switch, PortName: n.SwitchPort,
+			PortDescription: fmt.Sprintf("system-%d %s", m.s.index+1, n.Name), VLANID: simNativeVLAN,
+			MgmtAddress: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
+		out[n.Name] = lldp.Replay(a.Frame(port))
+	}
+	return out
+}
+
+// simNativeVLAN is the untagged VLAN of every simulated switch port.
+const simNativeVLAN = 100

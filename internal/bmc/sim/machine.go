@@ -156,6 +156,12 @@ type machineDisk struct {
 type MachineNIC struct {
 	Name string `json:"name"`
 	MAC  string `json:"mac"`
+	// Switch and SwitchPort are where the NIC is cabled: NIC n of every
+	// machine to the simulated leaf switch sim-leaf-n, on the port of the
+	// machine's index (swp1 for the first machine). The switch announces
+	// them by LLDP to an inspection's agent.
+	Switch     string `json:"switch"`
+	SwitchPort string `json:"switch_port"`
 }
 
 // What a machine's boot ended up running (MachineStatus.Booted).
@@ -196,7 +202,8 @@ func (f *Fleet) newMachine(s *system, o MachineOptions, dir string) (*machine, e
 		n := s.index + 1
 		// Locally administered, unique per system index and port.
 		m.nics = append(m.nics, MachineNIC{Name: fmt.Sprintf("eno%d", i+1),
-			MAC: fmt.Sprintf("02:5a:%02x:%02x:%02x:%02x", i, (n>>16)&0xff, (n>>8)&0xff, n&0xff)})
+			MAC:    fmt.Sprintf("02:5a:%02x:%02x:%02x:%02x", i, (n>>16)&0xff, (n>>8)&0xff, n&0xff),
+			Switch: fmt.Sprintf("sim-leaf-%d", i+1), SwitchPort: fmt.Sprintf("swp%d", n)})
 	}
 	c, err := openConsole(filepath.Join(dir, "console.log"), o.Log, s.id)
 	if err != nil {

@@ -135,6 +135,11 @@ func (q querier) GetInventory(ctx context.Context, nodeID string) (*sqlstore.Inv
 	return inventory(q.Queries.GetInventory(ctx, nodeID))
 }
 
+func (q querier) GetInventories(ctx context.Context, idsJSON string) ([]*sqlstore.InventoryRow, error) {
+	rs, err := q.Queries.GetInventories(ctx, idsJSON)
+	return sqlstore.Rows(rs, err, inventory)
+}
+
 func (q querier) GetIdempotencyKey(ctx context.Context, tokenID, key string, since sqlstore.Time) (*sqlstore.IdempotencyKeyRow, error) {
 	return idempotencyKey(q.Queries.GetIdempotencyKey(ctx, tokenID, key, since))
 }

@@ -77,6 +77,8 @@ type Querier interface {
 	// node_inventories.sql
 	SetInventory(ctx context.Context, nodeID, data string, inspectedAt Time) error
 	GetInventory(ctx context.Context, nodeID string) (*InventoryRow, error)
+	// nodes.<dialect>.sql
+	GetInventories(ctx context.Context, idsJSON string) ([]*InventoryRow, error)
 
 	// idempotency_keys.sql
 	ExpireIdempotencyKeys(ctx context.Context, before Time) error

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -256,6 +257,35 @@ func (q Queries) GetInventory(ctx context.Context, nodeID string) (*baremetal.In
 		return nil, q.wrap("get inventory", err)
 	}
 	return &baremetal.Inventory{NodeID: r.NodeID, Data: r.Data, InspectedAt: time.Time(r.InspectedAt)}, nil
+}
+
+// GetInventories passes the ids as one JSON array, as GetNodes.
+func (q Queries) GetInventories(ctx context.Context, nodeIDs []string) ([]*baremetal.Inventory, error) {
+	if len(nodeIDs) == 0 {
+		return nil, nil
+	}
+	if len(nodeIDs) > store.MaxPageLimit {
+		return nil, q.wrap("get inventories", fmt.Errorf("%d ids, at most %d", len(nodeIDs), store.MaxPageLimit))
+	}
+	keep := make([]string, 0, len(nodeIDs))
+	for _, id := range nodeIDs {
+		if store.Storable(id) {
+			keep = append(keep, id)
+		}
+	}
+	list, err := json.Marshal(keep)
+	if err != nil {
+		return nil, q.wrap("get inventories", err)
+	}
+	rs, err := q.r.GetInventories(ctx, string(list))
+	if err != nil {
+		return nil, q.wrap("get inventories", err)
+	}
+	out := make([]*baremetal.Inventory, len(rs))
+	for i, r := range rs {
+		out[i] = &baremetal.Inventory{NodeID: r.NodeID, Data: r.Data, InspectedAt: time.Time(r.InspectedAt)}
+	}
+	return out, nil
 }
 
 // ---- idempotency keys ----

@@ -153,6 +153,17 @@ func testAgentSessions(t *testing.T, s store.Store) {
 		t.Errorf("GetNodes: %+v, want inspected at %v", byID, gotInv.InspectedAt)
 	}
 	wantCode(t, s.SetInventory(ctx, &baremetal.Inventory{NodeID: "no-such-node", Data: "{}", InspectedAt: time.Now()}), baremetal.CodeNotFound, "")
+	// A page of nodes' inventories in one read: the nodes never
+	// inspected, unknown or unstorable ids have none.
+	invs, err := s.GetInventories(ctx, []string{m.ID, n.ID, "no-such-node", "bad\x00id"})
+	must(t, err)
+	if len(invs) != 1 {
+		t.Fatalf("GetInventories: %d inventories, want n's only", len(invs))
+	}
+	same(t, "inventories", inv, invs[0])
+	if invs, err := s.GetInventories(ctx, nil); err != nil || len(invs) != 0 {
+		t.Errorf("GetInventories of no ids: %v, %v", invs, err)
+	}
 
 	// Both go with their node; deleting a session that is gone is fine.
 	must(t, s.DeleteAgentSession(ctx, n.ID))

@@ -211,6 +211,7 @@ try {
     assert(sys.includes('Dell Inc. PowerEdge R650') && sys.includes('SVC7Q2') && sys.includes('256 GiB') && sys.includes('uefi'), 'the machine: ' + sys);
     assert((await admin.locator('#inv-disks tr[data-disk="nvme0n1"]').innerText()).includes('960 GiB'), 'the disk');
     assert((await admin.locator('#inv-nics tr[data-nic="eno1"]').innerText()).includes('25000 Mb/s'), 'the NIC');
+    assert((await admin.locator('#inv-nics tr[data-nic="eno1"]').innerText()).includes('leaf-1 Ethernet7 VLAN 100'), 'the NIC\'s switch port');
     await admin.screenshot({ path: join(SHOTS, 'node-inventory.png') });
     // This controller serves no deploy agent: the API refuses (422), and
     // its problem document says why, on the page.

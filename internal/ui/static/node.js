@@ -304,7 +304,8 @@ function bytes(n) {
 }
 
 // inventoryView shows what the agent reported: the machine, its disks
-// (the root disk is chosen among them) and NICs.
+// (the root disk is chosen among them) and NICs, each with the switch
+// port it heard by LLDP.
 function inventoryView(doc) {
   const inv = doc.inventory || {};
   const sys = inv.system || {};
@@ -323,8 +324,17 @@ function inventoryView(doc) {
         [d.rotational ? 'rotational' : 'solid state', d.removable ? 'removable' : ''].filter(Boolean).join(', ')] })), { id: 'inv-disks' }) :
       h('p', { class: 'muted' }, 'No disks reported.'),
     h('h3', null, 'Network interfaces'),
-    (inv.nics || []).length ? table(null, ['Name', 'MAC', 'Link', 'Addresses'],
+    (inv.nics || []).length ? table(null, ['Name', 'MAC', 'Link', 'Addresses', 'Switch port (LLDP)'],
       inv.nics.map((c) => ({ attrs: { 'data-nic': c.name }, cells: [c.name, h('code', null, c.mac),
-        c.link_up ? `up${c.speed_mbps ? `, ${c.speed_mbps} Mb/s` : ''}` : 'down', (c.ipv4 || []).join(', ')] })), { id: 'inv-nics' }) :
+        c.link_up ? `up${c.speed_mbps ? `, ${c.speed_mbps} Mb/s` : ''}` : 'down', (c.ipv4 || []).join(', '), switchPort(c.lldp)] })), { id: 'inv-nics' }) :
       h('p', { class: 'muted' }, 'No network interfaces reported.'));
+}
+
+// switchPort says which switch port a NIC heard by LLDP: the switch (its
+// name, else its chassis ID), the port, its untagged VLAN; empty when the
+// agent heard none.
+function switchPort(l) {
+  if (!l) return '';
+  const sw = l.system_name || l.chassis_id;
+  return [`${sw} ${l.port_id}`, l.vlan_id ? `VLAN ${l.vlan_id}` : '', l.port_description ? `(${l.port_description})` : ''].filter(Boolean).join(' ');
 }

@@ -81,3 +81,10 @@ WHERE id > sqlc.arg(after) AND provision_state = 'available' AND NOT maintenance
   AND CASE WHEN sqlc.arg(driver)::text = '' THEN true ELSE driver = sqlc.arg(driver) END
 ORDER BY id
 LIMIT 1;
+
+-- name: GetInventories :many
+-- The inventories of a page of nodes, the ids one JSON array as in
+-- GetNodes.
+SELECT * FROM node_inventories
+WHERE node_id IN (SELECT jsonb_array_elements_text(sqlc.arg(ids_json)::text::jsonb))
+ORDER BY node_id;

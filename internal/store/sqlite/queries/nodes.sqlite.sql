@@ -52,3 +52,10 @@ WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND insta
   AND (CAST(sqlc.arg(driver) AS TEXT) = '' OR driver = sqlc.arg(driver))
 ORDER BY id
 LIMIT 1;
+
+-- name: GetInventories :many
+-- The inventories of a page of nodes, the ids one JSON array as in
+-- GetNodes.
+SELECT * FROM node_inventories
+WHERE node_id IN (SELECT value FROM json_each(CAST(sqlc.arg(ids_json) AS TEXT)))
+ORDER BY node_id;

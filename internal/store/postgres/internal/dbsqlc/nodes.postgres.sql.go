@@ -78,6 +78,34 @@ func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver st
 	return &i, err
 }
 
+const getInventories = `-- name: GetInventories :many
+SELECT node_id, data, inspected_at FROM node_inventories
+WHERE node_id IN (SELECT jsonb_array_elements_text($1::text::jsonb))
+ORDER BY node_id
+`
+
+// The inventories of a page of nodes, the ids one JSON array as in
+// GetNodes.
+func (q *Queries) GetInventories(ctx context.Context, idsJson string) ([]*NodeInventory, error) {
+	rows, err := q.db.Query(ctx, getInventories, idsJson)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*NodeInventory
+	for rows.Next() {
+		var i NodeInventory
+		if err := rows.Scan(&i.NodeID, &i.Data, &i.InspectedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getNode = `-- name: GetNode :one
 
 SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
