@@ -40,7 +40,7 @@ func Listen(ctx context.Context, sources map[string]Source, wait time.Duration, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer src.Close()
+			defer func() { _ = src.Close() }() // read-only: nothing is lost on close
 			// A context ending early (the agent stopping) unblocks the
 			// read by moving its deadline to now.
 			stop := context.AfterFunc(ctx, func() { _ = src.SetReadDeadline(time.Now()) })

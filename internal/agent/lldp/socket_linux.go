@@ -26,13 +26,13 @@ func Open(ifname string) (Source, error) {
 		return nil, fmt.Errorf("lldp on %s: raw socket: %w", ifname, err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: proto, Ifindex: ifc.Index}); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd) // the error being returned says more
 		return nil, fmt.Errorf("lldp on %s: bind: %w", ifname, err)
 	}
 	mreq := &unix.PacketMreq{Ifindex: int32(ifc.Index), Type: unix.PACKET_MR_MULTICAST, Alen: 6}
 	copy(mreq.Address[:], NearestBridge)
 	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, mreq); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd) // the error being returned says more
 		return nil, fmt.Errorf("lldp on %s: join %s: %w", ifname, NearestBridge, err)
 	}
 	// Non-blocking, so that os.File reads through the runtime's poller
