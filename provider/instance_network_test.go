@@ -87,20 +87,22 @@ resource "baremetal_instance" "net" {
 				ExpectError: regexp.MustCompile(`(?s)Could not create instance net.*network\.interfaces\[1\]\.mac 52:54:00:00:00:99 is not a NIC of the\s+node`),
 			},
 			{
-				Config: config("52:54:00:00:00:02", 100, "10.100.0.10/24", "10.100.0.1"),
+				// The MAC as some write it: the controller stores it
+				// normalized, the state keeps the configuration's spelling.
+				Config: config("52-54-00-00-00-02", 100, "10.100.0.10/24", "10.100.0.1"),
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(addr, "state", "active"),
-					resource.TestCheckResourceAttr(addr, "network.interfaces.1.mac", "52:54:00:00:00:02"),
+					resource.TestCheckResourceAttr(addr, "network.interfaces.1.mac", "52-54-00-00-00-02"),
 					resource.TestCheckResourceAttr(addr, "network.addresses.0.address", "10.100.0.10/24"),
 					func(s *terraform.State) error { id, _ = stateAttr(s, addr, "id"); return nil },
 				),
 			},
 			{
-				Config:   config("52:54:00:00:00:02", 100, "10.100.0.10/24", "10.100.0.1"),
+				Config:   config("52-54-00-00-00-02", 100, "10.100.0.10/24", "10.100.0.1"),
 				PlanOnly: true,
 			},
 			{
-				Config: config("52:54:00:00:00:02", 100, "10.100.0.11/24", "10.100.0.1"),
+				Config: config("52-54-00-00-00-02", 100, "10.100.0.11/24", "10.100.0.1"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate)},
 				},
@@ -110,7 +112,12 @@ resource "baremetal_instance" "net" {
 					resource.TestCheckResourceAttr(addr, "network.addresses.0.address", "10.100.0.11/24"),
 					resource.TestCheckResourceAttrPtr(addr, "id", &id),
 					resource.TestCheckResourceAttr(addr, "node_id", node.ID),
+					resource.TestCheckResourceAttr(addr, "network.interfaces.1.mac", "52-54-00-00-00-02"),
 				),
+			},
+			{
+				Config:   config("52-54-00-00-00-02", 100, "10.100.0.11/24", "10.100.0.1"),
+				PlanOnly: true,
 			},
 		},
 	})
@@ -154,7 +161,7 @@ resource "baremetal_instance" "web" {
   }
   network = {
     interfaces = [{ name = "nic0", port = "eno1" }]
-    addresses  = [{ interface = "nic0", pool = baremetal_ip_pool.tenant.name }]
+    addresses  = [{ interface = "nic0", pool = baremetal_ip_pool.tenant.id }]
   }
 }
 `

@@ -165,6 +165,11 @@ func (r *InstanceResource) Update(ctx context.Context, req resource.UpdateReques
 		return
 	}
 	if rebuild {
+		// The read above put the instance's old image, user data and
+		// network in the model; the rebuild's answer is compared with
+		// what was planned, so the configuration's spelling (a MAC with
+		// dashes, say) is kept.
+		plan.Image, plan.UserData, plan.Network = planned.Image, planned.UserData, planned.Network
 		if inst = r.rebuild(ctx, &plan, rb, state.Name.ValueString(), id, desired, timeout, &resp.Diagnostics); inst == nil {
 			// What the rebuild left is in the state: the instance in
 			// error, which the next plan rebuilds again.

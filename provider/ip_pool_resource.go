@@ -194,7 +194,7 @@ func (r *IPPoolResource) Delete(ctx context.Context, req resource.DeleteRequest,
 		nodes, used, lerr := r.poolHolds(ctx, state.ID.ValueString())
 		switch {
 		case lerr != nil:
-			addAPIError(&resp.Diagnostics, "Could not delete ip pool "+state.Name.ValueString(), err, nil)
+			addAPIError(&resp.Diagnostics, "Could not delete ip pool "+state.Name.ValueString()+" (listing the addresses it holds)", lerr, nil)
 			return
 		case used > 0 || len(nodes) == 0:
 			addAPIError(&resp.Diagnostics, "Could not delete ip pool "+state.Name.ValueString(), err, nil)

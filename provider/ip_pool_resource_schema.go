@@ -62,7 +62,7 @@ func (r *IPPoolResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"name": schema.StringAttribute{
-				MarkdownDescription: "Name of the pool, unique: a DNS label (lowercase letters, digits and hyphens, at most 63 characters). Instances refer to the pool by it. Changes in place.",
+				MarkdownDescription: "Name of the pool, unique: a DNS label (lowercase letters, digits and hyphens, at most 63 characters). Changes in place. Refer to the pool from an instance's `network` by its `id` (`baremetal_ip_pool.x.id`): by name, a rename would change every such instance's network, which rebuilds it.",
 				Required:            true,
 				Validators:          []validator.String{stringvalidator.RegexMatches(nameRE, nameRule)},
 			},

@@ -132,6 +132,26 @@ func poolAddresses(t *testing.T, dbURL string) {
 	if i4.Addresses[0].Address != "10.50.0.2/29" {
 		t.Fatalf("once pool-0 is clean, a new instance got %+v; want 10.50.0.2 again", i4.Addresses)
 	}
+	// A rebuild whose network no longer asks the pool: the address stays
+	// the node's while the old OS may run, and is free once the rebuilt
+	// one booted.
+	member.call("DELETE", "/v1/instances/"+i1.ID, "", 202, nil)
+	admin.waitNode(nodes[1].ID, time.Minute, false, available)
+	i5 := create("g", 1, 201)
+	i5 = waitInstanceState(t, member, i5.ID, 30*time.Second, api.InstanceActive, api.InstanceError)
+	dropped := strings.Split(i5.Addresses[0].Address, "/")[0]
+	member.call("POST", "/v1/instances/"+i5.ID+"/rebuild", `{"network":{"interfaces":[{"name":"nic0","port":"eno1"}],"addresses":[{"interface":"nic0","address":"192.168.7.5/24"}]}}`, 202, nil)
+	i5 = waitInstanceState(t, member, i5.ID, 30*time.Second, api.InstanceActive, api.InstanceError)
+	if i5.State != api.InstanceActive || len(i5.Addresses) != 1 || i5.Addresses[0].Address != "192.168.7.5/24" || i5.Addresses[0].Pool != "" {
+		t.Fatalf("rebuilt without the pool: %+v", i5)
+	}
+	admin.call("GET", "/v1/ip-pools/tenant/allocations", "", 200, &allocs)
+	for _, a := range allocs.Items {
+		if a.Address == dropped {
+			t.Errorf("the address the rebuild dropped (%s) is still allocated after the rebuilt OS booted: %+v", dropped, a)
+		}
+	}
+	i1 = i5
 	for _, id := range []string{i1.ID, i3.ID, i4.ID} {
 		member.call("DELETE", "/v1/instances/"+id, "", 202, nil)
 	}

@@ -158,10 +158,14 @@ func StartRebuild(n *Node, inst *Instance, ch Rebuild) error {
 		return &Error{Code: CodeConflict, Message: fmt.Sprintf(
 			"instance %s is still deploying; rebuild it once it is active or in error (or delete it)", inst.Name)}
 	}
-	if n.InstanceID != inst.ID || (n.ProvisionState != StateActive && n.ProvisionState != StateDeployFailed) {
+	if n.InstanceID != inst.ID {
 		return &Error{Code: CodeConflict, Message: fmt.Sprintf(
 			"instance %s no longer holds node %s (its deploy failed on its image and the node was given back): "+
 				"it cannot be rebuilt in place; delete it and create it again", inst.Name, n.Name)}
+	}
+	if n.ProvisionState != StateActive && n.ProvisionState != StateDeployFailed {
+		return &Error{Code: CodeConflict, Message: fmt.Sprintf(
+			"instance %s's node %s is %s: it is rebuilt only when active or after a failed deploy", inst.Name, n.Name, n.ProvisionState)}
 	}
 	if n.Maintenance {
 		return &Error{Code: CodeConflict, Message: fmt.Sprintf(

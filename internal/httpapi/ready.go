@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -44,10 +45,17 @@ func (s *Server) configDrive(w http.ResponseWriter, r *http.Request, _ service.C
 		return
 	}
 	network, err := s.svc.NetworkData(r.Context(), inst)
-	if err != nil {
+	var invalid *baremetal.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &invalid) && invalid.Code == baremetal.CodeInvalid:
 		// Checked against the node's NICs when the instance was created
 		// or rebuilt; the node was inspected again since and lost one.
-		s.writeError(w, r, &baremetal.Error{Code: baremetal.CodeConflict, Message: "could not write the instance's network configuration", Err: err})
+		s.writeError(w, r, &baremetal.Error{Code: baremetal.CodeConflict,
+			Message: "could not write the instance's network configuration: " + invalid.Message, Err: err})
+		return
+	default:
+		s.writeError(w, r, err) // the store (unavailable: 503), or a bug (500, logged)
 		return
 	}
 	var buf bytes.Buffer

@@ -36,6 +36,13 @@ func (r *flowRun) booted(ctx context.Context, booted string) (stepResult, error)
 		now := time.Now()
 		r.observePower(n, bmc.PowerOn, nil, now)
 		touchSeen(n, now)
+		if inst.Rebuilds > 0 {
+			// The pool addresses the rebuilt network dropped were held
+			// while the old OS might run with them: it no longer does.
+			if _, err := tx.FreeNodeAddresses(ctx, n.ID); err != nil {
+				return err
+			}
+		}
 		if inst.DeployTimeout > 0 {
 			baremetal.BootedAwaitingReady(n, inst, now)
 			if !inst.Ready {

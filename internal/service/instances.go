@@ -163,7 +163,7 @@ func (s *Service) CreateInstanceOnce(ctx context.Context, c Caller, in baremetal
 		}
 		// The id now: the pools' allocations name it.
 		inst.ID = uuid.NewString()
-		if err := assignAddresses(ctx, tx, &inst, node.ID, nil); err != nil {
+		if err := assignAddresses(ctx, tx, &inst, node.ID, nil, tx.FreeInstanceAddress); err != nil {
 			return err
 		}
 		if inst.ResourceClass == "" {
@@ -428,7 +428,7 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 			if baremetal.IsCode(err, baremetal.CodeNotFound) {
 				// Node force-deleted: nothing to clean, nothing runs
 				// the instance's OS any more.
-				return assignAddresses(ctx, tx, &baremetal.Instance{ID: inst.ID}, "", poolAddresses(inst.Addresses))
+				return assignAddresses(ctx, tx, &baremetal.Instance{ID: inst.ID}, "", poolAddresses(inst.Addresses), tx.FreeInstanceAddress)
 			}
 			if err != nil {
 				return err
@@ -438,7 +438,7 @@ func (s *Service) DeleteInstance(ctx context.Context, c Caller, idOrName string,
 				// instance's image, and cleaned (or is being cleaned) on
 				// its own; it may host another instance by now. The
 				// instance's addresses were never booted: free.
-				return assignAddresses(ctx, tx, &baremetal.Instance{ID: inst.ID}, "", poolAddresses(inst.Addresses))
+				return assignAddresses(ctx, tx, &baremetal.Instance{ID: inst.ID}, "", poolAddresses(inst.Addresses), tx.FreeInstanceAddress)
 			}
 			// The node keeps the addresses until its cleanup (or retire)
 			// is done: it may run the deleted instance's OS till then.
@@ -507,7 +507,12 @@ func (s *Service) RebuildInstance(ctx context.Context, c Caller, idOrName string
 		if ifMatch != 0 && inst.Version != ifMatch {
 			return preconditionFailed(ifMatch, inst.Version)
 		}
-		node, err := tx.GetNodeForUpdate(ctx, inst.NodeID)
+		// The instance's row first, then the node's, as a delete takes
+		// them: taken the other way round, a rebuild and a delete of the
+		// same instance at once could deadlock on PostgreSQL. The node is
+		// read plainly to work out the rebuild; its locked write below
+		// checks it again.
+		node, err := tx.GetNode(ctx, inst.NodeID)
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
 			return &baremetal.Error{Code: baremetal.CodeConflict, Message: fmt.Sprintf(
 				"instance %s's node was deleted: it cannot be rebuilt in place; delete it and create it again", inst.Name)}
@@ -515,35 +520,45 @@ func (s *Service) RebuildInstance(ctx context.Context, c Caller, idOrName string
 		if err != nil {
 			return err
 		}
-		next := *inst
+		next, probe := *inst, *node
+		if err := baremetal.StartRebuild(&probe, &next, ch); err != nil {
+			return err
+		}
+		if next.DeployMethod == baremetal.DeployImage && !s.agent {
+			return baremetal.FieldErrorf("deploy_method",
+				"instance %s is deployed with deploy_method image, which needs the deploy agent, and this controller serves no agent image (--agent-kernel)", next.Name)
+		}
+		if err := checkNetwork(ctx, tx, node, &next); err != nil {
+			return err
+		}
+		if ch.Network != nil {
+			// Pool entries of the same pools keep their addresses; one no
+			// longer asked for stays the node's until the rebuilt OS
+			// boots (the old one may run with it till then).
+			if err := assignAddresses(ctx, tx, &next, node.ID, poolAddresses(inst.Addresses), tx.ReleaseInstanceAddress); err != nil {
+				return err
+			}
+		}
+		next.ReadyToken = newReadyToken()
+		next.ReadyTokenHash = HashSecret(next.ReadyToken)
+		if err := tx.UpdateInstance(ctx, &next); err != nil {
+			return err
+		}
 		what := rebuildWhat(inst, ch)
-		_, _, err = tx.Apply(ctx, node, c.Actor(), func(_ store.Tx, n *baremetal.Node, chg *ledger.Change) error {
-			if err := baremetal.StartRebuild(n, &next, ch); err != nil {
+		locked, err := tx.GetNodeForUpdate(ctx, node.ID)
+		if err != nil {
+			return err
+		}
+		_, _, err = tx.Apply(ctx, locked, c.Actor(), func(_ store.Tx, n *baremetal.Node, chg *ledger.Change) error {
+			scratch := *inst
+			if err := baremetal.StartRebuild(n, &scratch, ch); err != nil {
 				return err
-			}
-			if err := checkNetwork(ctx, tx, n, &next); err != nil {
-				return err
-			}
-			if ch.Network != nil {
-				// Pool entries of the same pools keep their addresses.
-				if err := assignAddresses(ctx, tx, &next, n.ID, poolAddresses(inst.Addresses)); err != nil {
-					return err
-				}
-			}
-			if next.DeployMethod == baremetal.DeployImage && !s.agent {
-				return baremetal.FieldErrorf("deploy_method",
-					"instance %s is deployed with deploy_method image, which needs the deploy agent, and this controller serves no agent image (--agent-kernel)", next.Name)
 			}
 			chg.Reason = fmt.Sprintf("instance %s (project %s) rebuilt in place (rebuild %d, %s): deploying %s",
 				next.Name, next.Project, next.Rebuilds, what, baremetal.RedactURL(next.Image.URL))
 			return nil
 		})
 		if err != nil {
-			return err
-		}
-		next.ReadyToken = newReadyToken()
-		next.ReadyTokenHash = HashSecret(next.ReadyToken)
-		if err := tx.UpdateInstance(ctx, &next); err != nil {
 			return err
 		}
 		if _, err := s.jobs.InsertTx(ctx, tx, jobs.DeployArgs{NodeID: next.NodeID, InstanceID: next.ID, Rebuild: next.Rebuilds}); err != nil {

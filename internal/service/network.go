@@ -76,12 +76,13 @@ func (s *Service) NetworkData(ctx context.Context, inst *baremetal.Instance) ([]
 // asks for (inst.Addresses): its static ones, and for each pool entry an
 // address of that pool. held are the pool addresses the instance holds
 // already (a rebuild): an entry of the same pool gets one of them back, in
-// order, so a rebuild keeps its addresses; the others are freed. New
+// order, so a rebuild keeps its addresses; drop disposes of the others
+// (store.Queries' FreeInstanceAddress or ReleaseInstanceAddress). New
 // addresses are the pools' lowest free ones (store.AllocateAddress), taken
 // in pool id order: each allocation locks its pool until the transaction
 // ends, and two creates locking two pools in opposite orders would
 // deadlock on PostgreSQL. Called in the transaction that writes inst.
-func assignAddresses(ctx context.Context, q store.Queries, inst *baremetal.Instance, nodeID string, held []baremetal.InstanceAddress) error {
+func assignAddresses(ctx context.Context, q store.Queries, inst *baremetal.Instance, nodeID string, held []baremetal.InstanceAddress, drop dropAddress) error {
 	inst.Addresses = nil
 	var kept []bool
 	if inst.Network != nil {
@@ -151,12 +152,16 @@ func assignAddresses(ctx context.Context, q store.Queries, inst *baremetal.Insta
 		if err != nil {
 			return fmt.Errorf("instance %s: held address %q: %w", inst.ID, h.Address, err)
 		}
-		if _, err := q.FreeInstanceAddress(ctx, inst.ID, h.Pool, addr); err != nil {
+		if _, err := drop(ctx, inst.ID, h.Pool, addr); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// dropAddress disposes of an address an instance holds and no longer asks
+// for.
+type dropAddress func(ctx context.Context, instanceID, poolID string, addr netip.Addr) (bool, error)
 
 // resolvedAddress is the address allocated from pool p for inst's
 // network entry i.

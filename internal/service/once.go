@@ -34,7 +34,7 @@ func replayed(ctx context.Context, q store.Queries, c Caller, kind string, o Onc
 		return "", err
 	case k.Kind != kind || k.RequestHash != o.RequestHash:
 		return "", baremetal.FieldErrorf("Idempotency-Key",
-			"Idempotency-Key %q was used for another request (a %s create) in the last 24 hours; a new request needs a new key", o.Key, k.Kind)
+			"Idempotency-Key %q was used for another request (a %s request) in the last 24 hours; a new request needs a new key", o.Key, k.Kind)
 	}
 	return k.ResourceID, nil
 }

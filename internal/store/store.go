@@ -256,10 +256,15 @@ type IPPools interface {
 	// free again. An address of a live instance on the node is kept. It
 	// returns how many were freed.
 	FreeNodeAddresses(ctx context.Context, nodeID string) (int, error)
-	// FreeInstanceAddress frees one address of a live instance at once
-	// (its rebuilt network no longer asks for it; the node, erased and
-	// rebuilt, no longer uses it). It reports whether the instance held it.
+	// FreeInstanceAddress frees one address of an instance at once: no
+	// machine can be running with it (the instance's node was deleted, or
+	// gave the instance up before booting it). It reports whether the
+	// instance held it.
 	FreeInstanceAddress(ctx context.Context, instanceID, poolID string, addr netip.Addr) (bool, error)
+	// ReleaseInstanceAddress hands one address of a live instance to its
+	// node (a rebuilt network no longer asks for it, but the old OS may run
+	// with it until the rebuild boots): FreeNodeAddresses frees it then.
+	ReleaseInstanceAddress(ctx context.Context, instanceID, poolID string, addr netip.Addr) (bool, error)
 	// ListAllocations lists allocations: a pool's, in address order,
 	// paginated (f.Page); or an instance's or a node's (all of them, by
 	// pool and address; the other filters narrow them). At least one of

@@ -81,7 +81,7 @@ resource "baremetal_instance" "web" {
     ]
     addresses = [
       # The pool's next free address, with its gateway and DNS servers.
-      { interface = "tenant", pool = baremetal_ip_pool.tenant.name },
+      { interface = "tenant", pool = baremetal_ip_pool.tenant.id },
       { interface = "storage", address = "10.200.0.21/24",
       routes = [{ destination = "10.201.0.0/16", gateway = "10.200.0.1" }] },
     ]

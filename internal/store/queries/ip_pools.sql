@@ -55,8 +55,15 @@ DELETE FROM ip_allocations WHERE instance_id = CAST(sqlc.arg(instance_id) AS TEX
 UPDATE ip_allocations SET instance_id = NULL WHERE instance_id = CAST(sqlc.arg(instance_id) AS TEXT);
 
 -- name: FreeInstanceAddress :execrows
--- One address of a live instance that its rebuilt network no longer uses.
+-- One address of an instance that no machine can be running with (its
+-- node is gone, or never booted it).
 DELETE FROM ip_allocations
+WHERE instance_id = CAST(sqlc.arg(instance_id) AS TEXT) AND pool_id = sqlc.arg(pool_id) AND address = sqlc.arg(address);
+
+-- name: ReleaseInstanceAddress :execrows
+-- One address of a live instance that its rebuilt network no longer asks
+-- for: its node holds it until the rebuilt OS boots.
+UPDATE ip_allocations SET instance_id = NULL
 WHERE instance_id = CAST(sqlc.arg(instance_id) AS TEXT) AND pool_id = sqlc.arg(pool_id) AND address = sqlc.arg(address);
 
 -- name: FreeNodeAddresses :execrows

@@ -467,6 +467,17 @@ func (q Queries) FreeInstanceAddress(ctx context.Context, instanceID, poolID str
 	return n > 0, nil
 }
 
+func (q Queries) ReleaseInstanceAddress(ctx context.Context, instanceID, poolID string, addr netip.Addr) (bool, error) {
+	if instanceID == "" || !store.Storable(instanceID) || !store.Storable(poolID) {
+		return false, nil
+	}
+	n, err := q.w.ReleaseInstanceAddress(ctx, instanceID, poolID, addr.String())
+	if err != nil {
+		return false, q.wrap("release instance address", err)
+	}
+	return n > 0, nil
+}
+
 func (q Queries) FreeNodeAddresses(ctx context.Context, nodeID string) (int, error) {
 	if nodeID == "" || !store.Storable(nodeID) {
 		return 0, nil

@@ -104,6 +104,7 @@ type Querier interface {
 	ReleaseInstanceAddresses(ctx context.Context, instanceID string) (int64, error)
 	FreeNodeAddresses(ctx context.Context, nodeID string) (int64, error)
 	FreeInstanceAddress(ctx context.Context, instanceID, poolID, address string) (int64, error)
+	ReleaseInstanceAddress(ctx context.Context, instanceID, poolID, address string) (int64, error)
 	ListIPAllocationsByPool(ctx context.Context, poolID string, fromOrd, pageLimit int64) ([]*IPAllocationRow, error)
 	ListIPAllocationsByInstance(ctx context.Context, instanceID string) ([]*IPAllocationRow, error)
 	ListIPAllocationsByNode(ctx context.Context, nodeID string) ([]*IPAllocationRow, error)

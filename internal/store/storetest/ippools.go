@@ -713,4 +713,20 @@ func testIPPoolFreeInstanceAddress(t *testing.T, s store.Store) {
 	if got := allocate(t, s, p.ID, "inst-c", "node-c"); got != a {
 		t.Errorf("the next allocation got %s, want the freed %s", got, a)
 	}
+	// Released (a rebuild dropped it): held by the node, not handed out,
+	// until the node's held addresses are freed.
+	rel := allocations(t, s, store.AllocationFilter{InstanceID: "inst-a"})
+	relAddr := netip.MustParseAddr(strings.Fields(rel[0])[0])
+	if ok, err := s.ReleaseInstanceAddress(ctx, "inst-a", p.ID, relAddr); !ok || err != nil {
+		t.Fatalf("release %s: %v, %v", relAddr, ok, err)
+	}
+	if got := allocations(t, s, store.AllocationFilter{NodeID: "node-a"}); len(got) != 1 || !strings.HasSuffix(got[0], " i= n=node-a") {
+		t.Fatalf("node-a after the release: %v; want the address held without instance", got)
+	}
+	if got := allocate(t, s, p.ID, "inst-d", "node-d"); got == relAddr.String() {
+		t.Fatalf("%s handed out while node-a holds it", relAddr)
+	}
+	if n, err := s.FreeNodeAddresses(ctx, "node-a"); n != 1 || err != nil {
+		t.Fatalf("free node-a: %d, %v", n, err)
+	}
 }

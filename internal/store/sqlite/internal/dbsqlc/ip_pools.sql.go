@@ -66,7 +66,8 @@ DELETE FROM ip_allocations
 WHERE instance_id = CAST(?1 AS TEXT) AND pool_id = ?2 AND address = ?3
 `
 
-// One address of a live instance that its rebuilt network no longer uses.
+// One address of an instance that no machine can be running with (its
+// node is gone, or never booted it).
 func (q *Queries) FreeInstanceAddress(ctx context.Context, instanceID string, poolID string, address string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, freeInstanceAddress, instanceID, poolID, address)
 	if err != nil {
@@ -337,6 +338,21 @@ func (q *Queries) ListIPPools(ctx context.Context, after string, pageLimit int64
 		return nil, err
 	}
 	return items, nil
+}
+
+const releaseInstanceAddress = `-- name: ReleaseInstanceAddress :execrows
+UPDATE ip_allocations SET instance_id = NULL
+WHERE instance_id = CAST(?1 AS TEXT) AND pool_id = ?2 AND address = ?3
+`
+
+// One address of a live instance that its rebuilt network no longer asks
+// for: its node holds it until the rebuilt OS boots.
+func (q *Queries) ReleaseInstanceAddress(ctx context.Context, instanceID string, poolID string, address string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, releaseInstanceAddress, instanceID, poolID, address)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const releaseInstanceAddresses = `-- name: ReleaseInstanceAddresses :execrows
