@@ -78,12 +78,21 @@ type PropertiesPatch struct {
 
 // Node as returned by the API. Members see BMC as null.
 type Node struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	Driver        Driver     `json:"driver"`
-	BMC           *BMC       `json:"bmc"`
-	ResourceClass string     `json:"resource_class"`
-	Properties    Properties `json:"properties"`
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	Driver        Driver `json:"driver"`
+	BMC           *BMC   `json:"bmc"`
+	ResourceClass string `json:"resource_class"`
+	// Traits are the operator's; DerivedTraits those the controller
+	// derives from inspection and the BMC (architecture, boot mode,
+	// Secure Boot, disk kinds, NIC speeds), replaced by each inspection.
+	// Placement matches both.
+	Traits        []string `json:"traits"`
+	DerivedTraits []string `json:"derived_traits"`
+	// Owner is the project whose instances alone are placed on the node
+	// ("" for any project).
+	Owner      string     `json:"owner"`
+	Properties Properties `json:"properties"`
 	// PropertyOverrides lists the properties the operator set (always
 	// shown as set, never changed by inspection); the others show what
 	// inspection found.
@@ -183,6 +192,8 @@ type NodeCreate struct {
 	MaintenanceReason string     `json:"maintenance_reason,omitempty"`
 	CleanErase        CleanErase `json:"clean_erase,omitempty"`
 	InspectOnEnroll   *bool      `json:"inspect_on_enroll,omitempty"`
+	Traits            []string   `json:"traits,omitempty"`
+	Owner             string     `json:"owner,omitempty"`
 }
 
 // NodePatch is the body of PATCH /v1/nodes/{id}: a JSON Merge Patch of
@@ -201,6 +212,10 @@ type NodePatch struct {
 	// InspectOnEnroll with a nil Value sends null: the node follows the
 	// controller's --inspect-on-enroll again.
 	InspectOnEnroll *Nullable[bool] `json:"inspect_on_enroll,omitempty"`
+	// Traits replaces the operator's traits ([] clears them); Owner ""
+	// frees the node for every project.
+	Traits *[]string `json:"traits,omitempty"`
+	Owner  *string   `json:"owner,omitempty"`
 }
 
 // Nullable is a merge patch member that can be sent as null, which
@@ -264,15 +279,18 @@ type Image struct {
 
 // Instance as returned by the API.
 type Instance struct {
-	ID            string            `json:"id"`
-	Name          string            `json:"name"`
-	Project       string            `json:"project"`
-	NodeID        string            `json:"node_id"`
-	ResourceClass string            `json:"resource_class"`
-	Image         Image             `json:"image"`
-	UserData      string            `json:"user_data"`
-	Metadata      map[string]string `json:"metadata"`
-	State         InstanceState     `json:"state"`
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	Project       string `json:"project"`
+	NodeID        string `json:"node_id"`
+	ResourceClass string `json:"resource_class"`
+	// Requirements are what placed the instance beyond its class (the
+	// zero value when none were asked).
+	Requirements Requirements      `json:"requirements"`
+	Image        Image             `json:"image"`
+	UserData     string            `json:"user_data"`
+	Metadata     map[string]string `json:"metadata"`
+	State        InstanceState     `json:"state"`
 	// PowerState is the desired power state ("" = none); ObservedPowerState
 	// is the node's.
 	PowerState         PowerState `json:"power_state"`
@@ -319,14 +337,18 @@ func RebuildPath(instanceID string) string { return "/v1/instances/" + instanceI
 // ResourceClass and NodeID. Project defaults to the token's project; an
 // admin must name one.
 type InstanceCreate struct {
-	Name          string            `json:"name"`
-	Project       string            `json:"project,omitempty"`
-	ResourceClass string            `json:"resource_class,omitempty"`
-	NodeID        string            `json:"node_id,omitempty"`
-	Image         Image             `json:"image"`
-	UserData      string            `json:"user_data,omitempty"`
-	Metadata      map[string]string `json:"metadata,omitempty"`
-	PowerState    PowerState        `json:"power_state,omitempty"`
+	Name          string `json:"name"`
+	Project       string `json:"project,omitempty"`
+	ResourceClass string `json:"resource_class,omitempty"`
+	NodeID        string `json:"node_id,omitempty"`
+	// Requirements narrow placement by class to the nodes that meet
+	// them (and without a class, place among every node); with node_id the
+	// pinned node must meet them.
+	Requirements *Requirements     `json:"requirements,omitempty"`
+	Image        Image             `json:"image"`
+	UserData     string            `json:"user_data,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	PowerState   PowerState        `json:"power_state,omitempty"`
 	// DeployTimeout (a Go duration, e.g. "30m") makes the deploy wait for
 	// the booted OS to call POST /v1/instances/{id}/ready with the ready
 	// token from its config drive; without the call within this time after
@@ -485,6 +507,60 @@ type Capacity struct {
 	// being verified or inspected without trouble. Waiting and trying
 	// again can help only when it is not 0.
 	Pending int `json:"pending"`
+	// Unsuited counts the nodes whose hardware, traits or owner fail the
+	// instance's requirements, whatever their state (no wait helps); they
+	// are counted under no reason above. Unmet says, per requirement, how
+	// many nodes fail it (a node failing several is counted under each),
+	// the requirement most nodes fail first.
+	Unsuited int                `json:"unsuited"`
+	Unmet    []UnmetRequirement `json:"unmet"`
+	// Available counts the nodes that could take the instance now (0 in
+	// a no_capacity answer).
+	Available int `json:"available"`
+}
+
+// UnmetRequirement is how many nodes fail one requirement: Requirement
+// is resource_class, owner, required_trait, forbidden_trait, min_cpus,
+// min_memory_mb, min_disk_gb or cpu_arch; Value the class, trait,
+// minimum or architecture asked (for owner, the owning project).
+type UnmetRequirement struct {
+	Requirement string `json:"requirement"`
+	Value       string `json:"value"`
+	Nodes       int    `json:"nodes"`
+	// Message says it in words: "31 nodes lack trait CUSTOM_GPU_A100".
+	Message string `json:"message"`
+}
+
+// Requirements are what an instance asks of its node beyond the resource
+// class: every required trait and no forbidden one (set by the operator
+// or derived by the controller), at least the minimum hardware (a
+// property never inspected meets no minimum), the architecture. Of the
+// nodes that meet them, the smallest is chosen (best fit).
+type Requirements struct {
+	RequiredTraits  []string `json:"required_traits,omitempty"`
+	ForbiddenTraits []string `json:"forbidden_traits,omitempty"`
+	MinCPUs         int      `json:"min_cpus,omitempty"`
+	MinMemoryMB     int      `json:"min_memory_mb,omitempty"`
+	MinDiskGB       int      `json:"min_disk_gb,omitempty"`
+	CPUArch         string   `json:"cpu_arch,omitempty"`
+}
+
+// CapacityReport answers GET /v1/capacity: how many instances of a shape
+// (resource class and requirements) could be placed now for a project.
+type CapacityReport struct {
+	Project       string       `json:"project"`
+	ResourceClass string       `json:"resource_class"`
+	Requirements  Requirements `json:"requirements"`
+	// Placeable is how many such instances the project could create now:
+	// the nodes that could take one (Capacity.Available; each takes one
+	// instance), within what the project's quota leaves (QuotaRemaining,
+	// null when unlimited).
+	Placeable      int  `json:"placeable"`
+	QuotaRemaining *int `json:"quota_remaining"`
+	// Capacity counts the nodes considered, by reason, as a no_capacity
+	// answer does; Message says the same in words.
+	Capacity Capacity `json:"capacity"`
+	Message  string   `json:"message"`
 }
 
 // ProblemTypeBase prefixes every problem Type.

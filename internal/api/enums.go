@@ -175,6 +175,12 @@ const (
 // DeployMethods lists every deploy method.
 func DeployMethods() []string { return []string{string(DeployImage), string(DeployLive)} }
 
+// UnmetRequirements lists the requirements a no_capacity answer counts
+// nodes failing (UnmetRequirement.Requirement).
+func UnmetRequirements() []string {
+	return []string{"resource_class", "owner", "required_trait", "forbidden_trait", "min_cpus", "min_memory_mb", "min_disk_gb", "cpu_arch"}
+}
+
 // RootDeviceHints lists the keys of an instance's root_device hints.
 func RootDeviceHints() []string {
 	return []string{"size_gb", "serial", "wwn", "model", "vendor", "name"}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,7 +105,7 @@ func TestNoCapacityCounts(t *testing.T) {
 	err := get("counts")
 	got, ok := NoCapacity(err)
 	want := api.Capacity{Nodes: 3, Maintenance: 2, Cleaning: 1, Pending: 1}
-	if !ok || *got != want || !errors.Is(err, ErrNoCapacity) {
+	if !ok || !reflect.DeepEqual(*got, want) || !errors.Is(err, ErrNoCapacity) {
 		t.Fatalf("NoCapacity(%v) = %+v, %v; want %+v", err, got, ok, want)
 	}
 	if ae, _ := AsAPIError(err); ae.Capacity() != got || !strings.Contains(ae.Detail(), "1 cleaning, 2 in maintenance") {

@@ -24,6 +24,12 @@ type NodeFilter struct {
 	// default (the API lists them unless told not to; older controllers
 	// hid them unless told to).
 	IncludeDeleting bool
+	// Owner lists the nodes a project owns; Schedulable those that can
+	// (or cannot) take an instance now; Requirements those whose hardware
+	// and traits meet them.
+	Owner        string
+	Schedulable  *bool
+	Requirements api.Requirements
 	// PageSize is the page size asked of the server (its default when 0).
 	PageSize int
 }
@@ -43,6 +49,13 @@ func (f NodeFilter) values() url.Values {
 		v.Set("resource_class", f.ResourceClass)
 	}
 	v.Set("include_deleting", strconv.FormatBool(f.IncludeDeleting))
+	if f.Owner != "" {
+		v.Set("owner", f.Owner)
+	}
+	if f.Schedulable != nil {
+		v.Set("schedulable", strconv.FormatBool(*f.Schedulable))
+	}
+	requirementValues(v, f.Requirements)
 	if f.PageSize > 0 {
 		v.Set("limit", strconv.Itoa(f.PageSize))
 	}
@@ -161,4 +174,56 @@ func (c *Client) GetNodeInventory(ctx context.Context, idOrName string) (*api.No
 		return nil, err
 	}
 	return &inv, nil
+}
+
+// requirementValues adds r to a query as the API spells it.
+func requirementValues(v url.Values, r api.Requirements) {
+	for _, t := range r.RequiredTraits {
+		v.Add("required_trait", t)
+	}
+	for _, t := range r.ForbiddenTraits {
+		v.Add("forbidden_trait", t)
+	}
+	for _, m := range []struct {
+		name string
+		v    int
+	}{{"min_cpus", r.MinCPUs}, {"min_memory_mb", r.MinMemoryMB}, {"min_disk_gb", r.MinDiskGB}} {
+		if m.v != 0 {
+			v.Set(m.name, strconv.Itoa(m.v))
+		}
+	}
+	if r.CPUArch != "" {
+		v.Set("cpu_arch", r.CPUArch)
+	}
+}
+
+// CapacityQuery is a shape of instance GetCapacity counts room for.
+type CapacityQuery struct {
+	// Project is required of an admin; a member's is its own.
+	Project       string
+	ResourceClass string
+	Requirements  api.Requirements
+	// DeployMethod is the deploy's (image when empty).
+	DeployMethod api.DeployMethod
+}
+
+// GetCapacity says how many instances of a shape the project could place
+// now, and why not more.
+func (c *Client) GetCapacity(ctx context.Context, q CapacityQuery) (*api.CapacityReport, error) {
+	v := url.Values{}
+	if q.Project != "" {
+		v.Set("project", q.Project)
+	}
+	if q.ResourceClass != "" {
+		v.Set("resource_class", q.ResourceClass)
+	}
+	if q.DeployMethod != "" {
+		v.Set("deploy_method", string(q.DeployMethod))
+	}
+	requirementValues(v, q.Requirements)
+	var out api.CapacityReport
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/capacity", query: v, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -1,6 +1,9 @@
 package baremetal
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // Unfit is why a node cannot take an instance now.
 type Unfit string
@@ -84,6 +87,46 @@ type Capacity struct {
 	// Pending counts the nodes (whatever their reason) that free up
 	// without anyone acting (FreesUpFor): waiting can help only if > 0.
 	Pending int
+	// Unsuited counts the nodes whose hardware, traits or owner fail the
+	// instance's requirements (whatever their state: no wait helps), and
+	// Unmet, per requirement, how many nodes fail it (a node failing
+	// several is counted under each). They are counted under no other
+	// reason, and never as Pending.
+	Unsuited int
+	Unmet    []UnmetCount
+	// Available counts the nodes that could take the instance now.
+	Available int
+}
+
+// UnmetCount is how many nodes fail one requirement.
+type UnmetCount struct {
+	Unmet
+	Nodes int
+}
+
+// CountPlacement adds n, considered for inst placed as p, to c: under the
+// requirements it fails, if any, else as Count does. It returns what n
+// fails, and why it cannot take inst ("" if it can).
+func (c *Capacity) CountPlacement(n *Node, p Placement, inst *Instance) ([]Unmet, Unfit) {
+	unmet := p.Unmet(n)
+	if len(unmet) == 0 {
+		u := c.Count(n, inst)
+		if u == "" {
+			c.Available++
+		}
+		return nil, u
+	}
+	c.Nodes++
+	c.Unsuited++
+	for _, u := range unmet {
+		i := slices.IndexFunc(c.Unmet, func(x UnmetCount) bool { return x.Unmet == u })
+		if i < 0 {
+			c.Unmet = append(c.Unmet, UnmetCount{Unmet: u})
+			i = len(c.Unmet) - 1
+		}
+		c.Unmet[i].Nodes++
+	}
+	return unmet, ""
 }
 
 // Count adds n, considered for inst, to c and returns why n cannot take

@@ -2,6 +2,7 @@ package baremetal
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -87,7 +88,7 @@ func TestCapacityCount(t *testing.T) {
 	}
 	want := Capacity{Nodes: 10, Maintenance: 2, Fault: 1, UnsuitableDriver: 1, Busy: 1, Cleaning: 2, Enroll: 1, Deleting: 1,
 		Inspecting: 1, Pending: 4}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("counts %+v, want %+v", c, want)
 	}
 	err := &Error{Code: CodeNoCapacity, Message: "none", Capacity: &c}

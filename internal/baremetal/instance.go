@@ -45,8 +45,12 @@ type Instance struct {
 	Project       string
 	NodeID        string
 	ResourceClass string
-	Image         Image
-	UserData      string
+	// Requirements are what the node must offer beyond the resource
+	// class (traits, minimum hardware, architecture): placement picks the
+	// smallest node that meets them.
+	Requirements Requirements
+	Image        Image
+	UserData     string
 	Metadata      map[string]string
 	State         InstanceState
 	// PowerState is the desired power state ("" = no preference).

@@ -243,6 +243,17 @@ type Node struct {
 	// so that clearing the override brings it back.
 	Inspected Properties
 
+	// Traits are the operator's (sorted, no duplicates); DerivedTraits
+	// those the controller derives from inspection and the BMC (see
+	// DeriveTraits), replaced by each new inspection or verify. Placement
+	// matches an instance's required and forbidden traits against both.
+	Traits        []string
+	DerivedTraits []string
+	// Owner, when set, is the project whose instances alone are placed on
+	// the node (an admin may still pin another's), and the only project
+	// whose members see it.
+	Owner string
+
 	// CleanErase, when set, wins over the resource class's and the
 	// controller's erase mode for this node's cleanings.
 	CleanErase CleanErase

@@ -137,6 +137,15 @@ func (n *Node) Validate() error {
 	if err := n.Properties.Validate(); err != nil {
 		return err
 	}
+	var err error
+	if n.Traits, err = ValidateTraits("traits", n.Traits); err != nil {
+		return err
+	}
+	if n.Owner != "" {
+		if err := ValidateProject("owner", n.Owner); err != nil {
+			return err
+		}
+	}
 	if n.CleanErase != CleanEraseDefault && !slices.Contains(CleanErases, n.CleanErase) {
 		return FieldErrorf("clean_erase", "clean_erase %q is not an erase mode; use metadata, full or off (or leave it empty for the resource class's or the controller's)", n.CleanErase)
 	}
@@ -291,8 +300,14 @@ func (i *Instance) Validate() error {
 	if err := ValidateName("name", i.Name); err != nil {
 		return err
 	}
-	if (i.ResourceClass == "") == (i.NodeID == "") {
-		return FieldErrorf("resource_class", "exactly one of resource_class and node_id is required")
+	if i.ResourceClass != "" && i.NodeID != "" {
+		return FieldErrorf("resource_class", "resource_class and node_id are exclusive: place the instance by class (and requirements) or pin it to a node")
+	}
+	if i.ResourceClass == "" && i.NodeID == "" && i.Requirements.IsZero() {
+		return FieldErrorf("resource_class", "one of resource_class, node_id or requirements (required_traits, min_cpus, ...) is required")
+	}
+	if err := i.Requirements.Validate(); err != nil {
+		return err
 	}
 	if i.ResourceClass != "" {
 		if err := ValidateResourceClass("resource_class", i.ResourceClass); err != nil {

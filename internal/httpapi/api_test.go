@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -448,7 +449,7 @@ func testInstances(t *testing.T, e *env) {
 	if p := r.problem(t); r.status != 409 || p.Code != "no_capacity" || p.Field != "node_id" {
 		t.Fatalf("pinned busy node: %d %s", r.status, r.body)
 	}
-	if p := r.problem(t); p.Capacity == nil || *p.Capacity != (api.Capacity{Nodes: 1, Busy: 1}) {
+	if p := r.problem(t); p.Capacity == nil || !reflect.DeepEqual(*p.Capacity, api.Capacity{Nodes: 1, Busy: 1, Unmet: []api.UnmetRequirement{}}) {
 		t.Fatalf("pinned busy node: counts %s", r.body)
 	}
 	// Delete: 202 with a cleanup job, gone at once, quota freed.
@@ -486,13 +487,14 @@ func testInstances(t *testing.T, e *env) {
 	// included) so a client need not know which are omitted: the cleaning
 	// node frees up by itself, the one in maintenance does not.
 	var wire struct {
-		Capacity map[string]int `json:"capacity"`
+		Capacity map[string]any `json:"capacity"`
 	}
 	if err := json.Unmarshal(r.body, &wire); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"nodes": 2, "maintenance": 1, "fault": 0, "unsuitable_driver": 0, "busy": 0,
-		"cleaning": 1, "enroll": 0, "deleting": 0, "inspecting": 0, "pending": 1}
+	want := map[string]any{"nodes": 2.0, "maintenance": 1.0, "fault": 0.0, "unsuitable_driver": 0.0, "busy": 0.0,
+		"cleaning": 1.0, "enroll": 0.0, "deleting": 0.0, "inspecting": 0.0, "pending": 1.0,
+		"unsuited": 0.0, "unmet": []any{}, "available": 0.0}
 	if fmt.Sprint(wire.Capacity) != fmt.Sprint(want) {
 		t.Fatalf("no capacity counts %v, want %v", wire.Capacity, want)
 	}

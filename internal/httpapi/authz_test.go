@@ -44,7 +44,9 @@ var authzRules = map[string]authzRule{
 	// told so (422 invalid_state); inventories exist only after an inspection (404).
 	"POST /v1/nodes/{id}/inspect":  {want: adminOnly(422)},
 	"GET /v1/nodes/{id}/inventory": {want: adminOnly(404)},
-	"GET /v1/instances":            {want: anyMember(200)},
+	// An admin names the project (400 without one); a member asks for its own.
+	"GET /v1/capacity":  {want: [5]int{401, 401, 200, 200, 400}},
+	"GET /v1/instances": {want: anyMember(200)},
 	"POST /v1/instances": {body: func(i int) string {
 		return fmt.Sprintf(`{"name":"authz-new-%d","project":"p1","resource_class":"gpu","image":{"url":"https://images.example/u.iso"}}`, i)
 	}, want: ownerOrAdmin(201, 403)},

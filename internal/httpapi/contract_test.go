@@ -92,6 +92,8 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"AgentCommand.kind":                          api.AgentCommandKinds(),
 		"Instance.deploy_method":                     api.DeployMethods(),
 		"InstanceCreate.deploy_method":               api.DeployMethods(),
+		"GET /v1/capacity ?deploy_method":            api.DeployMethods(),
+		"UnmetRequirement.requirement":               api.UnmetRequirements(),
 		"AgentCommand.erase":                         api.AgentEraseMethods(),
 		"AgentCommandStatus.state":                   api.AgentCommandStates(),
 		"GET /v1/agent/boot/{id}/{key}/{file} ?file": api.AgentBootFiles(),
@@ -130,7 +132,8 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 // field added to the wire (Problem.capacity, say) is documented.
 func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 	types := map[string]any{
-		"Problem": api.Problem{}, "Capacity": api.Capacity{}, "Properties": api.Properties{},
+		"Problem": api.Problem{}, "Capacity": api.Capacity{}, "UnmetRequirement": api.UnmetRequirement{},
+		"Requirements": api.Requirements{}, "CapacityReport": api.CapacityReport{}, "Properties": api.Properties{},
 		"PropertiesPatch": api.PropertiesPatch{},
 		"BMC":             api.BMC{}, "BMCInput": api.BMCInput{}, "BMCPatch": api.BMCPatch{},
 		"Node": api.Node{}, "NodeCreate": api.NodeCreate{}, "NodePatch": api.NodePatch{}, "NodeList": api.NodeList{},
@@ -193,20 +196,21 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		codes = append(codes, string(c))
 	}
 	for what, c := range map[string]struct{ domain, wire []string }{
-		"provision states":  {strs(baremetal.ProvisionStates), api.ProvisionStates()},
-		"faults":            {strs(baremetal.Faults), api.Faults()},
-		"drivers":           {strs(baremetal.Drivers), api.Drivers()},
-		"power states":      {strs(baremetal.PowerStates), api.PowerStates()},
-		"bmc power states":  {strs([]bmc.PowerState{bmc.PowerOn, bmc.PowerOff, bmc.PowerUnknown}), api.PowerStates()},
-		"power actions":     {strs(bmc.PowerActions), api.PowerActions()},
-		"instance states":   {strs(baremetal.InstanceStates), api.InstanceStates()},
-		"roles":             {strs(baremetal.Roles), api.Roles()},
-		"problem codes":     {codes, api.ProblemCodes()},
-		"deploy methods":    {strs(baremetal.DeployMethods), api.DeployMethods()},
-		"root device hints": {baremetal.RootDeviceHints, api.RootDeviceHints()},
-		"property names":    {strs(baremetal.PropertyNames), api.PropertyNames()},
-		"clean erases":      {strs(baremetal.CleanErases), api.CleanErases()},
-		"agent purposes":    {strs(baremetal.AgentPurposes), api.AgentPurposes()},
+		"provision states":   {strs(baremetal.ProvisionStates), api.ProvisionStates()},
+		"faults":             {strs(baremetal.Faults), api.Faults()},
+		"drivers":            {strs(baremetal.Drivers), api.Drivers()},
+		"power states":       {strs(baremetal.PowerStates), api.PowerStates()},
+		"bmc power states":   {strs([]bmc.PowerState{bmc.PowerOn, bmc.PowerOff, bmc.PowerUnknown}), api.PowerStates()},
+		"power actions":      {strs(bmc.PowerActions), api.PowerActions()},
+		"instance states":    {strs(baremetal.InstanceStates), api.InstanceStates()},
+		"roles":              {strs(baremetal.Roles), api.Roles()},
+		"problem codes":      {codes, api.ProblemCodes()},
+		"deploy methods":     {strs(baremetal.DeployMethods), api.DeployMethods()},
+		"root device hints":  {baremetal.RootDeviceHints, api.RootDeviceHints()},
+		"property names":     {strs(baremetal.PropertyNames), api.PropertyNames()},
+		"clean erases":       {strs(baremetal.CleanErases), api.CleanErases()},
+		"agent purposes":     {strs(baremetal.AgentPurposes), api.AgentPurposes()},
+		"unmet requirements": {baremetal.UnmetKinds, api.UnmetRequirements()},
 	} {
 		if !sameSet(c.domain, c.wire) {
 			t.Errorf("%s: the domain has %q, the API %q", what, sorted(c.domain), sorted(c.wire))

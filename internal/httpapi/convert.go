@@ -3,6 +3,8 @@ package httpapi
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -21,6 +23,7 @@ import (
 func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 	out := api.Node{
 		ID: n.ID, Name: n.Name, Driver: api.Driver(n.Driver), ResourceClass: n.ResourceClass,
+		Traits: traitsOut(n.Traits), DerivedTraits: traitsOut(n.DerivedTraits), Owner: n.Owner,
 		Properties: api.Properties(n.Properties), PropertyOverrides: propertyNames(n.Overrides),
 		Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
 		CleanErase: api.CleanErase(n.CleanErase), InspectOnEnroll: n.InspectOnEnroll,
@@ -37,6 +40,33 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 	} else {
 		out.BMC = &api.BMC{Address: n.BMC.Address, Username: n.BMC.Username, Insecure: n.BMC.Insecure,
 			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
+	}
+	return out
+}
+
+// traitsOut renders a node's traits, [] for none.
+func traitsOut(ts []string) []string { return baremetal.SortedTraits(ts) }
+
+// requirementsIn and requirementsOut convert an instance's requirements:
+// the same fields, so a conversion (it stops compiling when they drift).
+func requirementsIn(r *api.Requirements) baremetal.Requirements {
+	if r == nil {
+		return baremetal.Requirements{}
+	}
+	return baremetal.Requirements(*r)
+}
+
+func requirementsOut(r baremetal.Requirements) api.Requirements { return api.Requirements(r) }
+
+// capacityOut renders the counts of a no_capacity answer or a capacity
+// report.
+func capacityOut(c baremetal.Capacity) api.Capacity {
+	out := api.Capacity{Nodes: c.Nodes, Maintenance: c.Maintenance, Fault: c.Fault, UnsuitableDriver: c.UnsuitableDriver,
+		Busy: c.Busy, Cleaning: c.Cleaning, Enroll: c.Enroll, Deleting: c.Deleting, Inspecting: c.Inspecting,
+		Pending: c.Pending, Unsuited: c.Unsuited, Available: c.Available, Unmet: []api.UnmetRequirement{}}
+	for _, u := range service.SortedUnmet(c.Unmet) {
+		out.Unmet = append(out.Unmet, api.UnmetRequirement{Requirement: u.Kind, Value: u.Value, Nodes: u.Nodes,
+			Message: fmt.Sprintf("%d nodes %s", u.Nodes, u.Phrase())})
 	}
 	return out
 }
@@ -104,7 +134,8 @@ func instanceOut(i *baremetal.Instance, observed baremetal.PowerState) api.Insta
 		PowerState: api.PowerState(i.PowerState), ObservedPowerState: api.PowerState(observed), LastError: i.LastError,
 		Ready: i.Ready, DeployTimeout: durationOut(i.DeployTimeout), BootedAt: i.BootedAt,
 		DeployMethod: api.DeployMethod(cmp.Or(i.DeployMethod, baremetal.DeployLive)), RootDevice: i.RootDevice,
-		Rebuilds: i.Rebuilds, Network: networkOut(i.Network), Addresses: addressesOut(i.Addresses), CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
+		Requirements: requirementsOut(i.Requirements),
+		Rebuilds:     i.Rebuilds, Network: networkOut(i.Network), Addresses: addressesOut(i.Addresses), CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, Version: i.Version,
 	}
 }
 
@@ -205,7 +236,18 @@ func nodeFilter(r *http.Request) (store.NodeFilter, error) {
 		return store.NodeFilter{}, err
 	}
 	q := r.URL.Query()
-	f := store.NodeFilter{Page: p, ResourceClass: q.Get("resource_class")}
+	f := store.NodeFilter{Page: p, ResourceClass: q.Get("resource_class"), Owner: q.Get("owner")}
+	if f.Owner != "" {
+		if err := baremetal.ValidateProject("owner", f.Owner); err != nil {
+			return f, err
+		}
+	}
+	if f.Schedulable, err = boolParam(r, "schedulable"); err != nil {
+		return f, err
+	}
+	if f.Requirements, err = requirementsParams(r); err != nil {
+		return f, err
+	}
 	if f.ResourceClass != "" {
 		if err := baremetal.ValidateResourceClass("resource_class", f.ResourceClass); err != nil {
 			return f, err
@@ -238,4 +280,47 @@ func nodeFilter(r *http.Request) (store.NodeFilter, error) {
 		f.IncludeDeleting = true
 	}
 	return f, nil
+}
+
+// requirementsParams reads requirements from a query: required_trait and
+// forbidden_trait (repeated, or comma-separated), min_cpus,
+// min_memory_mb, min_disk_gb and cpu_arch.
+func requirementsParams(r *http.Request) (baremetal.Requirements, error) {
+	q := r.URL.Query()
+	traits := func(name string) []string {
+		var out []string
+		for _, v := range q[name] {
+			for _, t := range strings.Split(v, ",") {
+				if t = strings.TrimSpace(t); t != "" {
+					out = append(out, t)
+				}
+			}
+		}
+		return out
+	}
+	req := baremetal.Requirements{RequiredTraits: traits("required_trait"), ForbiddenTraits: traits("forbidden_trait"),
+		CPUArch: q.Get("cpu_arch")}
+	for _, f := range []struct {
+		name string
+		to   *int
+	}{{"min_cpus", &req.MinCPUs}, {"min_memory_mb", &req.MinMemoryMB}, {"min_disk_gb", &req.MinDiskGB}} {
+		v := q.Get(f.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return req, &baremetal.Error{Code: baremetal.CodeInvalid, Field: f.name, Message: f.name + " must be a whole number, got " + strconv.Quote(v)}
+		}
+		*f.to = n
+	}
+	if err := req.Validate(); err != nil {
+		// The query's names, not the body's.
+		var e *baremetal.Error
+		if errors.As(err, &e) {
+			e.Field = strings.NewReplacer("required_traits", "required_trait", "forbidden_traits", "forbidden_trait").Replace(e.Field)
+		}
+		return req, err
+	}
+	return req, nil
 }

@@ -73,6 +73,7 @@ func (s *Server) createInstance(w http.ResponseWriter, r *http.Request, c servic
 		Image: baremetal.Image(in.Image), UserData: in.UserData, Metadata: in.Metadata,
 		PowerState: baremetal.PowerState(in.PowerState), DeployTimeout: timeout,
 		DeployMethod: baremetal.DeployMethod(in.DeployMethod), RootDevice: in.RootDevice, Network: network,
+		Requirements: requirementsIn(in.Requirements),
 	}, o)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -19,6 +19,7 @@ func specFromAPI(in api.NodeCreate) service.NodeSpec {
 		Properties:  baremetal.Properties(in.Properties),
 		Maintenance: in.Maintenance, MaintenanceReason: in.MaintenanceReason,
 		CleanErase: baremetal.CleanErase(in.CleanErase), InspectOnEnroll: in.InspectOnEnroll,
+		Traits: in.Traits, Owner: in.Owner,
 	}
 }
 
@@ -143,6 +144,7 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 			Properties:  api.Properties(spec.Properties),
 			Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
 			CleanErase: api.CleanErase(spec.CleanErase), InspectOnEnroll: spec.InspectOnEnroll,
+			Traits: spec.Traits, Owner: spec.Owner,
 		})
 		if err != nil {
 			return spec, err

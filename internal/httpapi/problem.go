@@ -75,9 +75,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Instance: logPath(r),
 	}
 	if c := baremetal.ErrorCapacity(err); c != nil && code == baremetal.CodeNoCapacity {
-		// A conversion, not a copy field by field: it stops compiling
-		// when the domain's counts and the wire's drift apart.
-		wire := api.Capacity(*c)
+		wire := capacityOut(*c)
 		p.Capacity = &wire
 	}
 	switch {

@@ -41,6 +41,9 @@ func Diff(before, after *baremetal.Node, c *Change, now time.Time) []*baremetal.
 	updated("resource_class", a.ResourceClass, b.ResourceClass)
 	updated("properties", properties(a.Properties), properties(b.Properties))
 	add("updated", "property_overrides", overrides(a), overrides(b), "property overrides changed (inspection fills the others)")
+	updated("traits", strings.Join(a.Traits, ","), strings.Join(b.Traits, ","))
+	add("updated", "derived_traits", strings.Join(a.DerivedTraits, ","), strings.Join(b.DerivedTraits, ","), "derived traits changed (what inspection and the BMC show)")
+	add("updated", "owner", a.Owner, b.Owner, "owner changed (empty: any project's instances may be placed on the node)")
 	add("updated", "clean_erase", string(a.CleanErase), string(b.CleanErase), "clean_erase changed (empty: the resource class's or the controller's erase mode)")
 	add("updated", "inspect_on_enroll", tristate(a.InspectOnEnroll), tristate(b.InspectOnEnroll), "inspect_on_enroll changed (empty: the controller's --inspect-on-enroll)")
 	if a.Maintenance != b.Maintenance {

@@ -1,8 +1,10 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -232,11 +234,27 @@ func (s *Service) checkQuota(ctx context.Context, tx store.Tx, project string) e
 func (s *Service) pickNode(ctx context.Context, tx store.Tx, c Caller, inst *baremetal.Instance) (*baremetal.Node, error) {
 	if inst.NodeID != "" {
 		n, err := tx.GetNode(ctx, inst.NodeID)
+		if err == nil && !c.Admin() && n.Owner != "" && n.Owner != c.Project {
+			// Members do not see nodes another project owns.
+			err = store.NotFound("node", inst.NodeID)
+		}
 		if baremetal.IsCode(err, baremetal.CodeNotFound) {
 			return nil, baremetal.FieldErrorf("node_id", "node %q does not exist", inst.NodeID)
 		}
 		if err != nil {
 			return nil, err
+		}
+		// An admin may pin a node another project owns: owners steer
+		// placement, they do not fence off an admin.
+		if unmet := (baremetal.Placement{Requirements: inst.Requirements}).Unmet(n); len(unmet) > 0 {
+			var capa baremetal.Capacity
+			capa.CountPlacement(n, baremetal.Placement{Requirements: inst.Requirements}, inst)
+			why := make([]string, len(unmet))
+			for i, u := range unmet {
+				why[i] = pinnedPhrase(u, n)
+			}
+			return nil, &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "node_id", Capacity: &capa,
+				Message: fmt.Sprintf("node %s does not meet the instance's requirements: %s", n.Name, strings.Join(why, ", "))}
 		}
 		if !n.Schedulable() {
 			// Another project's instance is not named to a member.
@@ -265,7 +283,7 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, c Caller, inst *bar
 		}
 		return n, nil
 	}
-	claim := store.NodeClaim{ResourceClass: inst.ResourceClass}
+	claim := store.NodeClaim{Placement: placementOf(inst)}
 	if inst.NeedsMediaDrive() {
 		claim.Driver = baremetal.DriverRedfish // CanCarryConfigDrive
 	}
@@ -305,22 +323,88 @@ func unschedulableReason(n *baremetal.Node, hosted string) string {
 	return strings.Join(why, ", ")
 }
 
-// noCapacity counts why each node of the class is not schedulable, e.g.
-// `no node of class "gpu" is available: 2 in maintenance, 1 faulted (bmc_unreachable), 3 cleaning`,
-// in words and in numbers (baremetal.Capacity) for clients that decide
-// whether to wait.
+// SortedUnmet orders unmet requirements as they are told: the one most
+// nodes fail first, then by requirement and value.
+func SortedUnmet(us []baremetal.UnmetCount) []baremetal.UnmetCount {
+	out := slices.Clone(us)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Nodes != out[j].Nodes {
+			return out[i].Nodes > out[j].Nodes
+		}
+		return out[i].Kind+"\x00"+out[i].Value < out[j].Kind+"\x00"+out[j].Value
+	})
+	return out
+}
+
+// placementOf is what inst asks of its node.
+func placementOf(inst *baremetal.Instance) baremetal.Placement {
+	return baremetal.Placement{ResourceClass: inst.ResourceClass, Requirements: inst.Requirements, Project: inst.Project}
+}
+
+// pinnedPhrase says what a pinned node lacks of one requirement, with the
+// node's own value: "lacks trait CUSTOM_GPU_A100", "has 65536 MB memory,
+// not 262144".
+func pinnedPhrase(u baremetal.Unmet, n *baremetal.Node) string {
+	known := func(v int, unit string) string {
+		if v == 0 {
+			return "unknown " + unit + " (not inspected)"
+		}
+		return fmt.Sprintf("%d %s", v, unit)
+	}
+	switch u.Kind {
+	case baremetal.UnmetRequiredTrait:
+		return "lacks trait " + u.Value
+	case baremetal.UnmetForbiddenTrait:
+		return "has forbidden trait " + u.Value
+	case baremetal.UnmetCPUs:
+		return fmt.Sprintf("has %s, not %s", known(n.Properties.CPUs, "CPUs"), u.Value)
+	case baremetal.UnmetMemoryMB:
+		return fmt.Sprintf("has %s, not %s", known(n.Properties.MemoryMB, "MB memory"), u.Value)
+	case baremetal.UnmetDiskGB:
+		return fmt.Sprintf("has %s, not %s", known(n.Properties.LocalGB, "GB disk"), u.Value)
+	case baremetal.UnmetCPUArch:
+		arch := n.Properties.CPUArch
+		if arch == "" {
+			arch = "unknown (not inspected)"
+		}
+		return fmt.Sprintf("is %s, not %s", arch, u.Value)
+	}
+	return u.Phrase()
+}
+
+// noCapacity says why no node can take inst: per requirement, how many
+// nodes fail it, and why each node that fits is not schedulable, e.g.
+// `no node of class "gpu" fits: 31 lack trait CUSTOM_GPU_A100, 2 are
+// owned by another project; of the 3 that fit, 2 in maintenance, 1
+// cleaning`, in words and in numbers (baremetal.Capacity) for clients
+// that decide whether to wait.
 func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.Instance) error {
-	class := inst.ResourceClass
+	capa, msg, err := survey(ctx, tx, placementOf(inst), inst)
+	if err != nil {
+		return err
+	}
+	return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class", Capacity: &capa, Message: msg}
+}
+
+// survey counts the nodes of p's resource class (every node when it has
+// none) for an instance like inst, a page at a time (never every node in
+// memory at once), and says in words why none can take it.
+func survey(ctx context.Context, q store.Queries, p baremetal.Placement, inst *baremetal.Instance) (baremetal.Capacity, string, error) {
 	counts := map[string]int{}
 	var capa baremetal.Capacity
-	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}, ResourceClass: class, IncludeDeleting: true}
+	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}, ResourceClass: p.ResourceClass, IncludeDeleting: true}
 	for {
-		nodes, next, err := tx.ListNodes(ctx, f)
+		nodes, next, err := q.ListNodes(ctx, f)
 		if err != nil {
-			return err
+			return capa, "", err
 		}
 		for _, n := range nodes {
-			switch capa.Count(n, inst) {
+			unmet, unfit := capa.CountPlacement(n, p, inst)
+			if len(unmet) > 0 {
+				continue
+			}
+			switch unfit {
+			case "":
 			case baremetal.UnfitMaintenance:
 				counts["in maintenance"]++
 			case baremetal.UnfitFault:
@@ -336,17 +420,42 @@ func (s *Service) noCapacity(ctx context.Context, tx store.Tx, inst *baremetal.I
 		}
 		f.After = next
 	}
+	of := "no node"
+	if p.ResourceClass != "" {
+		of = fmt.Sprintf("no node of class %q", p.ResourceClass)
+	}
 	if capa.Nodes == 0 {
-		return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class", Capacity: &capa,
-			Message: fmt.Sprintf("no node of class %q is available: no node has that resource class", class)}
+		if p.ResourceClass == "" {
+			return capa, "no node is enrolled", nil
+		}
+		return capa, of + " is available: no node has that resource class", nil
 	}
 	parts := make([]string, 0, len(counts))
 	for k, v := range counts {
 		parts = append(parts, fmt.Sprintf("%d %s", v, k))
 	}
 	sort.Slice(parts, func(i, j int) bool { return strings.SplitN(parts[i], " ", 2)[1] < strings.SplitN(parts[j], " ", 2)[1] })
-	return &baremetal.Error{Code: baremetal.CodeNoCapacity, Field: "resource_class", Capacity: &capa,
-		Message: fmt.Sprintf("no node of class %q is available: %s", class, strings.Join(parts, ", "))}
+	if capa.Unsuited == 0 {
+		if len(parts) == 0 {
+			return capa, fmt.Sprintf("%d nodes can take the instance", capa.Available), nil
+		}
+		return capa, of + " is available: " + strings.Join(parts, ", "), nil
+	}
+	unmet := SortedUnmet(capa.Unmet)
+	why := make([]string, len(unmet))
+	for i, u := range unmet {
+		why[i] = fmt.Sprintf("%d %s", u.Nodes, u.Phrase())
+	}
+	msg := fmt.Sprintf("%s fits the instance's requirements: of %d nodes, %s", of, capa.Nodes, strings.Join(why, ", "))
+	fit := capa.Nodes - capa.Unsuited
+	switch {
+	case fit == 0:
+	case capa.Available > 0:
+		msg = fmt.Sprintf("%d of %d nodes fit the instance's requirements and %d can take it now; the others: %s", fit, capa.Nodes, capa.Available, strings.Join(why, ", "))
+	default:
+		msg += fmt.Sprintf("; the %d that fit cannot take it now: %s", fit, strings.Join(parts, ", "))
+	}
+	return capa, msg, nil
 }
 
 // UpdateInstance changes an instance's desired power state or metadata. A
@@ -591,4 +700,54 @@ func rebuildWhat(inst *baremetal.Instance, ch baremetal.Rebuild) string {
 		return "same image, user_data and network"
 	}
 	return strings.Join(what, ", ")
+}
+
+// Capacity says how many instances of a shape (p's resource class and
+// requirements) could be placed now for p.Project: the nodes that could
+// take one, within what the project's quota leaves (nil: unlimited). A
+// member asks for its own project. It reads the nodes a page at a time.
+func (s *Service) Capacity(ctx context.Context, c Caller, p baremetal.Placement, deployMethod baremetal.DeployMethod) (capa baremetal.Capacity, msg string, placeable int, quotaLeft *int, err error) {
+	if c.Admin() {
+		if p.Project == "" {
+			return capa, "", 0, nil, baremetal.FieldErrorf("project", "project is required when an admin asks for capacity (nodes owned by other projects do not count)")
+		}
+	} else {
+		if p.Project != "" && p.Project != c.Project {
+			return capa, "", 0, nil, forbidden("a member may only ask for capacity in its own project %q", c.Project)
+		}
+		p.Project = c.Project
+	}
+	if err := baremetal.ValidateProject("project", p.Project); err != nil {
+		return capa, "", 0, nil, err
+	}
+	if p.ResourceClass != "" {
+		if err := baremetal.ValidateResourceClass("resource_class", p.ResourceClass); err != nil {
+			return capa, "", 0, nil, err
+		}
+	}
+	if err := p.Requirements.Validate(); err != nil {
+		return capa, "", 0, nil, err
+	}
+	// The instance a deploy of this shape would be: a live deploy needs
+	// virtual media only for a config drive, which a plain shape has not.
+	inst := &baremetal.Instance{ResourceClass: p.ResourceClass, Requirements: p.Requirements, Project: p.Project,
+		DeployMethod: cmp.Or(deployMethod, baremetal.DeployImage)}
+	if capa, msg, err = survey(ctx, s.store, p, inst); err != nil {
+		return capa, "", 0, nil, err
+	}
+	placeable = capa.Available
+	q, err := s.store.GetQuota(ctx, p.Project)
+	if err != nil {
+		return capa, "", 0, nil, err
+	}
+	if q.Instances >= 0 {
+		used, err := s.store.CountInstances(ctx, p.Project)
+		if err != nil {
+			return capa, "", 0, nil, err
+		}
+		left := max(q.Instances-used, 0)
+		quotaLeft = &left
+		placeable = min(placeable, left)
+	}
+	return capa, msg, placeable, quotaLeft, nil
 }

@@ -35,6 +35,10 @@ type NodeSpec struct {
 	// class's); unset ("" and nil) follows those.
 	CleanErase      baremetal.CleanErase
 	InspectOnEnroll *bool
+	// Traits are the operator's (the derived ones are the controller's);
+	// Owner the project whose instances alone are placed on the node.
+	Traits []string
+	Owner  string
 }
 
 // SpecOf returns the settable fields of n (password left empty; of the
@@ -44,7 +48,8 @@ func SpecOf(n *baremetal.Node) NodeSpec {
 	b.Password = ""
 	return NodeSpec{Name: n.Name, Driver: n.Driver, BMC: b, ResourceClass: n.ResourceClass,
 		Properties: n.OperatorProperties(), Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
-		CleanErase: n.CleanErase, InspectOnEnroll: n.InspectOnEnroll}
+		CleanErase: n.CleanErase, InspectOnEnroll: n.InspectOnEnroll,
+		Traits: baremetal.SortedTraits(n.Traits), Owner: n.Owner}
 }
 
 // nodeKicker is implemented by job runners that can make a node's pending
@@ -70,6 +75,7 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
 		CleanErase: spec.CleanErase, InspectOnEnroll: spec.InspectOnEnroll,
 		PowerState: baremetal.PowerUnknown, ProvisionState: baremetal.StateEnroll,
+		Traits: baremetal.SortedTraits(spec.Traits), DerivedTraits: []string{}, Owner: spec.Owner,
 	}
 	n.SetOverrides(spec.Properties)
 	if err := n.Validate(); err != nil {
@@ -157,6 +163,19 @@ func (s *Service) GetNode(ctx context.Context, c Caller, idOrName string) (*bare
 	if err != nil {
 		return nil, err
 	}
+	if !c.Admin() && n.Owner != "" && n.Owner != c.Project {
+		// Another project's node is not there for a member, unless an
+		// admin pinned one of the member's instances to it.
+		mine := false
+		if n.InstanceID != "" {
+			if mine, err = s.ownInstance(ctx, s.store, c, n.InstanceID); err != nil {
+				return nil, err
+			}
+		}
+		if !mine {
+			return nil, store.NotFound("node", idOrName)
+		}
+	}
 	if err := s.hideOthersInstances(ctx, c, n); err != nil {
 		return nil, err
 	}
@@ -165,6 +184,10 @@ func (s *Service) GetNode(ctx context.Context, c Caller, idOrName string) (*bare
 
 // ListNodes returns a page of nodes.
 func (s *Service) ListNodes(ctx context.Context, c Caller, f store.NodeFilter) ([]*baremetal.Node, string, error) {
+	if !c.Admin() {
+		// Members see the nodes no project owns and their own project's.
+		f.VisibleTo = c.Project
+	}
 	nodes, next, err := s.store.ListNodes(ctx, f)
 	if err != nil {
 		return nil, "", err
@@ -258,12 +281,14 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				// operator lets the retire go on.
 				same, was := spec, SpecOf(&cur)
 				same.Maintenance, same.MaintenanceReason, same.BMC.Password = was.Maintenance, was.MaintenanceReason, ""
+				same.Traits = baremetal.SortedTraits(same.Traits)
 				if !reflect.DeepEqual(same, was) { // InspectOnEnroll is a pointer: compare what it points to
 					return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted: only maintenance may still change", cur.Name)
 				}
 			}
 			n.Name, n.Driver, n.ResourceClass = spec.Name, spec.Driver, spec.ResourceClass
 			n.CleanErase, n.InspectOnEnroll = spec.CleanErase, spec.InspectOnEnroll
+			n.Traits, n.Owner = baremetal.SortedTraits(spec.Traits), spec.Owner
 			// An override the operator no longer sets shows what
 			// inspection found at once.
 			n.SetOverrides(spec.Properties)

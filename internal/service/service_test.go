@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -401,7 +402,7 @@ func TestInspectingNodesArePending(t *testing.T) {
 					t.Fatalf("%s: %v, want no_capacity saying inspecting", inst.Name, err)
 				}
 				want := baremetal.Capacity{Nodes: 1, Inspecting: 1, Pending: 1}
-				if c := baremetal.ErrorCapacity(err); c == nil || *c != want {
+				if c := baremetal.ErrorCapacity(err); c == nil || !reflect.DeepEqual(*c, want) {
 					t.Errorf("%s: counts %+v, want %+v", inst.Name, c, want)
 				}
 			}

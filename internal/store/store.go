@@ -74,23 +74,31 @@ type Tx interface {
 	Native() any
 }
 
-// NodeClaim is what a new instance asks of its node (Tx.ClaimNode).
+// NodeClaim is what a new instance asks of its node (Tx.ClaimNode): the
+// placement (resource class, empty for any; requirements; the project,
+// which nodes owned by another do not serve) and the driver (empty for
+// any). Of the nodes that fit, the claim takes the best fit
+// (baremetal.BestFitLess).
 type NodeClaim struct {
-	// ResourceClass and Driver are those the node must have; empty for
-	// any.
-	ResourceClass string
-	Driver        baremetal.Driver
+	baremetal.Placement
+	Driver baremetal.Driver
 }
 
 // Fits reports whether n is a node c would claim.
 func (c NodeClaim) Fits(n *baremetal.Node) bool {
-	return n.Schedulable() && (c.ResourceClass == "" || n.ResourceClass == c.ResourceClass) &&
-		(c.Driver == "" || n.Driver == c.Driver)
+	return n.Schedulable() && c.Placement.Fits(n) && (c.Driver == "" || n.Driver == c.Driver)
+}
+
+// Storable reports whether every string of c is one a store can hold: a
+// claim with one that is not matches no node.
+func (c NodeClaim) Storable() bool {
+	r := c.Requirements
+	return Storable(append(append([]string{c.ResourceClass, string(c.Driver), c.Project, r.CPUArch}, r.RequiredTraits...), r.ForbiddenTraits...)...)
 }
 
 // NoFreeNode is ClaimNode's not-found error.
 func NoFreeNode(c NodeClaim) error {
-	return baremetal.Errorf(baremetal.CodeNotFound, "no free node of class %q and driver %q", c.ResourceClass, c.Driver)
+	return baremetal.Errorf(baremetal.CodeNotFound, "no free node of class %q and driver %q fits", c.ResourceClass, c.Driver)
 }
 
 // Queries are the row operations available on a Store and inside a Tx.
@@ -300,6 +308,16 @@ type NodeFilter struct {
 	// DueBefore, when set, selects nodes whose NextCheckAt is nil or not
 	// after it (power sync backoff).
 	DueBefore *time.Time
+	// Owner selects the nodes a project owns; VisibleTo those a member of
+	// the project may see (unowned, or owned by it).
+	Owner     string
+	VisibleTo string
+	// Schedulable, when set, selects the nodes that can (or cannot) take
+	// an instance now (baremetal.Node.Schedulable).
+	Schedulable *bool
+	// Requirements selects the nodes whose hardware and traits meet them
+	// (baremetal.Placement.Unmet), whatever their state.
+	Requirements baremetal.Requirements
 }
 
 // NodeCount is how many nodes share a provision state, fault and

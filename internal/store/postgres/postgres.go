@@ -239,12 +239,14 @@ func (t *Tx) ClaimNode(ctx context.Context, c store.NodeClaim) (*baremetal.Node,
 	n, err := t.claimIn(ctx, func() (*baremetal.Node, error) {
 		return sqlstore.ClaimNode(ctx, t.Queries, c)
 	})
-	if !baremetal.IsCode(err, baremetal.CodeNotFound) || !store.Storable(c.ResourceClass, string(c.Driver)) {
+	if !baremetal.IsCode(err, baremetal.CodeNotFound) || !c.Storable() {
 		return n, err
 	}
+	a := sqlstore.ClaimArgs(c)
 	after := ""
 	for {
-		id, err := t.pg.NextFreeNode(ctx, after, c.ResourceClass, string(c.Driver))
+		id, err := t.pg.NextFreeNode(ctx, after, a.ResourceClass, a.Driver, a.Project, a.MinCpus, a.MinMemoryMB,
+			a.MinDiskGB, a.CPUArch, a.RequiredTraits, a.ForbiddenTraits)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, store.NoFreeNode(c)
 		}

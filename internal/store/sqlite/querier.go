@@ -30,18 +30,17 @@ func (q querier) ListNodes(ctx context.Context, after, hideState string, pageLim
 	return nodes(q.Queries.ListNodes(ctx, after, hideState, pageLimit))
 }
 
-func (q querier) ListNodesFiltered(ctx context.Context, after, hideState, provisionState string, maintenance *bool,
-	fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]*sqlstore.NodeRow, error) {
-	return nodes(q.Queries.ListNodesFiltered(ctx, after, hideState, provisionState, maintenance, fault, faulted,
-		resourceClass, dueBefore, pageLimit))
+func (q querier) ListNodesFiltered(ctx context.Context, f sqlstore.NodeListFilter) ([]*sqlstore.NodeRow, error) {
+	return nodes(q.Queries.ListNodesFiltered(ctx, dbsqlc.ListNodesFilteredParams(f)))
 }
 
 func (q querier) GetNodes(ctx context.Context, idsJSON string) ([]*sqlstore.NodeRow, error) {
 	return nodes(q.Queries.GetNodes(ctx, idsJSON))
 }
 
-func (q querier) ClaimNode(ctx context.Context, resourceClass, driver string) (*sqlstore.NodeRow, error) {
-	return node(q.Queries.ClaimNode(ctx, resourceClass, driver))
+func (q querier) ClaimNode(ctx context.Context, c sqlstore.NodeClaimArgs) (*sqlstore.NodeRow, error) {
+	return node(q.Queries.ClaimNode(ctx, c.ResourceClass, c.Driver, c.Project, c.MinCpus, c.MinMemoryMB, c.MinDiskGB,
+		c.CPUArch, c.RequiredTraits, c.ForbiddenTraits))
 }
 
 func (q querier) CountNodes(ctx context.Context) ([]*sqlstore.NodeCountRow, error) {

@@ -139,6 +139,11 @@ func (q Queries) instance(r *InstanceRow) (*baremetal.Instance, error) {
 			return nil, fmt.Errorf("instance %s: addresses: %w", i.ID, err)
 		}
 	}
+	if r.Requirements != "" {
+		if err := json.Unmarshal([]byte(r.Requirements), &i.Requirements); err != nil {
+			return nil, fmt.Errorf("instance %s: requirements: %w", i.ID, err)
+		}
+	}
 	return i, nil
 }
 
@@ -189,6 +194,14 @@ func (q Queries) instanceWrite(i *baremetal.Instance) (InstanceWrite, error) {
 		}
 		addresses = string(b)
 	}
+	requirements := ""
+	if !i.Requirements.IsZero() {
+		b, err := json.Marshal(i.Requirements)
+		if err != nil {
+			return InstanceWrite{}, err
+		}
+		requirements = string(b)
+	}
 	return InstanceWrite{
 		Name: i.Name, Project: i.Project, NodeID: i.NodeID, ResourceClass: i.ResourceClass,
 		ImageURL: i.Image.URL, ImageChecksum: i.Image.Checksum, UserData: i.UserData, Metadata: meta,
@@ -196,7 +209,7 @@ func (q Queries) instanceWrite(i *baremetal.Instance) (InstanceWrite, error) {
 		ReadyTokenHash: i.ReadyTokenHash, Ready: i.Ready, ReadyTokenSealed: sealed,
 		DeployTimeoutMS: i.DeployTimeout.Milliseconds(), BootedAt: (*Time)(i.BootedAt),
 		DeployMethod: string(i.DeployMethod), RootDevice: root, Rebuilds: int64(i.Rebuilds), Network: network,
-		Addresses: addresses,
+		Addresses: addresses, Requirements: requirements,
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -97,6 +98,9 @@ func (q Queries) node(r *NodeRow) (*baremetal.Node, error) {
 		NextCheckAt:       (*time.Time)(r.NextCheckAt),
 		LastSeenAt:        (*time.Time)(r.LastSeenAt),
 		InstanceID:        r.InstanceID,
+		Traits:            splitTraits(r.Traits),
+		DerivedTraits:     splitTraits(r.DerivedTraits),
+		Owner:             r.Owner,
 		CreatedAt:         time.Time(r.CreatedAt),
 		UpdatedAt:         time.Time(r.UpdatedAt),
 		Version:           r.Version,
@@ -166,7 +170,7 @@ func (q Queries) nodeWrite(n *baremetal.Node) (NodeWrite, error) {
 		CPUArchOverride: n.Overrides.CPUArch, InspectedCPUs: int64(n.Inspected.CPUs),
 		InspectedMemoryMB: int64(n.Inspected.MemoryMB), InspectedLocalGB: int64(n.Inspected.LocalGB),
 		InspectedCPUArch: n.Inspected.CPUArch, CleanErase: string(n.CleanErase), InspectOnEnroll: n.InspectOnEnroll,
-		Flow: flow, BMCKey: key,
+		Flow: flow, Traits: joinTraits(n.Traits), DerivedTraits: joinTraits(n.DerivedTraits), Owner: n.Owner, BMCKey: key,
 	}, nil
 }
 
@@ -176,6 +180,7 @@ func normalizeNodeTimes(n *baremetal.Node) {
 	n.NextCheckAt = store.TimestampPtr(n.NextCheckAt)
 	n.LastSeenAt = store.TimestampPtr(n.LastSeenAt)
 	n.Flow = normalFlow(n.Flow)
+	n.Traits, n.DerivedTraits = baremetal.SortedTraits(n.Traits), baremetal.SortedTraits(n.DerivedTraits)
 }
 
 // normalFlow is f as a read returns it: a copy, its time at the store's
@@ -206,10 +211,10 @@ func GetNodeWith(ctx context.Context, q Queries, idOrName string,
 // ClaimNode is store.Tx.ClaimNode through the dialect's ClaimNode (see
 // nodes.<dialect>.sql), on the transaction's writes.
 func ClaimNode(ctx context.Context, q Queries, c store.NodeClaim) (*baremetal.Node, error) {
-	if !store.Storable(c.ResourceClass, string(c.Driver)) {
+	if !c.Storable() {
 		return nil, store.NoFreeNode(c)
 	}
-	r, err := q.w.ClaimNode(ctx, c.ResourceClass, string(c.Driver))
+	r, err := q.w.ClaimNode(ctx, ClaimArgs(c))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.NoFreeNode(c)
 	}
@@ -221,6 +226,35 @@ func ClaimNode(ctx context.Context, q Queries, c store.NodeClaim) (*baremetal.No
 		return nil, q.wrap("claim node", err)
 	}
 	return n, nil
+}
+
+// ClaimArgs is c as the claim queries' parameters.
+func ClaimArgs(c store.NodeClaim) NodeClaimArgs {
+	r := c.Requirements
+	return NodeClaimArgs{ResourceClass: c.ResourceClass, Driver: string(c.Driver), Project: c.Project,
+		MinCpus: int64(r.MinCPUs), MinMemoryMB: int64(r.MinMemoryMB), MinDiskGB: int64(r.MinDiskGB),
+		CPUArch: r.CPUArch, RequiredTraits: traitsJSON(r.RequiredTraits), ForbiddenTraits: traitsJSON(r.ForbiddenTraits)}
+}
+
+// traitsJSON is a list of traits as the queries' JSON array parameter.
+func traitsJSON(ts []string) string {
+	if len(ts) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(ts) // strings always marshal
+	return string(b)
+}
+
+// joinTraits and splitTraits convert a node's traits to and from their
+// column: comma-joined, sorted (” for none), which the claim queries
+// search with the commas around a trait (a trait holds no comma).
+func joinTraits(ts []string) string { return strings.Join(baremetal.SortedTraits(ts), ",") }
+
+func splitTraits(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	return strings.Split(s, ",")
 }
 
 func (q Queries) getNode(ctx context.Context, idOrName string,
@@ -247,7 +281,9 @@ func (q Queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 	if err != nil {
 		return nil, "", err
 	}
-	if !store.Storable(string(f.ProvisionState), f.Fault, f.ResourceClass) {
+	r := f.Requirements
+	if !store.Storable(append(append([]string{string(f.ProvisionState), f.Fault, f.ResourceClass, f.Owner, f.VisibleTo, r.CPUArch},
+		r.RequiredTraits...), r.ForbiddenTraits...)...) {
 		return nil, "", nil // no node matches
 	}
 	limit := store.PageLimit(f.Limit)
@@ -258,7 +294,8 @@ func (q Queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 		hideState = string(baremetal.StateDeleting)
 	}
 	var rs []*NodeRow
-	if f.ProvisionState == "" && f.Maintenance == nil && f.Fault == "" && f.ResourceClass == "" && f.DueBefore == nil {
+	if f.ProvisionState == "" && f.Maintenance == nil && f.Fault == "" && f.ResourceClass == "" && f.DueBefore == nil &&
+		f.Owner == "" && f.VisibleTo == "" && f.Schedulable == nil && r.IsZero() {
 		rs, err = q.r.ListNodes(ctx, after, hideState, pageLimit)
 	} else {
 		// Fault "any" and "none" filter on whether there is a fault.
@@ -267,8 +304,12 @@ func (q Queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 			some := f.Fault == "any"
 			fault, faulted = "", &some
 		}
-		rs, err = q.r.ListNodesFiltered(ctx, after, hideState, string(f.ProvisionState), f.Maintenance, fault, faulted,
-			f.ResourceClass, (*Time)(f.DueBefore), pageLimit)
+		rs, err = q.r.ListNodesFiltered(ctx, NodeListFilter{After: after, HideState: hideState,
+			ProvisionState: string(f.ProvisionState), Maintenance: f.Maintenance, Fault: fault, Faulted: faulted,
+			ResourceClass: f.ResourceClass, DueBefore: (*Time)(f.DueBefore), Owner: f.Owner, VisibleTo: f.VisibleTo,
+			Schedulable: f.Schedulable, MinCpus: int64(r.MinCPUs), MinMemoryMB: int64(r.MinMemoryMB),
+			MinDiskGB: int64(r.MinDiskGB), CPUArch: r.CPUArch, RequiredTraits: traitsJSON(r.RequiredTraits),
+			ForbiddenTraits: traitsJSON(r.ForbiddenTraits), PageLimit: pageLimit})
 	}
 	if err != nil {
 		return nil, "", q.wrap("list nodes", err)

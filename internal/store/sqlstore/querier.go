@@ -19,8 +19,7 @@ type Querier interface {
 	// nodes.sql and nodes.<dialect>.sql
 	GetNode(ctx context.Context, idOrName string) (*NodeRow, error)
 	ListNodes(ctx context.Context, after, hideState string, pageLimit int64) ([]*NodeRow, error)
-	ListNodesFiltered(ctx context.Context, after, hideState, provisionState string, maintenance *bool, fault string,
-		faulted *bool, resourceClass string, dueBefore *Time, pageLimit int64) ([]*NodeRow, error)
+	ListNodesFiltered(ctx context.Context, f NodeListFilter) ([]*NodeRow, error)
 	GetNodes(ctx context.Context, idsJSON string) ([]*NodeRow, error)
 	CountNodes(ctx context.Context) ([]*NodeCountRow, error)
 	InsertNode(ctx context.Context, arg NodeWrite) (int64, error)
@@ -33,7 +32,7 @@ type Querier interface {
 	SetNodeBMCKey(ctx context.Context, bmcKey *string, id string) error
 	// ClaimNode locks the row it returns where the database can (see
 	// store.Tx.ClaimNode).
-	ClaimNode(ctx context.Context, resourceClass, driver string) (*NodeRow, error)
+	ClaimNode(ctx context.Context, c NodeClaimArgs) (*NodeRow, error)
 
 	// events.<dialect>.sql
 	InsertEvent(ctx context.Context, nodeID string, time Time, actor, typ, field, old, new, message string) (int64, error)

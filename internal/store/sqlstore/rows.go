@@ -50,6 +50,9 @@ type NodeRow struct {
 	CleanErase        string
 	InspectOnEnroll   *bool
 	Flow              string
+	Traits            string
+	DerivedTraits     string
+	Owner             string
 	InspectedAt       Time
 }
 
@@ -92,6 +95,9 @@ type NodeWrite struct {
 	CleanErase        string
 	InspectOnEnroll   *bool
 	Flow              string
+	Traits            string
+	DerivedTraits     string
+	Owner             string
 	BMCKey            *string
 	Now               Time
 	Version           int64
@@ -152,6 +158,7 @@ type InstanceRow struct {
 	Rebuilds         int64
 	Network          string
 	Addresses        string
+	Requirements     string
 }
 
 // InstanceWrite is the parameters of InsertInstance and UpdateInstance,
@@ -178,6 +185,7 @@ type InstanceWrite struct {
 	Rebuilds         int64
 	Network          string
 	Addresses        string
+	Requirements     string
 	Now              Time
 	Version          int64
 	ID               string
@@ -277,4 +285,41 @@ type IPAllocationRow struct {
 	InstanceID *string
 	NodeID     *string
 	CreatedAt  Time
+}
+
+// NodeListFilter is the parameters of ListNodesFiltered: every filter of
+// store.NodeFilter, the traits as JSON arrays.
+type NodeListFilter struct {
+	After           string
+	HideState       string
+	ProvisionState  string
+	Maintenance     *bool
+	Fault           string
+	Faulted         *bool
+	ResourceClass   string
+	DueBefore       *Time
+	Owner           string
+	VisibleTo       string
+	Schedulable     *bool
+	MinCpus         int64
+	MinMemoryMB     int64
+	MinDiskGB       int64
+	CPUArch         string
+	RequiredTraits  string
+	ForbiddenTraits string
+	PageLimit       int64
+}
+
+// NodeClaimArgs is the parameters of ClaimNode and NextFreeNode (after
+// the cursor): a store.NodeClaim, the traits as JSON arrays.
+type NodeClaimArgs struct {
+	ResourceClass   string
+	Driver          string
+	Project         string
+	MinCpus         int64
+	MinMemoryMB     int64
+	MinDiskGB       int64
+	CPUArch         string
+	RequiredTraits  string
+	ForbiddenTraits string
 }

@@ -42,6 +42,16 @@ WHERE id > sqlc.arg(after) AND provision_state <> sqlc.arg(hide_state)
   AND CASE WHEN sqlc.arg(resource_class)::text = '' THEN true ELSE resource_class = sqlc.arg(resource_class) END
   AND CASE WHEN sqlc.narg(due_before)::timestamptz IS NULL THEN true
       ELSE next_check_at IS NULL OR next_check_at <= sqlc.narg(due_before) END
+  AND CASE WHEN sqlc.arg(owner)::text = '' THEN true ELSE owner = sqlc.arg(owner) END
+  AND CASE WHEN sqlc.arg(visible_to)::text = '' THEN true ELSE owner = '' OR owner = sqlc.arg(visible_to) END
+  AND CASE WHEN sqlc.narg(schedulable)::boolean IS NULL THEN true
+      ELSE (provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = '') = sqlc.narg(schedulable) END
+  AND cpus >= sqlc.arg(min_cpus)::bigint AND memory_mb >= sqlc.arg(min_memory_mb)::bigint AND local_gb >= sqlc.arg(min_disk_gb)::bigint
+  AND CASE WHEN sqlc.arg(cpu_arch)::text = '' THEN true ELSE lower(cpu_arch) = lower(sqlc.arg(cpu_arch)) END
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(sqlc.arg(required_traits)::text::jsonb)
+      WHERE strpos(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || value || ',') = 0)
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(sqlc.arg(forbidden_traits)::text::jsonb)
+      WHERE strpos(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || value || ',') > 0)
 ORDER BY id
 LIMIT sqlc.arg(page_limit)::bigint;
 
@@ -53,9 +63,15 @@ WHERE id IN (SELECT jsonb_array_elements_text(sqlc.arg(ids_json)::text::jsonb))
 ORDER BY id;
 
 -- name: ClaimNode :one
--- The first node, in id order, that can take a new instance of the
--- resource class and driver (either empty for any): available, in
--- service, without fault or instance. Its row stays locked until the
+-- The node that best fits a new instance (baremetal.BestFitLess: nodes
+-- the project owns, then the smallest known hardware, then id) among
+-- those that can take it: available, in service, without fault or
+-- instance, of the resource class and driver (either empty for any), not
+-- owned by another project, with the minimum hardware (a property 0 is
+-- unknown and meets no minimum), the architecture, every required trait
+-- and no forbidden one (the traits are JSON arrays; a node's are
+-- comma-joined, so a trait is found by a string search with its commas).
+-- baremetal.Placement.Unmet is the same filter in Go. Its row stays locked until the
 -- transaction ends, and a row another transaction holds locked is passed
 -- over (SKIP LOCKED): concurrent creates, which all see the same free
 -- nodes in the same order, each take a different one instead of all
@@ -66,7 +82,14 @@ SELECT * FROM node_rows
 WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
   AND CASE WHEN sqlc.arg(resource_class)::text = '' THEN true ELSE resource_class = sqlc.arg(resource_class) END
   AND CASE WHEN sqlc.arg(driver)::text = '' THEN true ELSE driver = sqlc.arg(driver) END
-ORDER BY id
+  AND (owner = '' OR owner = sqlc.arg(project))
+  AND cpus >= sqlc.arg(min_cpus)::bigint AND memory_mb >= sqlc.arg(min_memory_mb)::bigint AND local_gb >= sqlc.arg(min_disk_gb)::bigint
+  AND CASE WHEN sqlc.arg(cpu_arch)::text = '' THEN true ELSE lower(cpu_arch) = lower(sqlc.arg(cpu_arch)) END
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(sqlc.arg(required_traits)::text::jsonb)
+      WHERE strpos(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || value || ',') = 0)
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(sqlc.arg(forbidden_traits)::text::jsonb)
+      WHERE strpos(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || value || ',') > 0)
+ORDER BY (owner = ''), (memory_mb = 0), memory_mb, cpus, local_gb, id
 LIMIT 1
 FOR UPDATE SKIP LOCKED;
 
@@ -79,6 +102,13 @@ SELECT id FROM nodes
 WHERE id > sqlc.arg(after) AND provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
   AND CASE WHEN sqlc.arg(resource_class)::text = '' THEN true ELSE resource_class = sqlc.arg(resource_class) END
   AND CASE WHEN sqlc.arg(driver)::text = '' THEN true ELSE driver = sqlc.arg(driver) END
+  AND (owner = '' OR owner = sqlc.arg(project))
+  AND cpus >= sqlc.arg(min_cpus)::bigint AND memory_mb >= sqlc.arg(min_memory_mb)::bigint AND local_gb >= sqlc.arg(min_disk_gb)::bigint
+  AND CASE WHEN sqlc.arg(cpu_arch)::text = '' THEN true ELSE lower(cpu_arch) = lower(sqlc.arg(cpu_arch)) END
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(sqlc.arg(required_traits)::text::jsonb)
+      WHERE strpos(',' || nodes.traits || ',' || nodes.derived_traits || ',', ',' || value || ',') = 0)
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(sqlc.arg(forbidden_traits)::text::jsonb)
+      WHERE strpos(',' || nodes.traits || ',' || nodes.derived_traits || ',', ',' || value || ',') > 0)
 ORDER BY id
 LIMIT 1;
 

@@ -11,7 +11,7 @@ import (
 
 const getInstance = `-- name: GetInstance :many
 
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements FROM instances
 WHERE id = $1 OR name = $1
 ORDER BY id = $1 DESC, id
 LIMIT 2
@@ -58,6 +58,7 @@ func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance
 			&i.Rebuilds,
 			&i.Network,
 			&i.Addresses,
+			&i.Requirements,
 		); err != nil {
 			return nil, err
 		}
@@ -70,7 +71,7 @@ func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements FROM instances
 WHERE id > $1
   AND CASE WHEN $2::text = '' THEN true ELSE project = $2 END
 ORDER BY id
@@ -112,6 +113,7 @@ func (q *Queries) ListInstances(ctx context.Context, after string, project strin
 			&i.Rebuilds,
 			&i.Network,
 			&i.Addresses,
+			&i.Requirements,
 		); err != nil {
 			return nil, err
 		}
@@ -124,7 +126,7 @@ func (q *Queries) ListInstances(ctx context.Context, after string, project strin
 }
 
 const listInstancesByName = `-- name: ListInstancesByName :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements FROM instances
 WHERE name = $1
   AND id > $2
   AND CASE WHEN $3::text = '' THEN true ELSE project = $3 END
@@ -174,6 +176,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 			&i.Rebuilds,
 			&i.Network,
 			&i.Addresses,
+			&i.Requirements,
 		); err != nil {
 			return nil, err
 		}
@@ -186,7 +189,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 }
 
 const listInstancesByNode = `-- name: ListInstancesByNode :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements FROM instances
 WHERE node_id = $1
   AND id > $2
   AND CASE WHEN $3::text = '' THEN true ELSE project = $3 END
@@ -234,6 +237,7 @@ func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after 
 			&i.Rebuilds,
 			&i.Network,
 			&i.Addresses,
+			&i.Requirements,
 		); err != nil {
 			return nil, err
 		}

@@ -12,26 +12,49 @@ import (
 )
 
 const claimNode = `-- name: ClaimNode :one
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
   AND CASE WHEN $1::text = '' THEN true ELSE resource_class = $1 END
   AND CASE WHEN $2::text = '' THEN true ELSE driver = $2 END
-ORDER BY id
+  AND (owner = '' OR owner = $3)
+  AND cpus >= $4::bigint AND memory_mb >= $5::bigint AND local_gb >= $6::bigint
+  AND CASE WHEN $7::text = '' THEN true ELSE lower(cpu_arch) = lower($7) END
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text($8::text::jsonb)
+      WHERE strpos(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || value || ',') = 0)
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text($9::text::jsonb)
+      WHERE strpos(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || value || ',') > 0)
+ORDER BY (owner = ''), (memory_mb = 0), memory_mb, cpus, local_gb, id
 LIMIT 1
 FOR UPDATE SKIP LOCKED
 `
 
-// The first node, in id order, that can take a new instance of the
-// resource class and driver (either empty for any): available, in
-// service, without fault or instance. Its row stays locked until the
+// The node that best fits a new instance (baremetal.BestFitLess: nodes
+// the project owns, then the smallest known hardware, then id) among
+// those that can take it: available, in service, without fault or
+// instance, of the resource class and driver (either empty for any), not
+// owned by another project, with the minimum hardware (a property 0 is
+// unknown and meets no minimum), the architecture, every required trait
+// and no forbidden one (the traits are JSON arrays; a node's are
+// comma-joined, so a trait is found by a string search with its commas).
+// baremetal.Placement.Unmet is the same filter in Go. Its row stays locked until the
 // transaction ends, and a row another transaction holds locked is passed
 // over (SKIP LOCKED): concurrent creates, which all see the same free
 // nodes in the same order, each take a different one instead of all
 // taking the first and all but one failing on its version. (A row taken
 // by a transaction that committed after this statement began is locked
 // too, then passed over: see Tx.ClaimNode.)
-func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver string) (*NodeRow, error) {
-	row := q.db.QueryRow(ctx, claimNode, resourceClass, driver)
+func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver string, project string, minCpus int64, minMemoryMB int64, minDiskGB int64, cPUArch string, requiredTraits string, forbiddenTraits string) (*NodeRow, error) {
+	row := q.db.QueryRow(ctx, claimNode,
+		resourceClass,
+		driver,
+		project,
+		minCpus,
+		minMemoryMB,
+		minDiskGB,
+		cPUArch,
+		requiredTraits,
+		forbiddenTraits,
+	)
 	var i NodeRow
 	err := row.Scan(
 		&i.ID,
@@ -73,6 +96,9 @@ func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver st
 		&i.CleanErase,
 		&i.InspectOnEnroll,
 		&i.Flow,
+		&i.Traits,
+		&i.DerivedTraits,
+		&i.Owner,
 		&i.InspectedAt,
 	)
 	return &i, err
@@ -108,7 +134,7 @@ func (q *Queries) GetInventories(ctx context.Context, idsJson string) ([]*NodeIn
 
 const getNode = `-- name: GetNode :one
 
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id = $1 OR name = $1
 ORDER BY id = $1 DESC
 LIMIT 1
@@ -162,13 +188,16 @@ func (q *Queries) GetNode(ctx context.Context, idOrName string) (*NodeRow, error
 		&i.CleanErase,
 		&i.InspectOnEnroll,
 		&i.Flow,
+		&i.Traits,
+		&i.DerivedTraits,
+		&i.Owner,
 		&i.InspectedAt,
 	)
 	return &i, err
 }
 
 const getNodeForUpdate = `-- name: GetNodeForUpdate :one
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id = $1 OR name = $1
 ORDER BY id = $1 DESC
 LIMIT 1
@@ -221,13 +250,16 @@ func (q *Queries) GetNodeForUpdate(ctx context.Context, idOrName string) (*NodeR
 		&i.CleanErase,
 		&i.InspectOnEnroll,
 		&i.Flow,
+		&i.Traits,
+		&i.DerivedTraits,
+		&i.Owner,
 		&i.InspectedAt,
 	)
 	return &i, err
 }
 
 const getNodes = `-- name: GetNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id IN (SELECT jsonb_array_elements_text($1::text::jsonb))
 ORDER BY id
 `
@@ -283,6 +315,9 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 			&i.CleanErase,
 			&i.InspectOnEnroll,
 			&i.Flow,
+			&i.Traits,
+			&i.DerivedTraits,
+			&i.Owner,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -296,7 +331,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 }
 
 const listNodes = `-- name: ListNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id > $1 AND provision_state <> $2
 ORDER BY id
 LIMIT $3::bigint
@@ -353,6 +388,9 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 			&i.CleanErase,
 			&i.InspectOnEnroll,
 			&i.Flow,
+			&i.Traits,
+			&i.DerivedTraits,
+			&i.Owner,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -366,7 +404,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 }
 
 const listNodesFiltered = `-- name: ListNodesFiltered :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id > $1 AND provision_state <> $2
   AND CASE WHEN $3::text = '' THEN true ELSE provision_state = $3 END
   AND CASE WHEN $4::boolean IS NULL THEN true ELSE maintenance = $4 END
@@ -375,25 +413,65 @@ WHERE id > $1 AND provision_state <> $2
   AND CASE WHEN $7::text = '' THEN true ELSE resource_class = $7 END
   AND CASE WHEN $8::timestamptz IS NULL THEN true
       ELSE next_check_at IS NULL OR next_check_at <= $8 END
+  AND CASE WHEN $9::text = '' THEN true ELSE owner = $9 END
+  AND CASE WHEN $10::text = '' THEN true ELSE owner = '' OR owner = $10 END
+  AND CASE WHEN $11::boolean IS NULL THEN true
+      ELSE (provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = '') = $11 END
+  AND cpus >= $12::bigint AND memory_mb >= $13::bigint AND local_gb >= $14::bigint
+  AND CASE WHEN $15::text = '' THEN true ELSE lower(cpu_arch) = lower($15) END
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text($16::text::jsonb)
+      WHERE strpos(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || value || ',') = 0)
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text($17::text::jsonb)
+      WHERE strpos(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || value || ',') > 0)
 ORDER BY id
-LIMIT $9::bigint
+LIMIT $18::bigint
 `
+
+type ListNodesFilteredParams struct {
+	After           string
+	HideState       string
+	ProvisionState  string
+	Maintenance     *bool
+	Fault           string
+	Faulted         *bool
+	ResourceClass   string
+	DueBefore       *sqlstore.Time
+	Owner           string
+	VisibleTo       string
+	Schedulable     *bool
+	MinCpus         int64
+	MinMemoryMB     int64
+	MinDiskGB       int64
+	CPUArch         string
+	RequiredTraits  string
+	ForbiddenTraits string
+	PageLimit       int64
+}
 
 // ListNodes with filters: one left at its zero value (” or NULL)
 // selects every node. CASE, not OR: the generic plan (pgx prepares the
 // statement) then stays a scan of nodes_pkey in order that stops at the
 // limit, where OR makes the planner expect one row and sort them all.
-func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState string, provisionState string, maintenance *bool, fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]*NodeRow, error) {
+func (q *Queries) ListNodesFiltered(ctx context.Context, arg ListNodesFilteredParams) ([]*NodeRow, error) {
 	rows, err := q.db.Query(ctx, listNodesFiltered,
-		after,
-		hideState,
-		provisionState,
-		maintenance,
-		fault,
-		faulted,
-		resourceClass,
-		dueBefore,
-		pageLimit,
+		arg.After,
+		arg.HideState,
+		arg.ProvisionState,
+		arg.Maintenance,
+		arg.Fault,
+		arg.Faulted,
+		arg.ResourceClass,
+		arg.DueBefore,
+		arg.Owner,
+		arg.VisibleTo,
+		arg.Schedulable,
+		arg.MinCpus,
+		arg.MinMemoryMB,
+		arg.MinDiskGB,
+		arg.CPUArch,
+		arg.RequiredTraits,
+		arg.ForbiddenTraits,
+		arg.PageLimit,
 	)
 	if err != nil {
 		return nil, err
@@ -442,6 +520,9 @@ func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState
 			&i.CleanErase,
 			&i.InspectOnEnroll,
 			&i.Flow,
+			&i.Traits,
+			&i.DerivedTraits,
+			&i.Owner,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -459,6 +540,13 @@ SELECT id FROM nodes
 WHERE id > $1 AND provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
   AND CASE WHEN $2::text = '' THEN true ELSE resource_class = $2 END
   AND CASE WHEN $3::text = '' THEN true ELSE driver = $3 END
+  AND (owner = '' OR owner = $4)
+  AND cpus >= $5::bigint AND memory_mb >= $6::bigint AND local_gb >= $7::bigint
+  AND CASE WHEN $8::text = '' THEN true ELSE lower(cpu_arch) = lower($8) END
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text($9::text::jsonb)
+      WHERE strpos(',' || nodes.traits || ',' || nodes.derived_traits || ',', ',' || value || ',') = 0)
+  AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text($10::text::jsonb)
+      WHERE strpos(',' || nodes.traits || ',' || nodes.derived_traits || ',', ',' || value || ',') > 0)
 ORDER BY id
 LIMIT 1
 `
@@ -467,8 +555,19 @@ LIMIT 1
 // matches, as committed, locked or not: where ClaimNode found every free
 // node locked by other transactions, those are waited for one by one
 // (GetNodeForUpdate), as their holders may leave them free.
-func (q *Queries) NextFreeNode(ctx context.Context, after string, resourceClass string, driver string) (string, error) {
-	row := q.db.QueryRow(ctx, nextFreeNode, after, resourceClass, driver)
+func (q *Queries) NextFreeNode(ctx context.Context, after string, resourceClass string, driver string, project string, minCpus int64, minMemoryMB int64, minDiskGB int64, cPUArch string, requiredTraits string, forbiddenTraits string) (string, error) {
+	row := q.db.QueryRow(ctx, nextFreeNode,
+		after,
+		resourceClass,
+		driver,
+		project,
+		minCpus,
+		minMemoryMB,
+		minDiskGB,
+		cPUArch,
+		requiredTraits,
+		forbiddenTraits,
+	)
 	var id string
 	err := row.Scan(&id)
 	return id, err

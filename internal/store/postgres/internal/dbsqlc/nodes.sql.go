@@ -73,7 +73,7 @@ INSERT INTO nodes (
     maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures,
     next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override, local_gb_override,
     cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch,
-    clean_erase, inspect_on_enroll, flow, bmc_key, created_at, updated_at, version, id
+    clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, bmc_key, created_at, updated_at, version, id
 ) VALUES (
     $1, $2, $3, $4,
     $5, $6, $7,
@@ -85,8 +85,8 @@ INSERT INTO nodes (
     $26, $27, $28,
     $29, $30, $31,
     $32, $33, $34,
-    $35, $36, $37, $37, CAST($38 AS BIGINT) + 1,
-    $39
+    $35, $36, $37, $38, $39, $40, $40, CAST($41 AS BIGINT) + 1,
+    $42
 )
 `
 
@@ -126,6 +126,9 @@ type InsertNodeParams struct {
 	CleanErase        string
 	InspectOnEnroll   *bool
 	Flow              string
+	Traits            string
+	DerivedTraits     string
+	Owner             string
 	BMCKey            *string
 	Now               sqlstore.Time
 	Version           int64
@@ -172,6 +175,9 @@ func (q *Queries) InsertNode(ctx context.Context, arg InsertNodeParams) (int64, 
 		arg.CleanErase,
 		arg.InspectOnEnroll,
 		arg.Flow,
+		arg.Traits,
+		arg.DerivedTraits,
+		arg.Owner,
 		arg.BMCKey,
 		arg.Now,
 		arg.Version,
@@ -334,13 +340,14 @@ UPDATE nodes SET
     inspected_local_gb = $31,
     inspected_cpu_arch = $32, clean_erase = $33,
     inspect_on_enroll = $34, flow = $35,
+    traits = $36, derived_traits = $37, owner = $38,
     bmc_key = CASE
         WHEN bmc_key IS NULL AND driver = $2 AND bmc_address = $3
             AND bmc_system_id = $7 THEN NULL
-        ELSE CAST($36 AS TEXT)
+        ELSE CAST($39 AS TEXT)
     END,
-    updated_at = $37, version = version + 1
-WHERE version = $38 AND id = $39
+    updated_at = $40, version = version + 1
+WHERE version = $41 AND id = $42
 `
 
 type UpdateNodeParams struct {
@@ -379,6 +386,9 @@ type UpdateNodeParams struct {
 	CleanErase        string
 	InspectOnEnroll   *bool
 	Flow              string
+	Traits            string
+	DerivedTraits     string
+	Owner             string
 	BMCKey            *string
 	Now               sqlstore.Time
 	Version           int64
@@ -426,6 +436,9 @@ func (q *Queries) UpdateNode(ctx context.Context, arg UpdateNodeParams) (int64, 
 		arg.CleanErase,
 		arg.InspectOnEnroll,
 		arg.Flow,
+		arg.Traits,
+		arg.DerivedTraits,
+		arg.Owner,
 		arg.BMCKey,
 		arg.Now,
 		arg.Version,

@@ -40,14 +40,14 @@ const insertInstance = `-- name: InsertInstance :execrows
 INSERT INTO instances (
     name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state,
     power_state, last_error, ready_token_hash, ready, ready_token_sealed, deploy_timeout_ms,
-    booted_at, deploy_method, root_device, rebuilds, network, addresses, created_at, updated_at, version, id
+    booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements, created_at, updated_at, version, id
 ) VALUES (
     ?1, ?2, ?3, ?4,
     ?5, ?6, ?7, ?8,
     ?9, ?10, ?11, ?12,
     ?13, ?14, ?15,
-    ?16, ?17, ?18, ?19, ?20, ?21, ?22,
-    ?22, CAST(?23 AS BIGINT) + 1, ?24
+    ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,
+    ?23, CAST(?24 AS BIGINT) + 1, ?25
 )
 `
 
@@ -73,6 +73,7 @@ type InsertInstanceParams struct {
 	Rebuilds         int64
 	Network          string
 	Addresses        string
+	Requirements     string
 	Now              sqlstore.Time
 	Version          int64
 	ID               string
@@ -105,6 +106,7 @@ func (q *Queries) InsertInstance(ctx context.Context, arg InsertInstanceParams) 
 		arg.Rebuilds,
 		arg.Network,
 		arg.Addresses,
+		arg.Requirements,
 		arg.Now,
 		arg.Version,
 		arg.ID,
@@ -137,8 +139,8 @@ UPDATE instances SET
     deploy_timeout_ms = ?15, booted_at = ?16,
     deploy_method = ?17, root_device = ?18,
     rebuilds = ?19, network = ?20,
-    addresses = ?21, updated_at = ?22, version = version + 1
-WHERE version = ?23 AND id = ?24
+    addresses = ?21, requirements = ?22, updated_at = ?23, version = version + 1
+WHERE version = ?24 AND id = ?25
 `
 
 type UpdateInstanceParams struct {
@@ -163,6 +165,7 @@ type UpdateInstanceParams struct {
 	Rebuilds         int64
 	Network          string
 	Addresses        string
+	Requirements     string
 	Now              sqlstore.Time
 	Version          int64
 	ID               string
@@ -192,6 +195,7 @@ func (q *Queries) UpdateInstance(ctx context.Context, arg UpdateInstanceParams) 
 		arg.Rebuilds,
 		arg.Network,
 		arg.Addresses,
+		arg.Requirements,
 		arg.Now,
 		arg.Version,
 		arg.ID,

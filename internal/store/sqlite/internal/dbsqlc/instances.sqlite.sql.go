@@ -11,7 +11,7 @@ import (
 
 const getInstance = `-- name: GetInstance :many
 
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements FROM instances
 WHERE id = ?1 OR name = ?1
 ORDER BY id = ?1 DESC, id
 LIMIT 2
@@ -58,6 +58,7 @@ func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance
 			&i.Rebuilds,
 			&i.Network,
 			&i.Addresses,
+			&i.Requirements,
 		); err != nil {
 			return nil, err
 		}
@@ -73,7 +74,7 @@ func (q *Queries) GetInstance(ctx context.Context, idOrName string) ([]*Instance
 }
 
 const listInstances = `-- name: ListInstances :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements FROM instances
 WHERE id > ?1
   AND (CAST(?2 AS TEXT) = '' OR project = ?2)
 ORDER BY id
@@ -115,6 +116,7 @@ func (q *Queries) ListInstances(ctx context.Context, after string, project strin
 			&i.Rebuilds,
 			&i.Network,
 			&i.Addresses,
+			&i.Requirements,
 		); err != nil {
 			return nil, err
 		}
@@ -130,7 +132,7 @@ func (q *Queries) ListInstances(ctx context.Context, after string, project strin
 }
 
 const listInstancesByName = `-- name: ListInstancesByName :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements FROM instances
 WHERE name = ?1
   AND id > ?2
   AND (CAST(?3 AS TEXT) = '' OR project = ?3)
@@ -180,6 +182,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 			&i.Rebuilds,
 			&i.Network,
 			&i.Addresses,
+			&i.Requirements,
 		); err != nil {
 			return nil, err
 		}
@@ -195,7 +198,7 @@ func (q *Queries) ListInstancesByName(ctx context.Context, name string, after st
 }
 
 const listInstancesByNode = `-- name: ListInstancesByNode :many
-SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses FROM instances
+SELECT id, name, project, node_id, resource_class, image_url, image_checksum, user_data, metadata, state, power_state, last_error, ready_token_hash, ready, created_at, updated_at, version, ready_token_sealed, deploy_timeout_ms, booted_at, deploy_method, root_device, rebuilds, network, addresses, requirements FROM instances
 WHERE node_id = ?1
   AND id > ?2
   AND (CAST(?3 AS TEXT) = '' OR project = ?3)
@@ -243,6 +246,7 @@ func (q *Queries) ListInstancesByNode(ctx context.Context, nodeID string, after 
 			&i.Rebuilds,
 			&i.Network,
 			&i.Addresses,
+			&i.Requirements,
 		); err != nil {
 			return nil, err
 		}

@@ -97,6 +97,7 @@ type Instance struct {
 	Rebuilds         int64
 	Network          string
 	Addresses        string
+	Requirements     string
 }
 
 type NodeInventory struct {
@@ -145,6 +146,9 @@ type NodeRow struct {
 	CleanErase        string
 	InspectOnEnroll   *bool
 	Flow              string
+	Traits            string
+	DerivedTraits     string
+	Owner             string
 	InspectedAt       sqlstore.Time
 }
 

@@ -12,21 +12,39 @@ import (
 )
 
 const claimNode = `-- name: ClaimNode :one
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
   AND (CAST(?1 AS TEXT) = '' OR resource_class = ?1)
   AND (CAST(?2 AS TEXT) = '' OR driver = ?2)
-ORDER BY id
+  AND (owner = '' OR owner = ?3)
+  AND cpus >= CAST(?4 AS INTEGER) AND memory_mb >= CAST(?5 AS INTEGER)
+  AND local_gb >= CAST(?6 AS INTEGER)
+  AND (CAST(?7 AS TEXT) = '' OR lower(cpu_arch) = lower(?7))
+  AND NOT EXISTS (SELECT 1 FROM json_each(CAST(?8 AS TEXT)) r
+      WHERE instr(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || r.value || ',') = 0)
+  AND NOT EXISTS (SELECT 1 FROM json_each(CAST(?9 AS TEXT)) f
+      WHERE instr(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || f.value || ',') > 0)
+ORDER BY (owner = ''), (memory_mb = 0), memory_mb, cpus, local_gb, id
 LIMIT 1
 `
 
-// The first node, in id order, that can take a new instance of the
-// resource class and driver (either empty for any): available, in service, without
-// fault or instance. No lock to take: the transaction holds the
-// database's write lock (BEGIN IMMEDIATE), so no other create can take
-// the node before it ends.
-func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver string) (*NodeRow, error) {
-	row := q.db.QueryRowContext(ctx, claimNode, resourceClass, driver)
+// The node that best fits a new instance among those that can take it
+// (see nodes.postgres.sql; baremetal.Placement.Unmet is the same filter
+// in Go). No lock to take: the transaction holds the database's write
+// lock (BEGIN IMMEDIATE), so no other create can take the node before it
+// ends.
+func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver string, project string, minCpus int64, minMemoryMB int64, minDiskGB int64, cPUArch string, requiredTraits string, forbiddenTraits string) (*NodeRow, error) {
+	row := q.db.QueryRowContext(ctx, claimNode,
+		resourceClass,
+		driver,
+		project,
+		minCpus,
+		minMemoryMB,
+		minDiskGB,
+		cPUArch,
+		requiredTraits,
+		forbiddenTraits,
+	)
 	var i NodeRow
 	err := row.Scan(
 		&i.ID,
@@ -68,6 +86,9 @@ func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver st
 		&i.CleanErase,
 		&i.InspectOnEnroll,
 		&i.Flow,
+		&i.Traits,
+		&i.DerivedTraits,
+		&i.Owner,
 		&i.InspectedAt,
 	)
 	return &i, err
@@ -106,7 +127,7 @@ func (q *Queries) GetInventories(ctx context.Context, idsJson string) ([]*NodeIn
 
 const getNode = `-- name: GetNode :one
 
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id = ?1 OR name = ?1
 ORDER BY id = ?1 DESC
 LIMIT 1
@@ -161,13 +182,16 @@ func (q *Queries) GetNode(ctx context.Context, idOrName string) (*NodeRow, error
 		&i.CleanErase,
 		&i.InspectOnEnroll,
 		&i.Flow,
+		&i.Traits,
+		&i.DerivedTraits,
+		&i.Owner,
 		&i.InspectedAt,
 	)
 	return &i, err
 }
 
 const getNodes = `-- name: GetNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY id
 `
@@ -223,6 +247,9 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 			&i.CleanErase,
 			&i.InspectOnEnroll,
 			&i.Flow,
+			&i.Traits,
+			&i.DerivedTraits,
+			&i.Owner,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -239,7 +266,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 }
 
 const listNodes = `-- name: ListNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id > ?1 AND provision_state <> ?2
 ORDER BY id
 LIMIT ?3
@@ -296,6 +323,9 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 			&i.CleanErase,
 			&i.InspectOnEnroll,
 			&i.Flow,
+			&i.Traits,
+			&i.DerivedTraits,
+			&i.Owner,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -312,7 +342,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 }
 
 const listNodesFiltered = `-- name: ListNodesFiltered :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, inspected_at FROM node_rows
 WHERE id > ?1 AND provision_state <> ?2
   AND (CAST(?3 AS TEXT) = '' OR provision_state = ?3)
   AND (maintenance = CAST(?4 AS BOOLEAN) OR ?4 IS NULL)
@@ -320,23 +350,64 @@ WHERE id > ?1 AND provision_state <> ?2
   AND ((fault <> '') = CAST(?6 AS BOOLEAN) OR ?6 IS NULL)
   AND (CAST(?7 AS TEXT) = '' OR resource_class = ?7)
   AND (next_check_at <= ?8 OR next_check_at IS NULL OR ?8 IS NULL)
+  AND (CAST(?9 AS TEXT) = '' OR owner = ?9)
+  AND (CAST(?10 AS TEXT) = '' OR owner = '' OR owner = ?10)
+  AND ((provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = '') = CAST(?11 AS BOOLEAN)
+      OR ?11 IS NULL)
+  AND cpus >= CAST(?12 AS INTEGER) AND memory_mb >= CAST(?13 AS INTEGER)
+  AND local_gb >= CAST(?14 AS INTEGER)
+  AND (CAST(?15 AS TEXT) = '' OR lower(cpu_arch) = lower(?15))
+  AND NOT EXISTS (SELECT 1 FROM json_each(CAST(?16 AS TEXT)) r
+      WHERE instr(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || r.value || ',') = 0)
+  AND NOT EXISTS (SELECT 1 FROM json_each(CAST(?17 AS TEXT)) f
+      WHERE instr(',' || node_rows.traits || ',' || node_rows.derived_traits || ',', ',' || f.value || ',') > 0)
 ORDER BY id
-LIMIT ?9
+LIMIT ?18
 `
+
+type ListNodesFilteredParams struct {
+	After           string
+	HideState       string
+	ProvisionState  string
+	Maintenance     *bool
+	Fault           string
+	Faulted         *bool
+	ResourceClass   string
+	DueBefore       *sqlstore.Time
+	Owner           string
+	VisibleTo       string
+	Schedulable     *bool
+	MinCpus         int64
+	MinMemoryMB     int64
+	MinDiskGB       int64
+	CPUArch         string
+	RequiredTraits  string
+	ForbiddenTraits string
+	PageLimit       int64
+}
 
 // ListNodes with filters: one left at its zero value (” or NULL)
 // selects every node.
-func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState string, provisionState string, maintenance *bool, fault string, faulted *bool, resourceClass string, dueBefore *sqlstore.Time, pageLimit int64) ([]*NodeRow, error) {
+func (q *Queries) ListNodesFiltered(ctx context.Context, arg ListNodesFilteredParams) ([]*NodeRow, error) {
 	rows, err := q.db.QueryContext(ctx, listNodesFiltered,
-		after,
-		hideState,
-		provisionState,
-		maintenance,
-		fault,
-		faulted,
-		resourceClass,
-		dueBefore,
-		pageLimit,
+		arg.After,
+		arg.HideState,
+		arg.ProvisionState,
+		arg.Maintenance,
+		arg.Fault,
+		arg.Faulted,
+		arg.ResourceClass,
+		arg.DueBefore,
+		arg.Owner,
+		arg.VisibleTo,
+		arg.Schedulable,
+		arg.MinCpus,
+		arg.MinMemoryMB,
+		arg.MinDiskGB,
+		arg.CPUArch,
+		arg.RequiredTraits,
+		arg.ForbiddenTraits,
+		arg.PageLimit,
 	)
 	if err != nil {
 		return nil, err
@@ -385,6 +456,9 @@ func (q *Queries) ListNodesFiltered(ctx context.Context, after string, hideState
 			&i.CleanErase,
 			&i.InspectOnEnroll,
 			&i.Flow,
+			&i.Traits,
+			&i.DerivedTraits,
+			&i.Owner,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
