@@ -409,14 +409,23 @@ var (
 		{name: "list", args: 0, define: nodeList, use: []cliUse{{"list [filters]",
 			"nodes by name: state, power, maintenance, fault, last error;\n" +
 				"filters: --fault any|none|NAME, --maintenance true|false,\n" +
-				"--state S, --class C; nodes being retired (deleting) are\n" +
-				"listed unless --include-deleting=false"}}},
+				"--state S, --class C, --owner P, --schedulable true|false,\n" +
+				"--trait T and --not-trait T (repeat), --min-cpus N,\n" +
+				"--min-memory-mb N, --min-disk-gb N, --cpu-arch A; nodes\n" +
+				"being retired (deleting) are listed unless\n" +
+				"--include-deleting=false"}}},
 		{name: "show", args: 1, define: nodeShow, use: []cliUse{{"show NODE", "one node, by name or id (-o json: as the API has it)"}}},
 		{name: "create", args: 0, define: nodeCreate, use: []cliUse{{"create --name N --class C --bmc-address URL --bmc-username U",
 			"enroll a node (admins); its BMC password is read from\n" +
 				"--bmc-password-file FILE (- for stdin), else from\n" +
 				bmcPasswordEnv + ", else asked for on the terminal;\n" +
-				"never from a flag (shell history, ps)"}}},
+				"never from a flag (shell history, ps); --trait T\n" +
+				"(repeat) sets its traits, --owner P the project whose\n" +
+				"instances alone are placed on it"}}},
+		{name: "capacity", args: 0, define: nodeCapacity, use: []cliUse{{"capacity [--class C] [--trait T] [--min-memory-mb N] ...",
+			"how many instances of that shape could be placed now\n" +
+				"(--project P for an admin; a member's is its own), and\n" +
+				"why no more: per requirement, the nodes that fail it"}}},
 		{name: "maintenance", args: 1, define: nodeMaintenance, use: []cliUse{
 			{`maintenance NODE --reason "why"`, "set maintenance (admins)"},
 			{"maintenance NODE --off", "clear it"}}},
@@ -464,6 +473,9 @@ func nodeList(f *cliFlags) cliAction {
 	state := f.String("state", "", "filter: provision state ("+strings.Join(api.ProvisionStates(), ", ")+")")
 	class := f.String("class", "", "filter: resource class")
 	includeDeleting := f.Bool("include-deleting", true, "list nodes being retired (provision state deleting) too")
+	owner := f.String("owner", "", "filter: the nodes this project owns")
+	sched := f.String("schedulable", "", "filter: true (can take an instance now) or false")
+	req := requirementFlags(f)
 	return func(ctx context.Context, c *apiclient.Client, _ []string) error {
 		if *fault != "" {
 			if err := oneOf("--fault", *fault, api.FaultFilters()); err != nil {
@@ -478,7 +490,15 @@ func nodeList(f *cliFlags) cliAction {
 		// Nodes being retired are listed unless --include-deleting=false:
 		// an operator looking for faulted nodes must see one whose retire
 		// waits for its BMC.
-		filter := apiclient.NodeFilter{Fault: *fault, ProvisionState: api.ProvisionState(*state), ResourceClass: *class, IncludeDeleting: *includeDeleting}
+		filter := apiclient.NodeFilter{Fault: *fault, ProvisionState: api.ProvisionState(*state), ResourceClass: *class,
+			IncludeDeleting: *includeDeleting, Owner: *owner, Requirements: req()}
+		if *sched != "" {
+			b, err := strconv.ParseBool(*sched)
+			if err != nil {
+				return fmt.Errorf("--schedulable: %w", err)
+			}
+			filter.Schedulable = &b
+		}
 		if *maint != "" {
 			b, err := strconv.ParseBool(*maint)
 			if err != nil {
@@ -515,6 +535,61 @@ func nodeShow(f *cliFlags) cliAction {
 	}
 }
 
+// listFlag is a flag that may be repeated, each value a list separated
+// by commas.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// requirementFlags defines the flags of an instance's requirements and
+// returns what they say once parsed.
+func requirementFlags(f *cliFlags) func() api.Requirements {
+	var required, forbidden listFlag
+	f.Var(&required, "trait", "requirement: a trait the node must have (repeat, or separate with commas)")
+	f.Var(&forbidden, "not-trait", "requirement: a trait the node must not have (repeat, or separate with commas)")
+	cpus := f.Int("min-cpus", 0, "requirement: at least this many CPUs")
+	mem := f.Int("min-memory-mb", 0, "requirement: at least this much memory, in MiB")
+	disk := f.Int("min-disk-gb", 0, "requirement: at least this much disk, in GiB")
+	arch := f.String("cpu-arch", "", "requirement: the CPU architecture (x86_64, aarch64)")
+	return func() api.Requirements {
+		return api.Requirements{RequiredTraits: required, ForbiddenTraits: forbidden, MinCPUs: *cpus, MinMemoryMB: *mem,
+			MinDiskGB: *disk, CPUArch: *arch}
+	}
+}
+
+func nodeCapacity(f *cliFlags) cliAction {
+	project := f.String("project", "", "the project the instances would be in (admins; a member's is its own)")
+	class := f.String("class", "", "resource class (default: any)")
+	method := f.String("deploy-method", "", "image (default) or live")
+	req := requirementFlags(f)
+	return func(ctx context.Context, c *apiclient.Client, _ []string) error {
+		rep, err := c.GetCapacity(ctx, apiclient.CapacityQuery{Project: *project, ResourceClass: *class, Requirements: req(),
+			DeployMethod: api.DeployMethod(*method)})
+		if err != nil {
+			return err
+		}
+		if *f.output == "json" {
+			return f.printJSON(rep)
+		}
+		quota := "unlimited"
+		if rep.QuotaRemaining != nil {
+			quota = strconv.Itoa(*rep.QuotaRemaining) + " more"
+		}
+		fmt.Fprintf(stdout, "%d instances can be placed now for project %s (%d nodes free that fit; quota: %s)\n%s\n",
+			rep.Placeable, rep.Project, rep.Capacity.Available, quota, rep.Message)
+		return nil
+	}
+}
+
 // bmcPasswordEnv is where node create finds a BMC password when no file
 // is given. A flag would leave it in the shell's history and in ps.
 const bmcPasswordEnv = "BAREMETAL_BMC_PASSWORD"
@@ -529,6 +604,9 @@ func nodeCreate(f *cliFlags) cliAction {
 	systemID := f.String("bmc-system-id", "", "redfish: the system's path, when the BMC hosts several (/redfish/v1/Systems/1)")
 	insecure := f.Bool("bmc-insecure", false, "redfish: accept a self-signed BMC certificate")
 	cipher := f.Int("bmc-cipher-suite", 0, "ipmi: pin this lanplus cipher suite, 3 or 17 (default: the controller finds one that works)")
+	var traits listFlag
+	f.Var(&traits, "trait", "a trait of the node (repeat, or separate with commas): CUSTOM_GPU_A100, rack:r12")
+	owner := f.String("owner", "", "the project whose instances alone are placed on the node (default: any)")
 	return func(ctx context.Context, c *apiclient.Client, _ []string) error {
 		// Checked before the password is asked for.
 		for _, req := range []struct{ flag, v string }{{"--name", *name}, {"--class", *class}, {"--bmc-address", *address}, {"--bmc-username", *username}} {
@@ -543,7 +621,7 @@ func nodeCreate(f *cliFlags) cliAction {
 		if err != nil {
 			return err
 		}
-		n, err := c.CreateNode(ctx, api.NodeCreate{Name: *name, Driver: api.Driver(*driver), ResourceClass: *class,
+		n, err := c.CreateNode(ctx, api.NodeCreate{Name: *name, Driver: api.Driver(*driver), ResourceClass: *class, Traits: traits, Owner: *owner,
 			BMC: api.BMCInput{Address: *address, Username: *username, Password: password, SystemID: *systemID, Insecure: *insecure, CipherSuite: *cipher}})
 		if err != nil {
 			return hintedError(err, *name)
@@ -715,6 +793,9 @@ func printNode(w io.Writer, n *api.Node) error {
 	row("fault", fault)
 	row("last error", dash(n.LastError))
 	row("class", dash(n.ResourceClass))
+	row("traits", dash(strings.Join(n.Traits, " ")))
+	row("derived traits", dash(strings.Join(n.DerivedTraits, " ")))
+	row("owner", dash(n.Owner))
 	bmc := string(n.Driver)
 	if b := n.BMC; b != nil {
 		bmc += " " + b.Address + ", user " + b.Username

@@ -367,7 +367,7 @@ func TestCLIUsageMistakes(t *testing.T) {
 		{runToken, []string{"list", "extra"}, "token list: expected 0 argument(s), got 1"},
 		{runToken, []string{"list"}, "no token"},
 		{runNode, []string{"delete", "n1", "--reason", "y"}, "node delete: unknown flag --reason; node delete takes --force and the common flags"},
-		{runNode, []string{"list", "--reason", "y"}, "node list: unknown flag --reason; node list takes --class, --fault, --include-deleting, --maintenance, --state and the common"},
+		{runNode, []string{"list", "--reason", "y"}, "node list: unknown flag --reason; node list takes --class, --cpu-arch, --fault, --include-deleting, --maintenance, --min-cpus, --min-disk-gb, --min-memory-mb, --not-trait, --owner, --schedulable, --state, --trait and the common"},
 		{runNode, []string{"show", "n1", "--force"}, "node show: unknown flag --force; node show takes only the common flags"},
 		{runNode, []string{"events", "n1", "--wait"}, "node events: unknown flag --wait"},
 		{runNode, []string{"maintenance", "n1", "--force"}, "node maintenance: unknown flag --force; node maintenance takes --off, --reason and"},

@@ -51,8 +51,8 @@ type Instance struct {
 	Requirements Requirements
 	Image        Image
 	UserData     string
-	Metadata      map[string]string
-	State         InstanceState
+	Metadata     map[string]string
+	State        InstanceState
 	// PowerState is the desired power state ("" = no preference).
 	PowerState PowerState
 	LastError  string

@@ -198,6 +198,18 @@ func (o PropertyOverrides) not() PropertyOverrides {
 func (n *Node) SetOverrides(p Properties) {
 	n.Overrides = p.Known()
 	n.Properties = n.Inspected.merge(p, n.Overrides)
+	n.deriveArch()
+}
+
+// deriveArch derives the architecture trait (HW_ARCH_X86_64, ...) from
+// the cpu_arch the node shows (the operator's where set), dropping it
+// when that is unknown.
+func (n *Node) deriveArch() {
+	var t []string
+	if a := ArchTrait(n.Properties.CPUArch); a != "" {
+		t = []string{a}
+	}
+	n.ReplaceDerivedTraits([]string{TraitArchPrefix}, t)
 }
 
 // OperatorProperties returns the operator's overrides (the other
@@ -222,6 +234,7 @@ func (n *Node) RecordInspection(found Properties, onlyUnknown bool) {
 	}
 	n.Inspected = n.Inspected.merge(found, take)
 	n.Properties = n.Properties.merge(n.Inspected, n.Overrides.not())
+	n.deriveArch()
 }
 
 // Node is a physical server managed through its BMC.

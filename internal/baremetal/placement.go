@@ -135,26 +135,34 @@ const (
 var UnmetKinds = []string{UnmetResourceClass, UnmetOwner, UnmetRequiredTrait, UnmetForbiddenTrait, UnmetCPUs,
 	UnmetMemoryMB, UnmetDiskGB, UnmetCPUArch}
 
-// Phrase says what nodes failing u lack, after their count: "lack
-// CUSTOM_GPU_A100", "have less than 262144 MB memory".
-func (u Unmet) Phrase() string {
+// Phrase says what count nodes failing u do, after the count: "lack
+// trait CUSTOM_GPU_A100", "has less than 262144 MB memory (or unknown)"
+// for one.
+func (u Unmet) Phrase(count int) string {
+	one := count == 1
+	verb := func(single, plural string) string {
+		if one {
+			return single
+		}
+		return plural
+	}
 	switch u.Kind {
 	case UnmetResourceClass:
-		return "are of another resource class than " + u.Value
+		return verb("is", "are") + " of another resource class than " + u.Value
 	case UnmetOwner:
-		return "are owned by another project"
+		return verb("is", "are") + " owned by another project"
 	case UnmetRequiredTrait:
-		return "lack trait " + u.Value
+		return verb("lacks", "lack") + " trait " + u.Value
 	case UnmetForbiddenTrait:
-		return "have forbidden trait " + u.Value
+		return verb("has", "have") + " forbidden trait " + u.Value
 	case UnmetCPUs:
-		return "have fewer than " + u.Value + " CPUs (or unknown)"
+		return verb("has", "have") + " fewer than " + u.Value + " CPUs (or unknown)"
 	case UnmetMemoryMB:
-		return "have less than " + u.Value + " MB memory (or unknown)"
+		return verb("has", "have") + " less than " + u.Value + " MB memory (or unknown)"
 	case UnmetDiskGB:
-		return "have less than " + u.Value + " GB disk (or unknown)"
+		return verb("has", "have") + " less than " + u.Value + " GB disk (or unknown)"
 	case UnmetCPUArch:
-		return "are not " + u.Value
+		return verb("is", "are") + " not " + u.Value
 	}
 	return u.Kind + " " + u.Value
 }

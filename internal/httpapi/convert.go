@@ -66,9 +66,16 @@ func capacityOut(c baremetal.Capacity) api.Capacity {
 		Pending: c.Pending, Unsuited: c.Unsuited, Available: c.Available, Unmet: []api.UnmetRequirement{}}
 	for _, u := range service.SortedUnmet(c.Unmet) {
 		out.Unmet = append(out.Unmet, api.UnmetRequirement{Requirement: u.Kind, Value: u.Value, Nodes: u.Nodes,
-			Message: fmt.Sprintf("%d nodes %s", u.Nodes, u.Phrase())})
+			Message: fmt.Sprintf("%d %s %s", u.Nodes, nodesWord(u.Nodes), u.Phrase(u.Nodes))})
 	}
 	return out
+}
+
+func nodesWord(n int) string {
+	if n == 1 {
+		return "node"
+	}
+	return "nodes"
 }
 
 // portsOut renders a node's ports, [] for none (never inspected, or a

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -209,6 +210,46 @@ func fillFromAgent(n *baremetal.Node, inv *api.AgentInventory) {
 		mem = int(inv.MemoryBytes >> 20)
 	}
 	n.RecordInspection(validOnly(baremetal.Properties{CPUs: inv.CPUs, MemoryMB: mem, LocalGB: int(largest >> 30)}), false)
+	deriveFromAgent(n, inv)
+}
+
+// deriveFromAgent replaces the traits inspection derives from what the
+// agent saw on the machine: the disk kinds (NVMe, else SSD or HDD by the
+// kernel's rotational flag; removable media are not the machine's disks)
+// and the link speeds of the NICs that were up, always (an inspection
+// lists every disk and NIC); the boot mode and whether the firmware can
+// do Secure Boot where the agent could tell (a UEFI machine whose
+// SecureBoot variable was readable has the feature, on or off).
+func deriveFromAgent(n *baremetal.Node, inv *api.AgentInventory) {
+	var disks, nics []string
+	for _, d := range inv.Disks {
+		switch {
+		case d.Removable:
+		case strings.HasPrefix(d.Name, "nvme"):
+			disks = append(disks, baremetal.TraitDiskPrefix+"NVME", baremetal.TraitDiskPrefix+"SSD")
+		case d.Rotational:
+			disks = append(disks, baremetal.TraitDiskPrefix+"HDD")
+		default:
+			disks = append(disks, baremetal.TraitDiskPrefix+"SSD")
+		}
+	}
+	for _, nic := range inv.NICs {
+		if nic.LinkUp {
+			nics = append(nics, baremetal.NICSpeedTrait(nic.SpeedMbps))
+		}
+	}
+	n.ReplaceDerivedTraits([]string{baremetal.TraitDiskPrefix}, disks)
+	n.ReplaceDerivedTraits([]string{baremetal.TraitNICSpeedPrefix}, nics)
+	if mode := bootModeTrait(inv.System.BootMode); mode != "" {
+		n.ReplaceDerivedTraits([]string{baremetal.TraitBootModePrefix}, []string{mode})
+		var sb []string
+		if mode == baremetal.TraitBootModePrefix+"UEFI" && inv.System.SecureBoot != nil {
+			sb = []string{baremetal.TraitSecureBoot}
+		}
+		if mode == baremetal.TraitBootModePrefix+"BIOS" || sb != nil {
+			n.ReplaceDerivedTraits([]string{baremetal.TraitSecureBoot}, sb)
+		}
+	}
 }
 
 // validOnly keeps the members of p the domain accepts. Inventories are

@@ -208,6 +208,23 @@ func fillProperties(n *baremetal.Node, inv *bmc.Inventory) {
 		return
 	}
 	n.RecordInspection(validOnly(baremetal.Properties{CPUs: inv.CPUs, MemoryMB: inv.MemoryMB, CPUArch: inv.CPUArch}), true)
+	// The BMC's word on the boot mode, where it gives one; the agent's,
+	// from the machine itself, replaces it at the next inspection.
+	if mode := bootModeTrait(inv.BootMode); mode != "" {
+		n.ReplaceDerivedTraits([]string{baremetal.TraitBootModePrefix}, []string{mode})
+	}
+}
+
+// bootModeTrait is the derived trait of a boot mode ("uefi", "bios"),
+// "" for none or one not known.
+func bootModeTrait(mode string) string {
+	switch strings.ToLower(mode) {
+	case "uefi":
+		return baremetal.TraitBootModePrefix + "UEFI"
+	case "bios", "legacy":
+		return baremetal.TraitBootModePrefix + "BIOS"
+	}
+	return ""
 }
 
 // syncNodeWorker reads one node's power state: a targeted power sync, for

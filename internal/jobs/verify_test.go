@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
@@ -86,5 +87,46 @@ func TestFillFromAgentRecordsInstalledMemory(t *testing.T) {
 	fillFromAgent(&n, &api.AgentInventory{CPUs: 1, MemoryBytes: 960 << 20})
 	if n.Properties.MemoryMB != 1024 {
 		t.Errorf("memory_mb %d after an inspection without memory devices, want the earlier 1024", n.Properties.MemoryMB)
+	}
+}
+
+// Traits derived from the BMC at verify and from the agent at inspection:
+// each inspection replaces the families it reports on (disks, NIC
+// speeds, boot mode and Secure Boot where the agent could tell) and
+// keeps the others; the operator's traits are never touched.
+func TestDerivedTraitsFollowInspection(t *testing.T) {
+	n := baremetal.Node{Traits: []string{"CUSTOM_MINE"}}
+	fillProperties(&n, &bmc.Inventory{CPUs: 32, MemoryMB: 65536, CPUArch: "x86_64", BootMode: "bios"})
+	if want := []string{"BOOT_MODE_BIOS", "HW_ARCH_X86_64"}; !slices.Equal(n.DerivedTraits, want) {
+		t.Fatalf("after verify: %q, want %q", n.DerivedTraits, want)
+	}
+	on := true
+	inv := &api.AgentInventory{CPUs: 4, InstalledMemoryBytes: 8 << 30,
+		System: api.AgentSystem{BootMode: "uefi", SecureBoot: &on},
+		Disks: []api.AgentDisk{{Name: "sr0", Removable: true, Rotational: true}, {Name: "nvme0n1", SizeBytes: 1 << 40},
+			{Name: "sda", SizeBytes: 4 << 40, Rotational: true}},
+		NICs: []api.AgentNIC{{Name: "eno1", LinkUp: true, SpeedMbps: 25000}, {Name: "eno2", LinkUp: false, SpeedMbps: 100000},
+			{Name: "eno3", LinkUp: true, SpeedMbps: 1000}}}
+	fillFromAgent(&n, inv)
+	want := []string{"BOOT_MODE_UEFI", "COMPUTE_SECURITY_UEFI_SECURE_BOOT", "HW_ARCH_X86_64", "HW_NIC_SPEED_1G",
+		"HW_NIC_SPEED_25G", "STORAGE_DISK_HDD", "STORAGE_DISK_NVME", "STORAGE_DISK_SSD"}
+	if !slices.Equal(n.DerivedTraits, want) {
+		t.Fatalf("after inspection: %q, want %q", n.DerivedTraits, want)
+	}
+	// Re-inspected after the hardware changed: SATA SSDs only, no link up,
+	// and an agent that could not read the UEFI variables.
+	inv = &api.AgentInventory{CPUs: 4, System: api.AgentSystem{BootMode: "uefi"}, Disks: []api.AgentDisk{{Name: "sda", SizeBytes: 1 << 40}}}
+	fillFromAgent(&n, inv)
+	want = []string{"BOOT_MODE_UEFI", "COMPUTE_SECURITY_UEFI_SECURE_BOOT", "HW_ARCH_X86_64", "STORAGE_DISK_SSD"}
+	if !slices.Equal(n.DerivedTraits, want) {
+		t.Fatalf("after re-inspection: %q, want %q", n.DerivedTraits, want)
+	}
+	// Booted in BIOS mode: no Secure Boot to speak of.
+	fillFromAgent(&n, &api.AgentInventory{System: api.AgentSystem{BootMode: "bios"}})
+	if slices.Contains(n.DerivedTraits, baremetal.TraitSecureBoot) || !slices.Contains(n.DerivedTraits, "BOOT_MODE_BIOS") {
+		t.Fatalf("after a BIOS boot: %q", n.DerivedTraits)
+	}
+	if !slices.Equal(n.Traits, []string{"CUSTOM_MINE"}) {
+		t.Fatalf("operator traits changed: %q", n.Traits)
 	}
 }

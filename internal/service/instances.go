@@ -246,9 +246,10 @@ func (s *Service) pickNode(ctx context.Context, tx store.Tx, c Caller, inst *bar
 		}
 		// An admin may pin a node another project owns: owners steer
 		// placement, they do not fence off an admin.
-		if unmet := (baremetal.Placement{Requirements: inst.Requirements}).Unmet(n); len(unmet) > 0 {
+		pinned := baremetal.Placement{Requirements: inst.Requirements, Project: n.Owner}
+		if unmet := pinned.Unmet(n); len(unmet) > 0 {
 			var capa baremetal.Capacity
-			capa.CountPlacement(n, baremetal.Placement{Requirements: inst.Requirements}, inst)
+			capa.CountPlacement(n, pinned, inst)
 			why := make([]string, len(unmet))
 			for i, u := range unmet {
 				why[i] = pinnedPhrase(u, n)
@@ -369,7 +370,7 @@ func pinnedPhrase(u baremetal.Unmet, n *baremetal.Node) string {
 		}
 		return fmt.Sprintf("is %s, not %s", arch, u.Value)
 	}
-	return u.Phrase()
+	return u.Phrase(1)
 }
 
 // noCapacity says why no node can take inst: per requirement, how many
@@ -444,7 +445,7 @@ func survey(ctx context.Context, q store.Queries, p baremetal.Placement, inst *b
 	unmet := SortedUnmet(capa.Unmet)
 	why := make([]string, len(unmet))
 	for i, u := range unmet {
-		why[i] = fmt.Sprintf("%d %s", u.Nodes, u.Phrase())
+		why[i] = fmt.Sprintf("%d %s", u.Nodes, u.Phrase(u.Nodes))
 	}
 	msg := fmt.Sprintf("%s fits the instance's requirements: of %d nodes, %s", of, capa.Nodes, strings.Join(why, ", "))
 	fit := capa.Nodes - capa.Unsuited

@@ -75,7 +75,7 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
 		CleanErase: spec.CleanErase, InspectOnEnroll: spec.InspectOnEnroll,
 		PowerState: baremetal.PowerUnknown, ProvisionState: baremetal.StateEnroll,
-		Traits: baremetal.SortedTraits(spec.Traits), DerivedTraits: []string{}, Owner: spec.Owner,
+		Traits: append([]string{}, spec.Traits...), DerivedTraits: []string{}, Owner: spec.Owner, // Validate sorts them
 	}
 	n.SetOverrides(spec.Properties)
 	if err := n.Validate(); err != nil {
@@ -288,7 +288,7 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 			}
 			n.Name, n.Driver, n.ResourceClass = spec.Name, spec.Driver, spec.ResourceClass
 			n.CleanErase, n.InspectOnEnroll = spec.CleanErase, spec.InspectOnEnroll
-			n.Traits, n.Owner = baremetal.SortedTraits(spec.Traits), spec.Owner
+			n.Traits, n.Owner = append([]string{}, spec.Traits...), spec.Owner // Validate sorts them
 			// An override the operator no longer sets shows what
 			// inspection found at once.
 			n.SetOverrides(spec.Properties)
