@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/sim"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/testenv"
@@ -136,6 +138,30 @@ func simMachineInspectDeployAndErase(t *testing.T, dbURL string) {
 	}
 	if p, _ := env.Sim.Power(sys); p != "Off" {
 		t.Errorf("power after inspection: %s", p)
+	}
+	// Placement traits derived from what the agent saw: the disk kinds,
+	// the boot mode, the speed of each link up.
+	var want []string
+	for _, d := range got.Disks {
+		if !d.Removable && !d.Rotational {
+			want = append(want, "STORAGE_DISK_SSD")
+		}
+	}
+	if got.System.BootMode != "" {
+		want = append(want, "BOOT_MODE_"+strings.ToUpper(got.System.BootMode))
+	}
+	for _, nic := range got.NICs {
+		if nic.LinkUp && nic.SpeedMbps > 0 {
+			want = append(want, baremetal.NICSpeedTrait(nic.SpeedMbps))
+		}
+	}
+	if len(want) == 0 {
+		t.Fatalf("the simulated machine's inventory gives no trait to derive: %+v", got)
+	}
+	for _, w := range want {
+		if !slices.Contains(n.DerivedTraits, w) {
+			t.Errorf("derived traits after inspection %q; want %s among them (inventory %+v)", n.DerivedTraits, w, got)
+		}
 	}
 
 	// An image deploy that waits for the OS's callback.
