@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/postgres"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 )
 
@@ -190,5 +192,78 @@ func TestCapacityReport(t *testing.T) {
 	bad := baremetal.Placement{Requirements: baremetal.Requirements{RequiredTraits: []string{"a b"}}}
 	if _, _, _, _, err := svc.Capacity(ctx, teamA, bad, ""); baremetal.ErrorField(err) != "required_traits[0]" {
 		t.Fatalf("bad trait: %v", err)
+	}
+}
+
+// Two replicas (two services, each with its own connection pool on one
+// PostgreSQL database) and 32 clients race to place instances with
+// requirements that 40 of 60 nodes meet: exactly 40 are placed, each on
+// a node of its own that meets them, and the others are told no node
+// fits, none pending.
+func TestPlacementRaceAcrossReplicas(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	ctx := context.Background()
+	var svcs []*service.Service
+	var first store.Store
+	for range 2 {
+		st, err := postgres.Open(ctx, url, storetest.Box())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if first == nil {
+			first = st
+		}
+		svcs = append(svcs, service.New(st, &countingJobs{}, nil))
+	}
+	for i := range 60 {
+		traits := []string{"CUSTOM_FAST"}
+		if i%3 == 0 {
+			traits = nil // 20 lack it
+		}
+		enrollShaped(t, first, svcs[0], fmt.Sprintf("r%02d", i), baremetal.Properties{MemoryMB: 65536 * (1 + i%4)}, "", traits...)
+	}
+	req := baremetal.Requirements{RequiredTraits: []string{"CUSTOM_FAST"}}
+	var mu sync.Mutex
+	placed := map[string]string{} // node id -> instance
+	var refused int
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for c := range 32 {
+		wg.Go(func() {
+			<-start
+			svc := svcs[c%2]
+			for k := range 2 {
+				inst, err := svc.CreateInstance(ctx, admin, baremetal.Instance{Name: fmt.Sprintf("race-%02d-%d", c, k), Project: "p1",
+					ResourceClass: "gpu", Image: baremetal.Image{URL: "https://i/x.iso"}, Requirements: req})
+				mu.Lock()
+				switch {
+				case err == nil:
+					if other, dup := placed[inst.NodeID]; dup {
+						t.Errorf("node %s given to %s and %s", inst.NodeID, other, inst.Name)
+					}
+					placed[inst.NodeID] = inst.Name
+				case baremetal.IsCode(err, baremetal.CodeNoCapacity):
+					refused++
+					if c := baremetal.ErrorCapacity(err); c == nil || c.Pending != 0 || c.Unsuited != 20 {
+						t.Errorf("refused with counts %+v", c)
+					}
+				default:
+					t.Errorf("create: %v", err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if len(placed) != 40 || refused != 24 {
+		t.Fatalf("%d placed, %d refused; want 40 and 24", len(placed), refused)
+	}
+	for id := range placed {
+		n, err := first.GetNode(ctx, id)
+		if err != nil || !n.HasTrait("CUSTOM_FAST") || n.InstanceID == "" {
+			t.Errorf("node %s: %+v, %v", id, n, err)
+		}
 	}
 }
