@@ -212,6 +212,10 @@ try {
     assert((await admin.locator('#inv-disks tr[data-disk="nvme0n1"]').innerText()).includes('960 GiB'), 'the disk');
     assert((await admin.locator('#inv-nics tr[data-nic="eno1"]').innerText()).includes('25000 Mb/s'), 'the NIC');
     assert((await admin.locator('#inv-nics tr[data-nic="eno1"]').innerText()).includes('leaf-1 Ethernet7 VLAN 100'), 'the NIC\'s switch port');
+    // Placement: the operator's traits apart from those the controller
+    // derived (here from the BMC at verify), and who may use the node.
+    assert((await admin.locator('#f-derived-traits').textContent()).includes('HW_ARCH_X86_64'), 'derived traits: ' + await admin.locator('#f-derived-traits').textContent());
+    assert(await admin.locator('#f-owner').textContent() === 'any project', 'the owner: ' + await admin.locator('#f-owner').textContent());
     await admin.screenshot({ path: join(SHOTS, 'node-inventory.png') });
     // This controller serves no deploy agent: the API refuses (422), and
     // its problem document says why, on the page.

@@ -259,6 +259,9 @@ export function nodeDetail(root, { params, role }) {
     const p = n.properties || {};
     replace(hardware, dl([
       ['Driver', n.driver], ['Resource class', h('span', { id: 'f-class' }, n.resource_class)],
+      ['Traits', h('span', { id: 'f-traits' }, (n.traits || []).join(' '))],
+      ['Derived traits', h('span', { id: 'f-derived-traits', title: 'from inspection and the BMC' }, (n.derived_traits || []).join(' '))],
+      ['Owner', h('span', { id: 'f-owner' }, n.owner || 'any project')],
       ['CPUs', p.cpus ? String(p.cpus) : ''], ['Memory', p.memory_mb ? `${p.memory_mb} MiB` : ''],
       ['Local disk', p.local_gb ? `${p.local_gb} GB` : ''], ['CPU architecture', p.cpu_arch || ''],
       (n.property_overrides || []).length ? ['Set by an operator', n.property_overrides.join(', ')] : null,
