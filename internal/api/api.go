@@ -522,7 +522,8 @@ type Capacity struct {
 // UnmetRequirement is how many nodes fail one requirement: Requirement
 // is resource_class, owner, required_trait, forbidden_trait, min_cpus,
 // min_memory_mb, min_disk_gb or cpu_arch; Value the class, trait,
-// minimum or architecture asked (for owner, the owning project).
+// minimum or architecture asked (empty for owner: which projects own the
+// nodes is not said).
 type UnmetRequirement struct {
 	Requirement string `json:"requirement"`
 	Value       string `json:"value"`

@@ -186,7 +186,9 @@ func (p Placement) Unmet(n *Node) []Unmet {
 		out = append(out, Unmet{UnmetResourceClass, p.ResourceClass})
 	}
 	if n.Owner != "" && n.Owner != p.Project {
-		out = append(out, Unmet{UnmetOwner, n.Owner})
+		// Which project owns it is not said: members do not see other
+		// projects' nodes, and one count reads better than one per owner.
+		out = append(out, Unmet{UnmetOwner, ""})
 	}
 	r := p.Requirements
 	for _, t := range r.RequiredTraits {

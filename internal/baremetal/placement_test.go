@@ -58,7 +58,7 @@ func TestPlacementUnmet(t *testing.T) {
 	for _, u := range p.Unmet(n) {
 		kinds = append(kinds, u.Kind+"="+u.Value)
 	}
-	want := []string{"resource_class=cpu", "owner=team-a", "required_trait=CUSTOM_GPU", "forbidden_trait=HW_ARCH_X86_64",
+	want := []string{"resource_class=cpu", "owner=", "required_trait=CUSTOM_GPU", "forbidden_trait=HW_ARCH_X86_64",
 		"min_cpus=64", "min_disk_gb=1", "cpu_arch=AARCH64"}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("unmet %q, want %q", kinds, want)

@@ -98,6 +98,11 @@ func TestPlacementAPI(t *testing.T) {
 				e.mustJSON("GET", "/v1/capacity?"+query, token, "", 200, &c)
 				return c
 			}
+			// Which project owns the node p1 may not use is not said to p1.
+			if raw := e.do("GET", "/v1/capacity?resource_class=gpu", e.member, ""); strings.Contains(string(raw.body), "p2") ||
+				!strings.Contains(string(raw.body), `"message":"1 node is owned by another project"`) {
+				t.Fatalf("p1's capacity names p2, or not the owned node: %s", raw.body)
+			}
 			c := capa(e.member, "resource_class=gpu")
 			if c.Project != "p1" || c.Placeable != 2 || c.Capacity.Available != 2 || c.Capacity.Unsuited != 1 || c.QuotaRemaining != nil {
 				t.Fatalf("p1 capacity: %+v", c)
