@@ -76,6 +76,10 @@ func capabilityName(v any) string {
 		return "boot mode"
 	case *SystemResolver:
 		return "system resolution"
+	case *BIOSSettings:
+		return "BIOS settings"
+	case *SecureBootSetter:
+		return "Secure Boot"
 	}
 	return reflect.TypeOf(v).Elem().String()
 }
@@ -95,7 +99,63 @@ var (
 	_ SystemUUIDGetter = (*guarded)(nil)
 	_ BootModeGetter   = (*guarded)(nil)
 	_ SystemResolver   = (*guarded)(nil)
+	_ BIOSSettings     = (*guarded)(nil)
+	_ SecureBootSetter = (*guarded)(nil)
 )
+
+func (g *guarded) BIOSAttributes(ctx context.Context) (BIOSValues, error) {
+	b, err := capable[BIOSSettings](g)
+	var v BIOSValues
+	if err == nil {
+		v, err = b.BIOSAttributes(ctx)
+	}
+	return v, g.check("read BIOS attributes", err)
+}
+
+func (g *guarded) BIOSRegistry(ctx context.Context) (BIOSRegistry, error) {
+	b, err := capable[BIOSSettings](g)
+	var r BIOSRegistry
+	if err == nil {
+		r, err = b.BIOSRegistry(ctx)
+	}
+	return r, g.check("read BIOS attribute registry", err)
+}
+
+func (g *guarded) PendingBIOS(ctx context.Context) (BIOSValues, error) {
+	b, err := capable[BIOSSettings](g)
+	var v BIOSValues
+	if err == nil {
+		v, err = b.PendingBIOS(ctx)
+	}
+	return v, g.check("read pending BIOS settings", err)
+}
+
+func (g *guarded) SetBIOS(ctx context.Context, values BIOSValues) (bool, error) {
+	b, err := capable[BIOSSettings](g)
+	reset := false
+	if err == nil {
+		reset, err = b.SetBIOS(ctx, values)
+	}
+	return reset, g.check("write BIOS settings", err)
+}
+
+func (g *guarded) SecureBoot(ctx context.Context) (SecureBootState, error) {
+	s, err := capable[SecureBootSetter](g)
+	var st SecureBootState
+	if err == nil {
+		st, err = s.SecureBoot(ctx)
+	}
+	return st, g.check("read Secure Boot", err)
+}
+
+func (g *guarded) SetSecureBoot(ctx context.Context, enable bool) (bool, error) {
+	s, err := capable[SecureBootSetter](g)
+	reset := false
+	if err == nil {
+		reset, err = s.SetSecureBoot(ctx, enable)
+	}
+	return reset, g.check("set Secure Boot", err)
+}
 
 // check is the end of every call: a driver's unclassified error counts
 // as an unreachable BMC (KindOf), and every error leaves redacted.
