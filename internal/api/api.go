@@ -501,6 +501,9 @@ type Capacity struct {
 	Enroll     int `json:"enroll"`
 	Deleting   int `json:"deleting"`
 	Inspecting int `json:"inspecting"`
+	// Configuring: the node's hardware settings are being applied; it is
+	// available again after.
+	Configuring int `json:"configuring"`
 	// Pending counts the nodes, among those above, that will be able to
 	// take the instance without anyone acting: being cleaned (a fault
 	// left by the failed deploy clears when the cleanup succeeds), or

@@ -19,12 +19,13 @@ const (
 	StateCleaning     ProvisionState = "cleaning"
 	StateDeleting     ProvisionState = "deleting"
 	StateInspecting   ProvisionState = "inspecting"
+	StateConfiguring  ProvisionState = "configuring"
 )
 
 // ProvisionStates lists every provision state.
 func ProvisionStates() []string {
 	return []string{string(StateEnroll), string(StateAvailable), string(StateDeploying), string(StateActive),
-		string(StateDeployFailed), string(StateCleaning), string(StateDeleting), string(StateInspecting)}
+		string(StateDeployFailed), string(StateCleaning), string(StateDeleting), string(StateInspecting), string(StateConfiguring)}
 }
 
 // Fault is the controller's record of BMC trouble on a node; FaultNone

@@ -17,6 +17,7 @@ const (
 	UnfitEnroll      Unfit = "enroll"
 	UnfitDeleting    Unfit = "deleting"
 	UnfitInspecting  Unfit = "inspecting" // the agent reports its hardware; available again after
+	UnfitConfiguring Unfit = "configuring" // its hardware settings are applied; available again after
 )
 
 // UnfitFor says why n cannot take inst, or "" when it can. A node has one
@@ -43,6 +44,8 @@ func (n *Node) UnfitFor(inst *Instance) Unfit {
 		return UnfitDeleting
 	case StateInspecting:
 		return UnfitInspecting
+	case StateConfiguring:
+		return UnfitConfiguring
 	default:
 		// deploying, active, deploy_failed, or available while an
 		// instance is still recorded on it.
@@ -65,7 +68,7 @@ func (n *Node) FreesUpFor(inst *Instance) bool {
 	switch n.ProvisionState {
 	case StateCleaning:
 		return true
-	case StateEnroll, StateInspecting:
+	case StateEnroll, StateInspecting, StateConfiguring:
 		return n.Fault == FaultNone
 	}
 	return false
@@ -84,6 +87,7 @@ type Capacity struct {
 	Enroll           int
 	Deleting         int
 	Inspecting       int
+	Configuring      int
 	// Pending counts the nodes (whatever their reason) that free up
 	// without anyone acting (FreesUpFor): waiting can help only if > 0.
 	Pending int
@@ -151,6 +155,8 @@ func (c *Capacity) Count(n *Node, inst *Instance) Unfit {
 		c.Deleting++
 	case UnfitInspecting:
 		c.Inspecting++
+	case UnfitConfiguring:
+		c.Configuring++
 	}
 	if u != "" && n.FreesUpFor(inst) {
 		c.Pending++

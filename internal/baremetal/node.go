@@ -267,6 +267,11 @@ type Node struct {
 	// whose members see it.
 	Owner string
 
+	// Settings are the hardware settings the operator declares; Observed
+	// what the controller last read of them from the BMC.
+	Settings HardwareSettings
+	Observed HardwareObserved
+
 	// CleanErase, when set, wins over the resource class's and the
 	// controller's erase mode for this node's cleanings.
 	CleanErase CleanErase

@@ -16,10 +16,14 @@ const (
 	// StateInspecting: the deploy agent is booted on the node to report
 	// its hardware; out of scheduling until it has (or gave up).
 	StateInspecting ProvisionState = "inspecting"
+	// StateConfiguring: the controller applies the node's hardware
+	// settings (BIOS, Secure Boot) through its BMC, resetting it; out of
+	// scheduling until they are applied and read back (or refused).
+	StateConfiguring ProvisionState = "configuring"
 )
 
 // ProvisionStates lists every state, for filters and validation.
-var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeploying, StateActive, StateDeployFailed, StateCleaning, StateDeleting, StateInspecting}
+var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeploying, StateActive, StateDeployFailed, StateCleaning, StateDeleting, StateInspecting, StateConfiguring}
 
 // transitions is the one table of allowed provision-state changes. Any
 // state may go to deleting; deleting goes nowhere (the record is removed
@@ -27,7 +31,9 @@ var ProvisionStates = []ProvisionState{StateEnroll, StateAvailable, StateDeployi
 var transitions = map[ProvisionState][]ProvisionState{
 	// enroll → inspecting: inspection on enroll, once the BMC answered.
 	StateEnroll:    {StateAvailable, StateInspecting, StateDeleting},
-	StateAvailable: {StateDeploying, StateEnroll, StateInspecting, StateDeleting},
+	StateAvailable: {StateDeploying, StateEnroll, StateInspecting, StateConfiguring, StateDeleting},
+	// configuring → enroll: the operator changed the BMC meanwhile.
+	StateConfiguring: {StateAvailable, StateEnroll, StateDeleting},
 	// inspecting → enroll: the operator changed the BMC meanwhile.
 	StateInspecting: {StateAvailable, StateEnroll, StateDeleting},
 	StateDeploying:  {StateActive, StateDeployFailed, StateCleaning, StateDeleting},

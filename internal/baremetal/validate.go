@@ -146,6 +146,9 @@ func (n *Node) Validate() error {
 			return err
 		}
 	}
+	if err := n.Settings.Validate(); err != nil {
+		return err
+	}
 	if n.CleanErase != CleanEraseDefault && !slices.Contains(CleanErases, n.CleanErase) {
 		return FieldErrorf("clean_erase", "clean_erase %q is not an erase mode; use metadata, full or off (or leave it empty for the resource class's or the controller's)", n.CleanErase)
 	}

@@ -62,7 +62,7 @@ func requirementsOut(r baremetal.Requirements) api.Requirements { return api.Req
 // report.
 func capacityOut(c baremetal.Capacity) api.Capacity {
 	out := api.Capacity{Nodes: c.Nodes, Maintenance: c.Maintenance, Fault: c.Fault, UnsuitableDriver: c.UnsuitableDriver,
-		Busy: c.Busy, Cleaning: c.Cleaning, Enroll: c.Enroll, Deleting: c.Deleting, Inspecting: c.Inspecting,
+		Busy: c.Busy, Cleaning: c.Cleaning, Enroll: c.Enroll, Deleting: c.Deleting, Inspecting: c.Inspecting, Configuring: c.Configuring,
 		Pending: c.Pending, Unsuited: c.Unsuited, Available: c.Available, Unmet: []api.UnmetRequirement{}}
 	for _, u := range service.SortedUnmet(c.Unmet) {
 		out.Unmet = append(out.Unmet, api.UnmetRequirement{Requirement: u.Kind, Value: u.Value, Nodes: u.Nodes,

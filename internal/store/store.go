@@ -185,6 +185,11 @@ type Queries interface {
 	// GetInventory returns a node's inventory; not found before the first
 	// inspection. Sessions and inventories go with their node.
 	GetInventory(ctx context.Context, nodeID string) (*baremetal.Inventory, error)
+	// GetBIOSRegistry returns the BIOS attribute registry of that name,
+	// not found when none is stored; PutBIOSRegistry stores one (a name
+	// stored already is replaced).
+	GetBIOSRegistry(ctx context.Context, name string) (baremetal.BIOSRegistry, error)
+	PutBIOSRegistry(ctx context.Context, name string, reg baremetal.BIOSRegistry) error
 	// GetInventories returns the inventories of the nodes with the given
 	// ids (at most MaxPageLimit: a page of nodes), ordered by node id; a
 	// node never inspected, or gone, has none in the list.

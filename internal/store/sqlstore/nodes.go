@@ -108,6 +108,16 @@ func (q Queries) node(r *NodeRow) (*baremetal.Node, error) {
 	if at := time.Time(r.InspectedAt); !at.IsZero() {
 		n.InspectedAt = &at
 	}
+	if r.HardwareSettings != "" {
+		if err := json.Unmarshal([]byte(r.HardwareSettings), &n.Settings); err != nil {
+			return nil, fmt.Errorf("node %s: hardware settings: %w", n.ID, err)
+		}
+	}
+	if r.HardwareObserved != "" {
+		if err := json.Unmarshal([]byte(r.HardwareObserved), &n.Observed); err != nil {
+			return nil, fmt.Errorf("node %s: hardware observed: %w", n.ID, err)
+		}
+	}
 	if r.Flow != "" {
 		n.Flow = new(baremetal.Flow)
 		if err := json.Unmarshal([]byte(r.Flow), n.Flow); err != nil {
@@ -157,6 +167,21 @@ func (q Queries) nodeWrite(n *baremetal.Node) (NodeWrite, error) {
 		}
 		flow = string(b)
 	}
+	settings, observed := "", ""
+	if !n.Settings.IsZero() {
+		b, err := json.Marshal(n.Settings)
+		if err != nil {
+			return NodeWrite{}, fmt.Errorf("node %s: hardware settings: %w", n.Name, err)
+		}
+		settings = string(b)
+	}
+	if o := n.Observed; o.ReadAt != nil || len(o.BIOS) > 0 || o.SecureBoot != nil || len(o.Lacks) > 0 {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return NodeWrite{}, fmt.Errorf("node %s: hardware observed: %w", n.Name, err)
+		}
+		observed = string(b)
+	}
 	return NodeWrite{
 		Name: n.Name, Driver: string(n.Driver), BMCAddress: n.BMC.Address, BMCUsername: n.BMC.Username,
 		BMCPasswordSealed: sealed, BMCInsecure: n.BMC.Insecure, BMCSystemID: n.BMC.SystemID,
@@ -170,7 +195,8 @@ func (q Queries) nodeWrite(n *baremetal.Node) (NodeWrite, error) {
 		CPUArchOverride: n.Overrides.CPUArch, InspectedCPUs: int64(n.Inspected.CPUs),
 		InspectedMemoryMB: int64(n.Inspected.MemoryMB), InspectedLocalGB: int64(n.Inspected.LocalGB),
 		InspectedCPUArch: n.Inspected.CPUArch, CleanErase: string(n.CleanErase), InspectOnEnroll: n.InspectOnEnroll,
-		Flow: flow, Traits: joinTraits(n.Traits), DerivedTraits: joinTraits(n.DerivedTraits), Owner: n.Owner, BMCKey: key,
+		Flow: flow, Traits: joinTraits(n.Traits), DerivedTraits: joinTraits(n.DerivedTraits), Owner: n.Owner,
+		HardwareSettings: settings, HardwareObserved: observed, BMCKey: key,
 	}, nil
 }
 
@@ -493,4 +519,36 @@ func (b backfill) BMCHolder(ctx context.Context, key string) (*store.BMCHolder, 
 
 func (b backfill) SetBMCKey(ctx context.Context, id, key string) error {
 	return b.q.w.SetNodeBMCKey(ctx, &key, id)
+}
+
+func (q Queries) GetBIOSRegistry(ctx context.Context, name string) (baremetal.BIOSRegistry, error) {
+	if !store.Storable(name) {
+		return nil, store.NotFound("BIOS attribute registry", name)
+	}
+	data, err := q.r.GetBIOSRegistry(ctx, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.NotFound("BIOS attribute registry", name)
+	}
+	if err != nil {
+		return nil, q.wrap("get BIOS registry", err)
+	}
+	var reg baremetal.BIOSRegistry
+	if err := json.Unmarshal([]byte(data), &reg); err != nil {
+		return nil, fmt.Errorf("BIOS registry %s: %w", name, err)
+	}
+	return reg, nil
+}
+
+func (q Queries) PutBIOSRegistry(ctx context.Context, name string, reg baremetal.BIOSRegistry) error {
+	if !store.Storable(name) {
+		return baremetal.FieldErrorf("registry", "BIOS registry name %q cannot be stored", name)
+	}
+	b, err := json.Marshal(reg)
+	if err != nil {
+		return err
+	}
+	if err := q.w.PutBIOSRegistry(ctx, name, string(b)); err != nil {
+		return q.wrap("put BIOS registry", err)
+	}
+	return nil
 }

@@ -76,6 +76,8 @@ type Querier interface {
 	// node_inventories.sql
 	SetInventory(ctx context.Context, nodeID, data string, inspectedAt Time) error
 	GetInventory(ctx context.Context, nodeID string) (*InventoryRow, error)
+	GetBIOSRegistry(ctx context.Context, name string) (string, error)
+	PutBIOSRegistry(ctx context.Context, name, data string) error
 	// nodes.<dialect>.sql
 	GetInventories(ctx context.Context, idsJSON string) ([]*InventoryRow, error)
 

@@ -53,6 +53,8 @@ type NodeRow struct {
 	Traits            string
 	DerivedTraits     string
 	Owner             string
+	HardwareSettings  string
+	HardwareObserved  string
 	InspectedAt       Time
 }
 
@@ -98,6 +100,8 @@ type NodeWrite struct {
 	Traits            string
 	DerivedTraits     string
 	Owner             string
+	HardwareSettings  string
+	HardwareObserved  string
 	BMCKey            *string
 	Now               Time
 	Version           int64

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
@@ -216,4 +217,37 @@ func testNodeTraitsRoundTrip(t *testing.T, s store.Store) {
 	back, err := s.GetInstance(ctx, inst.ID)
 	must(t, err)
 	same(t, "instance requirements", inst.Requirements, back.Requirements)
+}
+
+// testHardwareSettingsRoundTrip: a node's hardware settings and what was
+// observed of them read back as written; BIOS registries are stored once
+// per name.
+func testHardwareSettingsRoundTrip(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	on := true
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	n := newNode("hw")
+	n.Settings = baremetal.HardwareSettings{BIOS: map[string]string{"ProcVirtualization": "Enabled", "NumaNodesPerSocket": "2"}, SecureBoot: &on}
+	n.Observed = baremetal.HardwareObserved{BIOS: map[string]string{"ProcVirtualization": "Disabled"}, Registry: "BiosAttributeRegistry.v1_0_0",
+		Lacks: []string{"Secure Boot"}, ReadAt: &at}
+	insertNode(t, s, n)
+	got := getNode(t, s, n.ID)
+	same(t, "hardware settings", n.Settings, got.Settings)
+	same(t, "hardware observed", n.Observed, got.Observed)
+	got.Settings, got.Observed = baremetal.HardwareSettings{}, baremetal.HardwareObserved{}
+	must(t, s.UpdateNode(ctx, got))
+	if again := getNode(t, s, n.ID); !again.Settings.IsZero() || again.Observed.ReadAt != nil {
+		t.Fatalf("cleared: %+v %+v", again.Settings, again.Observed)
+	}
+	if _, err := s.GetBIOSRegistry(ctx, "none"); !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		t.Fatalf("missing registry: %v", err)
+	}
+	lo, hi := int64(1), int64(4)
+	reg := baremetal.BIOSRegistry{"ProcVirtualization": {Type: "Enumeration", Values: []string{"Enabled", "Disabled"}},
+		"NumaNodesPerSocket": {Type: "Integer", LowerBound: &lo, UpperBound: &hi}}
+	must(t, s.PutBIOSRegistry(ctx, "r1", reg))
+	must(t, s.PutBIOSRegistry(ctx, "r1", reg))
+	back, err := s.GetBIOSRegistry(ctx, "r1")
+	must(t, err)
+	same(t, "BIOS registry", reg, back)
 }

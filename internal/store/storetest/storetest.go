@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimNodeBestFit", testClaimNodeBestFit},
 		{"NodeListPlacementFilters", testNodeListPlacementFilters},
 		{"NodeTraitsRoundTrip", testNodeTraitsRoundTrip},
+		{"HardwareSettingsRoundTrip", testHardwareSettingsRoundTrip},
 		{"TxClaimNodeRace", testTxClaimNodeRace},
 		{"PasswordEncryptedAtRest", testPasswordAtRest},
 		{"Persistence", testPersistence},
@@ -425,6 +426,11 @@ func undoNodeColumns(t *testing.T, s store.Store, version int, columns ...string
 	}
 	rawExec(t, s, `ALTER TABLE instances DROP COLUMN requirements`)
 	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 19`)
+	// 0020 likewise.
+	rawExec(t, s, `ALTER TABLE nodes DROP COLUMN hardware_settings`)
+	rawExec(t, s, `ALTER TABLE nodes DROP COLUMN hardware_observed`)
+	rawExec(t, s, `DROP TABLE bios_registries`)
+	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 20`)
 	if version < 14 {
 		rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 14`)
 		columns = append(columns, "flow")

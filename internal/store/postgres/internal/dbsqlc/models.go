@@ -149,6 +149,8 @@ type NodeRow struct {
 	Traits            string
 	DerivedTraits     string
 	Owner             string
+	HardwareSettings  string
+	HardwareObserved  string
 	InspectedAt       sqlstore.Time
 }
 

@@ -76,7 +76,7 @@ INSERT INTO nodes (
     maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures,
     next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override, local_gb_override,
     cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch,
-    clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, bmc_key, created_at, updated_at, version, id
+    clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, bmc_key, created_at, updated_at, version, id
 ) VALUES (
     ?1, ?2, ?3, ?4,
     ?5, ?6, ?7,
@@ -88,8 +88,9 @@ INSERT INTO nodes (
     ?26, ?27, ?28,
     ?29, ?30, ?31,
     ?32, ?33, ?34,
-    ?35, ?36, ?37, ?38, ?39, ?40, ?40, CAST(?41 AS BIGINT) + 1,
-    ?42
+    ?35, ?36, ?37, ?38,
+    ?39, ?40, ?41, ?42, ?42, CAST(?43 AS BIGINT) + 1,
+    ?44
 )
 `
 
@@ -132,6 +133,8 @@ type InsertNodeParams struct {
 	Traits            string
 	DerivedTraits     string
 	Owner             string
+	HardwareSettings  string
+	HardwareObserved  string
 	BMCKey            *string
 	Now               sqlstore.Time
 	Version           int64
@@ -181,6 +184,8 @@ func (q *Queries) InsertNode(ctx context.Context, arg InsertNodeParams) (int64, 
 		arg.Traits,
 		arg.DerivedTraits,
 		arg.Owner,
+		arg.HardwareSettings,
+		arg.HardwareObserved,
 		arg.BMCKey,
 		arg.Now,
 		arg.Version,
@@ -350,13 +355,14 @@ UPDATE nodes SET
     inspected_cpu_arch = ?32, clean_erase = ?33,
     inspect_on_enroll = ?34, flow = ?35,
     traits = ?36, derived_traits = ?37, owner = ?38,
+    hardware_settings = ?39, hardware_observed = ?40,
     bmc_key = CASE
         WHEN bmc_key IS NULL AND driver = ?2 AND bmc_address = ?3
             AND bmc_system_id = ?7 THEN NULL
-        ELSE CAST(?39 AS TEXT)
+        ELSE CAST(?41 AS TEXT)
     END,
-    updated_at = ?40, version = version + 1
-WHERE version = ?41 AND id = ?42
+    updated_at = ?42, version = version + 1
+WHERE version = ?43 AND id = ?44
 `
 
 type UpdateNodeParams struct {
@@ -398,6 +404,8 @@ type UpdateNodeParams struct {
 	Traits            string
 	DerivedTraits     string
 	Owner             string
+	HardwareSettings  string
+	HardwareObserved  string
 	BMCKey            *string
 	Now               sqlstore.Time
 	Version           int64
@@ -448,6 +456,8 @@ func (q *Queries) UpdateNode(ctx context.Context, arg UpdateNodeParams) (int64, 
 		arg.Traits,
 		arg.DerivedTraits,
 		arg.Owner,
+		arg.HardwareSettings,
+		arg.HardwareObserved,
 		arg.BMCKey,
 		arg.Now,
 		arg.Version,
