@@ -91,8 +91,14 @@ type Node struct {
 	DerivedTraits []string `json:"derived_traits"`
 	// Owner is the project whose instances alone are placed on the node
 	// ("" for any project).
-	Owner      string     `json:"owner"`
-	Properties Properties `json:"properties"`
+	Owner string `json:"owner"`
+	// BIOSSettings and SecureBoot are the hardware settings the operator
+	// declares (admins only: {} and null for members); Hardware what the
+	// controller last read of them from the BMC (null for members).
+	BIOSSettings map[string]string `json:"bios_settings"`
+	SecureBoot   *bool             `json:"secure_boot"`
+	Hardware     *NodeHardware     `json:"hardware"`
+	Properties   Properties        `json:"properties"`
 	// PropertyOverrides lists the properties the operator set (always
 	// shown as set, never changed by inspection); the others show what
 	// inspection found.
@@ -138,6 +144,29 @@ type Node struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   int64     `json:"version"`
+}
+
+// NodeHardware is what the controller last read from a node's BMC of
+// the hardware settings the node declares.
+type NodeHardware struct {
+	// BIOS are the values in effect of the BIOS attributes the node
+	// declares (an attribute the BMC does not report is absent).
+	BIOS map[string]string `json:"bios"`
+	// SecureBoot is the BMC's SecureBootEnable; null when not read or
+	// the BMC has none.
+	SecureBoot *bool `json:"secure_boot"`
+	// ReadAt is when they were read; null: never.
+	ReadAt *time.Time `json:"read_at"`
+	// Lacks says what the BMC lacks of what hardware settings need
+	// ("BIOS settings", "Secure Boot").
+	Lacks []string `json:"lacks"`
+	// Unmet lists the declared settings the BMC does not show ("
+	// bios_settings.ProcVirtualization: want Enabled, is Disabled"): the
+	// drift, or what is being applied.
+	Unmet []string `json:"unmet"`
+	// Waiting: the settings were asked for while the node was busy; they
+	// are applied when it is free (after its cleanup).
+	Waiting bool `json:"waiting"`
 }
 
 // NodePort is one of a node's NICs as its last inspection found it.
@@ -194,6 +223,12 @@ type NodeCreate struct {
 	InspectOnEnroll   *bool      `json:"inspect_on_enroll,omitempty"`
 	Traits            []string   `json:"traits,omitempty"`
 	Owner             string     `json:"owner,omitempty"`
+	// BIOSSettings are BIOS attribute values by name, as text (integers
+	// in decimal, booleans true or false); SecureBoot enables or disables
+	// UEFI Secure Boot (null: left as it is). They are applied once the
+	// node is verified, before it is scheduled.
+	BIOSSettings map[string]string `json:"bios_settings,omitempty"`
+	SecureBoot   *bool             `json:"secure_boot,omitempty"`
 }
 
 // NodePatch is the body of PATCH /v1/nodes/{id}: a JSON Merge Patch of
@@ -216,6 +251,12 @@ type NodePatch struct {
 	// frees the node for every project.
 	Traits *[]string `json:"traits,omitempty"`
 	Owner  *string   `json:"owner,omitempty"`
+	// BIOSSettings merges into the declared attributes (a null value
+	// stops managing that attribute); SecureBoot null stops managing it.
+	// A patch that names either applies the settings: now when the node
+	// is free, else once it is.
+	BIOSSettings map[string]*string `json:"bios_settings,omitempty"`
+	SecureBoot   *Nullable[bool]    `json:"secure_boot,omitempty"`
 }
 
 // Nullable is a merge patch member that can be sent as null, which

@@ -98,6 +98,11 @@ type Config struct {
 	AgentCAFile string
 	// AgentTimeout bounds the wait for a booted agent's report.
 	AgentTimeout time.Duration
+	// ConfigureTimeout bounds the wait for hardware settings to show
+	// after the reset; SettingsSyncInterval is how often the settings of
+	// nodes that declare some are read back (drift).
+	ConfigureTimeout     time.Duration
+	SettingsSyncInterval time.Duration
 	// CleanErase is how cleanups erase disks with the deploy agent:
 	// "metadata", "full" or "off" ("" is off too).
 	CleanErase string
@@ -209,6 +214,12 @@ func (c *Config) Settings() []Setting {
 		{Name: "agent-timeout", Value: &c.AgentTimeout, Default: 15 * time.Minute,
 			Help: "how long a booted deploy agent may take to report before the work it was booted for gives up",
 			Doc:  "how long a booted agent may stay silent before the work it was booted for retries (deploys, cleanups) or gives up (inspection); deploys and cleanups retry sooner when the BMC reports the machine off, or when an agent that has reported falls silent for 5 minutes (at most this timeout)"},
+		{Name: "configure-timeout", Value: &c.ConfigureTimeout, Default: 20 * time.Minute, Check: positive,
+			Help: "how long a node's BMC may take, after the reset, to show the hardware settings it was given (BIOS attributes, Secure Boot) before the settings are reported not applied",
+			Doc:  "how long a node's BMC may take, after the reset, to show the hardware settings it was given (BIOS, Secure Boot) before they are reported not applied in `last_error`"},
+		{Name: "settings-sync-interval", Value: &c.SettingsSyncInterval, Default: 10 * time.Minute, Check: notNegative,
+			Help: "how often the hardware settings of nodes that declare some are read back from their BMCs, so a change made out of band shows as drift; 0 turns it off",
+			Doc:  "how often the hardware settings of nodes that declare some are read back from their BMCs, so an out-of-band change shows as drift in `terraform plan`; `0` turns it off (they are still read after every apply)"},
 		{Name: "inspect-on-enroll", Value: &c.InspectOnEnroll,
 			Help: "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes only with --agent-netboot (they have no virtual media to boot the agent from)",
 			Doc:  "with `--agent-kernel`, inspect every node once its BMC is verified: `enroll` → `inspecting` → `available`, so inventory and properties are known before it is scheduled (IPMI nodes only with `--agent-netboot`: they have no virtual media for the agent)"},

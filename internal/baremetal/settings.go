@@ -18,10 +18,21 @@ import (
 type HardwareSettings struct {
 	BIOS       map[string]string `json:"bios,omitempty"`
 	SecureBoot *bool             `json:"secure_boot,omitempty"`
+	// Waiting: the operator asked for them to be applied while the node
+	// held an instance; they are applied (configuring) when its cleanup
+	// ends, before it takes another.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // IsZero reports whether no setting is managed.
 func (h HardwareSettings) IsZero() bool { return len(h.BIOS) == 0 && h.SecureBoot == nil }
+
+// StartConfiguring moves n, available, to configuring so that its
+// hardware settings are applied (the caller queues the configure job).
+func (n *Node) StartConfiguring() error {
+	n.Settings.Waiting = false
+	return n.Transition(StateConfiguring)
+}
 
 // HardwareObserved is what the controller last read of a node's hardware
 // settings from its BMC.

@@ -20,6 +20,9 @@ func TestTransitions(t *testing.T) {
 		{StateAvailable, StateInspecting}:   true,
 		{StateInspecting, StateAvailable}:   true,
 		{StateInspecting, StateEnroll}:      true, // BMC changed meanwhile
+		{StateAvailable, StateConfiguring}:  true, // hardware settings applied
+		{StateConfiguring, StateAvailable}:  true,
+		{StateConfiguring, StateEnroll}:     true, // BMC changed meanwhile
 	}
 	for _, from := range ProvisionStates {
 		for _, to := range ProvisionStates {

@@ -493,7 +493,7 @@ func testInstances(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"nodes": 2.0, "maintenance": 1.0, "fault": 0.0, "unsuitable_driver": 0.0, "busy": 0.0,
-		"cleaning": 1.0, "enroll": 0.0, "deleting": 0.0, "inspecting": 0.0, "pending": 1.0,
+		"cleaning": 1.0, "enroll": 0.0, "deleting": 0.0, "inspecting": 0.0, "configuring": 0.0, "pending": 1.0,
 		"unsuited": 0.0, "unmet": []any{}, "available": 0.0}
 	if fmt.Sprint(wire.Capacity) != fmt.Sprint(want) {
 		t.Fatalf("no capacity counts %v, want %v", wire.Capacity, want)

@@ -133,7 +133,7 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 	types := map[string]any{
 		"Problem": api.Problem{}, "Capacity": api.Capacity{}, "UnmetRequirement": api.UnmetRequirement{},
-		"Requirements": api.Requirements{}, "CapacityReport": api.CapacityReport{}, "Properties": api.Properties{},
+		"Requirements": api.Requirements{}, "CapacityReport": api.CapacityReport{}, "NodeHardware": api.NodeHardware{}, "Properties": api.Properties{},
 		"PropertiesPatch": api.PropertiesPatch{},
 		"BMC":             api.BMC{}, "BMCInput": api.BMCInput{}, "BMCPatch": api.BMCPatch{},
 		"Node": api.Node{}, "NodeCreate": api.NodeCreate{}, "NodePatch": api.NodePatch{}, "NodeList": api.NodeList{},

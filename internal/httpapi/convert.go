@@ -32,14 +32,36 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 		InstanceID: n.InstanceID, InspectedAt: n.InspectedAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
 		Flow: flowOut(n.Flow), Ports: []api.NodePort{},
 	}
+	out.BIOSSettings = map[string]string{}
 	if !c.Admin() {
 		// BMC errors name BMC addresses and URLs: infrastructure detail
 		// for operators. Members see the fault, which is what scheduling
 		// and their plans need.
 		out.LastError = ""
 	} else {
+		if n.Settings.BIOS != nil {
+			out.BIOSSettings = n.Settings.BIOS
+		}
+		out.SecureBoot = n.Settings.SecureBoot
+		out.Hardware = hardwareOut(n)
 		out.BMC = &api.BMC{Address: n.BMC.Address, Username: n.BMC.Username, Insecure: n.BMC.Insecure,
 			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
+	}
+	return out
+}
+
+// hardwareOut renders what was read of a node's declared settings.
+func hardwareOut(n *baremetal.Node) *api.NodeHardware {
+	o := n.Observed
+	out := &api.NodeHardware{BIOS: map[string]string{}, SecureBoot: o.SecureBoot, ReadAt: o.ReadAt,
+		Lacks: append([]string{}, o.Lacks...), Unmet: []string{}, Waiting: n.Settings.Waiting}
+	for k := range n.Settings.BIOS {
+		if v, ok := o.BIOS[k]; ok {
+			out.BIOS[k] = v
+		}
+	}
+	if !n.Settings.IsZero() {
+		out.Unmet = append(out.Unmet, n.Settings.Unmet(o)...)
 	}
 	return out
 }

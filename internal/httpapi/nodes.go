@@ -20,6 +20,7 @@ func specFromAPI(in api.NodeCreate) service.NodeSpec {
 		Maintenance: in.Maintenance, MaintenanceReason: in.MaintenanceReason,
 		CleanErase: baremetal.CleanErase(in.CleanErase), InspectOnEnroll: in.InspectOnEnroll,
 		Traits: in.Traits, Owner: in.Owner,
+		Settings: baremetal.HardwareSettings{BIOS: in.BIOSSettings, SecureBoot: in.SecureBoot},
 	}
 }
 
@@ -145,6 +146,7 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 			Maintenance: spec.Maintenance, MaintenanceReason: spec.MaintenanceReason,
 			CleanErase: api.CleanErase(spec.CleanErase), InspectOnEnroll: spec.InspectOnEnroll,
 			Traits: spec.Traits, Owner: spec.Owner,
+			BIOSSettings: spec.Settings.BIOS, SecureBoot: spec.Settings.SecureBoot,
 		})
 		if err != nil {
 			return spec, err
@@ -157,7 +159,11 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 		if err := decodeStrict(merged, &in); err != nil {
 			return spec, err
 		}
-		return specFromAPI(in), nil
+		spec = specFromAPI(in)
+		_, bios := obj["bios_settings"]
+		_, sb := obj["secure_boot"]
+		spec.ApplySettings = bios || sb
+		return spec, nil
 	})
 	if err != nil {
 		s.writeError(w, r, err)

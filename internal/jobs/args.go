@@ -183,7 +183,7 @@ func (PowerSyncBatchArgs) InsertOpts() river.InsertOpts {
 // runs per node at a time (see exclusive.go).
 var mutatingKinds = []string{
 	VerifyArgs{}.Kind(), DeployArgs{}.Kind(), CleanupArgs{}.Kind(),
-	PowerArgs{}.Kind(), RetireArgs{}.Kind(),
+	PowerArgs{}.Kind(), RetireArgs{}.Kind(), ConfigureArgs{}.Kind(),
 }
 
 // InspectArgs boots the deploy agent on a node in state inspecting and

@@ -177,7 +177,7 @@ func clearBootCleaned(ctx context.Context, r *flowRun) (stepResult, error) {
 		if id := r.deletedInstance; id != "" {
 			c.Reason = fmt.Sprintf("cleaned after instance %s was deleted: %s", id, how)
 		}
-		return nil
+		return r.becomeAvailable(ctx, tx, n, c)
 	})
 	return flowOver, ignoreGone(err)
 }

@@ -17,6 +17,10 @@ import (
 // unless told otherwise.
 const DefaultPowerSyncInterval = 60 * time.Second
 
+// DefaultSettingsSyncInterval is how often a controller should read back
+// the hardware settings of nodes that declare some.
+const DefaultSettingsSyncInterval = 10 * time.Minute
+
 // Config configures a Runner. Zero durations and counts take the defaults
 // documented on each field, so a Config with only Store and BMC works
 // (PowerSyncInterval excepted).
@@ -138,6 +142,15 @@ type Config struct {
 	// AgentTimeout bounds the wait for a booted agent's report (default
 	// 15 minutes: a server's firmware POST alone can take five).
 	AgentTimeout time.Duration
+	// ConfigureTimeout bounds the wait, after the reset, for a node's
+	// hardware settings to show on its BMC (default 20 minutes: a
+	// server applying BIOS settings may restart during POST more than
+	// once).
+	ConfigureTimeout time.Duration
+	// SettingsSyncInterval is how often the hardware settings of nodes
+	// that declare some are read back from their BMCs (drift); 0 turns
+	// the periodic read off.
+	SettingsSyncInterval time.Duration
 
 	// agentStallAfter replaces agentStall's five minutes in tests.
 	agentStallAfter time.Duration
@@ -159,8 +172,9 @@ type ImageChecker interface {
 // settings table (app.Config.Settings) says the same; an app test holds
 // them together.
 func Defaults() Config {
-	c := Config{PowerSyncInterval: DefaultPowerSyncInterval}.withDefaults()
+	c := Config{PowerSyncInterval: DefaultPowerSyncInterval, SettingsSyncInterval: DefaultSettingsSyncInterval}.withDefaults()
 	c.AgentTimeout = c.agentTimeout()
+	c.ConfigureTimeout = c.configureTimeout()
 	return c
 }
 
@@ -216,6 +230,7 @@ func (c Config) validate() error {
 		"MaintenancePoll": c.MaintenancePoll, "BusyPoll": c.BusyPoll,
 		"PowerSyncInterval": c.PowerSyncInterval, "FetchCooldown": c.FetchCooldown, "FetchPollInterval": c.FetchPollInterval,
 		"HeartbeatInterval": c.HeartbeatInterval, "ReplicaTimeout": c.ReplicaTimeout,
+		"ConfigureTimeout": c.ConfigureTimeout, "SettingsSyncInterval": c.SettingsSyncInterval,
 	} {
 		if d < 0 {
 			errs = append(errs, errors.New(name+" must not be negative"))
@@ -275,6 +290,14 @@ func (c Config) agentTimeout() time.Duration {
 		return c.AgentTimeout
 	}
 	return 15 * time.Minute
+}
+
+// configureTimeout is ConfigureTimeout or its default.
+func (c Config) configureTimeout() time.Duration {
+	if c.ConfigureTimeout > 0 {
+		return c.ConfigureTimeout
+	}
+	return 20 * time.Minute
 }
 
 // eraseMode is how a cleanup erases the disks of node n: the node's own

@@ -172,7 +172,7 @@ func clearBootInspected(ctx context.Context, r *flowRun) (stepResult, error) {
 			n.LastError = baremetal.ClipError(scrub(n, "inspection: "+failure))
 			c.Reason = "inspection failed: " + failure
 			c.Events = append(c.Events, r.failedEvent(failedStep, failure))
-			return n.Transition(baremetal.StateAvailable)
+			return r.becomeAvailable(ctx, tx, n, c)
 		}
 		if err := tx.SetInventory(ctx, &baremetal.Inventory{NodeID: n.ID, Data: string(data), InspectedAt: now}); err != nil {
 			return err
@@ -182,7 +182,7 @@ func clearBootInspected(ctx context.Context, r *flowRun) (stepResult, error) {
 			n.LastError = ""
 		}
 		c.Reason = "inspected: " + InventorySummary(inv)
-		return n.Transition(baremetal.StateAvailable)
+		return r.becomeAvailable(ctx, tx, n, c)
 	})
 	return flowOver, ignoreGone(err)
 }

@@ -77,6 +77,8 @@ func jobFor(n *baremetal.Node) river.JobArgs {
 		return RetireArgs{NodeID: n.ID}
 	case baremetal.StateInspecting:
 		return InspectArgs{NodeID: n.ID}
+	case baremetal.StateConfiguring:
+		return ConfigureArgs{NodeID: n.ID}
 	}
 	return nil
 }

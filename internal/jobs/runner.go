@@ -104,6 +104,9 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &retireWorker{nodeWorker[RetireArgs]{nodeWork: r.nodeWork}})
 	river.AddWorker(workers, &syncNodeWorker{nodeWork: r.nodeWork})
 	river.AddWorker(workers, &inspectWorker{nodeWorker[InspectArgs]{nodeWork: r.nodeWork}})
+	river.AddWorker(workers, &configureWorker{nodeWorker[ConfigureArgs]{nodeWork: r.nodeWork}})
+	river.AddWorker(workers, &readSettingsWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &settingsSyncWorker{r: r})
 	river.AddWorker(workers, &powerSyncWorker{r: r})
 	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
 
@@ -147,6 +150,19 @@ func New(cfg Config) (*Runner, error) {
 			},
 			&river.PeriodicJobOpts{ID: "power_sync", RunOnStart: true},
 		)}
+	}
+	if iv := cfg.SettingsSyncInterval; iv > 0 {
+		rcfg.PeriodicJobs = append(rcfg.PeriodicJobs, river.NewPeriodicJob(
+			river.PeriodicInterval(iv),
+			func() (river.JobArgs, *river.InsertOpts) {
+				opts := SettingsSyncArgs{}.InsertOpts()
+				if iv >= time.Second {
+					opts.UniqueOpts = river.UniqueOpts{ByPeriod: iv}
+				}
+				return SettingsSyncArgs{}, &opts
+			},
+			&river.PeriodicJobOpts{ID: "settings_sync", RunOnStart: true},
+		))
 	}
 	q, err := newQueue(cfg.Store, rcfg)
 	if err != nil {

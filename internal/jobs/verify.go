@@ -88,7 +88,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 			c.Reason += "; " + why
 		}
 		if !inspect {
-			return n.Transition(baremetal.StateAvailable)
+			return w.becomeAvailable(ctx, tx, n, c)
 		}
 		// Inspected before it is ever scheduled: the inspect job, queued
 		// with the state change, makes it available once the agent has

@@ -39,6 +39,11 @@ type NodeSpec struct {
 	// Owner the project whose instances alone are placed on the node.
 	Traits []string
 	Owner  string
+	// Settings are the hardware settings the operator declares (BIOS,
+	// Secure Boot); ApplySettings asks for them to be applied now (the
+	// request named them), or as soon as the node holds no instance.
+	Settings      baremetal.HardwareSettings
+	ApplySettings bool
 }
 
 // SpecOf returns the settable fields of n (password left empty; of the
@@ -49,7 +54,8 @@ func SpecOf(n *baremetal.Node) NodeSpec {
 	return NodeSpec{Name: n.Name, Driver: n.Driver, BMC: b, ResourceClass: n.ResourceClass,
 		Properties: n.OperatorProperties(), Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
 		CleanErase: n.CleanErase, InspectOnEnroll: n.InspectOnEnroll,
-		Traits: baremetal.SortedTraits(n.Traits), Owner: n.Owner}
+		Traits: baremetal.SortedTraits(n.Traits), Owner: n.Owner,
+		Settings: baremetal.HardwareSettings{BIOS: n.Settings.BIOS, SecureBoot: n.Settings.SecureBoot}}
 }
 
 // nodeKicker is implemented by job runners that can make a node's pending
@@ -76,9 +82,16 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		CleanErase: spec.CleanErase, InspectOnEnroll: spec.InspectOnEnroll,
 		PowerState: baremetal.PowerUnknown, ProvisionState: baremetal.StateEnroll,
 		Traits: append([]string{}, spec.Traits...), DerivedTraits: []string{}, Owner: spec.Owner, // Validate sorts them
+		// Declared at enroll: applied once the BMC is verified (and the
+		// node inspected, when it is), before it is ever scheduled.
+		Settings: baremetal.HardwareSettings{BIOS: spec.Settings.BIOS, SecureBoot: spec.Settings.SecureBoot,
+			Waiting: !spec.Settings.IsZero()},
 	}
 	n.SetOverrides(spec.Properties)
 	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.checkSettings(ctx, n); err != nil {
 		return nil, err
 	}
 	// Outside the transaction: a BMC call never holds the database.
@@ -262,7 +275,7 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 	}
 	var out *baremetal.Node
 	err := s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
-		var bmcChanged, reverify, maintenanceCleared bool
+		var bmcChanged, reverify, maintenanceCleared, configure bool
 		var oldDriver baremetal.Driver
 		var oldAddress string
 		n, wrote, err := tx.Mutate(ctx, idOrName, c.Actor(), func(tx store.Tx, n *baremetal.Node, ch *ledger.Change) error {
@@ -282,6 +295,7 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				same, was := spec, SpecOf(&cur)
 				same.Maintenance, same.MaintenanceReason, same.BMC.Password = was.Maintenance, was.MaintenanceReason, ""
 				same.Traits = baremetal.SortedTraits(same.Traits)
+				same.ApplySettings = false
 				if !reflect.DeepEqual(same, was) { // InspectOnEnroll is a pointer: compare what it points to
 					return baremetal.Errorf(baremetal.CodeInvalidState, "node %s is being deleted: only maintenance may still change", cur.Name)
 				}
@@ -289,6 +303,7 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 			n.Name, n.Driver, n.ResourceClass = spec.Name, spec.Driver, spec.ResourceClass
 			n.CleanErase, n.InspectOnEnroll = spec.CleanErase, spec.InspectOnEnroll
 			n.Traits, n.Owner = append([]string{}, spec.Traits...), spec.Owner // Validate sorts them
+			n.Settings.BIOS, n.Settings.SecureBoot = spec.Settings.BIOS, spec.Settings.SecureBoot
 			// An override the operator no longer sets shows what
 			// inspection found at once.
 			n.SetOverrides(spec.Properties)
@@ -308,6 +323,23 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 			}
 			if err := n.Validate(); err != nil {
 				return err
+			}
+			if err := s.checkSettings(ctx, n); err != nil {
+				return err
+			}
+			if spec.ApplySettings && !n.Settings.IsZero() &&
+				(!reflect.DeepEqual(n.Settings, cur.Settings) || len(n.Settings.Unmet(n.Observed)) > 0) {
+				// Applied now when the node is free; when it is busy
+				// (an instance, a flow), once it is.
+				if n.ProvisionState == baremetal.StateAvailable && n.InstanceID == "" {
+					if err := n.StartConfiguring(); err != nil {
+						return err
+					}
+					ch.Reason = "applying hardware settings: " + strings.Join(n.Settings.Unmet(n.Observed), "; ")
+					configure = true
+				} else {
+					n.Settings.Waiting = true
+				}
 			}
 			if ledger.Same(&cur, n) {
 				return ledger.ErrSkip
@@ -352,6 +384,11 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 		}
 		if err != nil || !wrote {
 			return err
+		}
+		if configure {
+			if _, err := s.jobs.InsertTx(ctx, tx, jobs.ConfigureArgs{NodeID: n.ID}); err != nil {
+				return err
+			}
 		}
 		if n.ProvisionState == baremetal.StateEnroll && (reverify || bmcChanged) {
 			if _, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
@@ -506,4 +543,41 @@ func (s *Service) PowerNode(ctx context.Context, c Caller, idOrName, target stri
 		return err
 	})
 	return jobID, err
+}
+
+// checkSettings refuses hardware settings n's BMC cannot take, as far as
+// the controller knows before reaching it: a driver without them (IPMI),
+// what the last read found the BMC lacks, and values the BMC's attribute
+// registry (read when settings were last applied or read back) refuses.
+// The configure flow checks again against what the BMC says then.
+func (s *Service) checkSettings(ctx context.Context, n *baremetal.Node) error {
+	h := n.Settings
+	if h.IsZero() {
+		return nil
+	}
+	lacks := func(field, what string) error {
+		return baremetal.FieldErrorf(field, "node %s's BMC (%s) has no %s, so %s cannot be applied; remove it", n.Name, n.Driver, what, field)
+	}
+	if n.Driver == baremetal.DriverIPMI {
+		if len(h.BIOS) > 0 {
+			return lacks("bios_settings", "BIOS settings (IPMI has none; a Redfish BMC's Bios resource does)")
+		}
+		return lacks("secure_boot", "Secure Boot setting (IPMI has none; a Redfish BMC's SecureBoot resource does)")
+	}
+	if len(h.BIOS) > 0 && slices.Contains(n.Observed.Lacks, "BIOS settings") {
+		return lacks("bios_settings", "BIOS settings (no Bios resource)")
+	}
+	if h.SecureBoot != nil && slices.Contains(n.Observed.Lacks, "Secure Boot") {
+		return lacks("secure_boot", "Secure Boot setting (no SecureBoot resource)")
+	}
+	if name := n.Observed.Registry; name != "" && len(h.BIOS) > 0 {
+		reg, err := s.store.GetBIOSRegistry(ctx, name)
+		if err != nil && !baremetal.IsCode(err, baremetal.CodeNotFound) {
+			return err
+		}
+		if reg != nil {
+			return h.ValidateAgainst(reg, nil)
+		}
+	}
+	return nil
 }
