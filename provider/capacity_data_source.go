@@ -56,7 +56,7 @@ func (d *CapacityDataSource) Metadata(_ context.Context, req datasource.Metadata
 }
 
 func (d *CapacityDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	attrs := requirementsDataSourceAttributes("Count")
+	attrs := requirementsDataSourceAttributes("Count only")
 	for k, v := range map[string]schema.Attribute{
 		"project": schema.StringAttribute{
 			MarkdownDescription: "Project the instances would belong to: its quota and the nodes it owns count, those other projects own do not. " +
