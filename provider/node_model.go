@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -300,10 +301,11 @@ func nodePatch(plan, state *nodeResourceModel) (api.NodePatch, bool) {
 		mode := api.CleanErase(plan.CleanErase.ValueString()) // null: "", the class's or the controller's
 		p.CleanErase, changed = &mode, true
 	}
-	if !plan.Traits.Equal(state.Traits) {
+	// Null and [] are both no traits (the plan's values are known at apply).
+	if !slices.Equal(setStrings(plan.Traits), setStrings(state.Traits)) {
 		traits := setStrings(plan.Traits)
 		if traits == nil {
-			traits = []string{} // null or [] in the configuration: no traits
+			traits = []string{} // clears them
 		}
 		p.Traits, changed = &traits, true
 	}
