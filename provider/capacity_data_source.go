@@ -167,7 +167,7 @@ func (d *CapacityDataSource) Read(ctx context.Context, req datasource.ReadReques
 	report, err := d.client.GetCapacity(ctx, apiclient.CapacityQuery{
 		Project:       cfg.Project.ValueString(),
 		ResourceClass: cfg.ResourceClass.ValueString(),
-		Requirements:  cfg.requirementsModel.toAPI(),
+		Requirements:  cfg.toAPI(),
 		DeployMethod:  api.DeployMethod(cfg.DeployMethod.ValueString()),
 	})
 	if err != nil {

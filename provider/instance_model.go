@@ -180,7 +180,7 @@ func instanceCreate(ctx context.Context, plan *instanceResourceModel) (api.Insta
 		DeployMethod:  api.DeployMethod(plan.DeployMethod.ValueString()),
 		Network:       plan.Network.networkAPI(),
 	}
-	if r := plan.requirementsModel.toAPI(); !requirementsZero(r) {
+	if r := plan.toAPI(); !requirementsZero(r) {
 		in.Requirements = &r
 	}
 	if !plan.RootDevice.IsNull() && !plan.RootDevice.IsUnknown() {

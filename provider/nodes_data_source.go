@@ -143,7 +143,7 @@ func (d *NodesDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		s := cfg.Schedulable.ValueBool()
 		f.Schedulable = &s
 	}
-	f.Requirements = cfg.requirementsModel.toAPI()
+	f.Requirements = cfg.toAPI()
 	nodes, err := d.client.ListNodes(ctx, f)
 	if err != nil {
 		addAPIError(&resp.Diagnostics, "Could not list nodes", queryFieldsAsAttrs(err), nodesFilterAttrs)
