@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/apiclient"
 )
@@ -38,6 +40,15 @@ func TestCreateInstanceWaitsOnTheControllersCounts(t *testing.T) {
 	inspecting := noCapacity(`no node of class "gpu" is available: 1 inspecting`, &api.Capacity{Nodes: 1, Inspecting: 1, Pending: 1})
 	maintenance := noCapacity(`no node of class "gpu" is available: 1 in maintenance`, &api.Capacity{Nodes: 1, Maintenance: 1})
 	ipmiOnly := noCapacity(`no node of class "gpu" is available: 1 cleaning`, &api.Capacity{Nodes: 1, Cleaning: 1})
+	// Requirements no node meets: no wait helps, and the error says per
+	// requirement how many nodes fail it.
+	unsuited := noCapacity(`no node of class "gpu" fits the instance's requirements: of 40 nodes, 31 lack trait CUSTOM_GPU_A100, `+
+		`4 have less than 262144 MB memory (or unknown), 2 are owned by another project`,
+		&api.Capacity{Nodes: 40, Unsuited: 37, Busy: 3, Unmet: []api.UnmetRequirement{
+			{Requirement: "required_trait", Value: "CUSTOM_GPU_A100", Nodes: 31, Message: "31 nodes lack trait CUSTOM_GPU_A100"}}})
+	// Some nodes fit and are being cleaned: only those count.
+	unsuitedButCleaning := noCapacity(`no node of class "gpu" fits the instance's requirements: of 3 nodes, 2 lack trait CUSTOM_GPU_A100; `+
+		`the 1 that fit cannot take it now: 1 cleaning`, &api.Capacity{Nodes: 3, Unsuited: 2, Cleaning: 1, Pending: 1})
 	noCounts := noCapacity(`no node of class "gpu" is available: 1 cleaning`, nil)
 	created := answer{status: 201, body: api.Instance{ID: "i1", Name: "web", State: api.InstanceDeploying}}
 	unavailable := answer{status: 503, body: api.Problem{Type: api.ProblemTypeBase + "unavailable", Title: "Service unavailable",
@@ -56,6 +67,9 @@ func TestCreateInstanceWaitsOnTheControllersCounts(t *testing.T) {
 		{"maintenance needs an operator", []answer{maintenance}, 1, "1 in maintenance"},
 		{"a node that can never carry the config drive", []answer{ipmiOnly}, 1, "1 cleaning"},
 		{"no counts, no wait", []answer{noCounts}, 1, "1 cleaning"},
+		{"requirements no node meets", []answer{unsuited}, 1,
+			"of 40 nodes, 31 lack trait CUSTOM_GPU_A100, 4 have less than 262144 MB memory (or unknown), 2 are owned by another project"},
+		{"the one node that fits is cleaning", []answer{unsuitedButCleaning, created}, 2, ""},
 		{"the last cleaning node went into maintenance", []answer{cleaning, maintenance}, 2, "1 in maintenance"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +101,13 @@ func TestCreateInstanceWaitsOnTheControllersCounts(t *testing.T) {
 		}
 		if srv.posts() < 2 {
 			t.Fatalf("%d POSTs: it did not wait", srv.posts())
+		}
+		// What Terraform shows: the controller's explanation, then what
+		// the provider waited for.
+		var diags diag.Diagnostics
+		addAPIError(&diags, "Could not create instance web", err, instanceAttrs)
+		if len(diags) != 1 || !strings.Contains(diags[0].Detail(), "1 faulted (power_mismatch)\n\nWaited for nodes being cleaned") {
+			t.Fatalf("diagnostics: %v", diags)
 		}
 	})
 }

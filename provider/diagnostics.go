@@ -53,6 +53,13 @@ func fieldPath(field string, attrs map[string]attrKind) (path.Path, bool) {
 	root, rest, nested := strings.Cut(field, ".")
 	kind, ok := attrs[root]
 	if !ok {
+		// An element of a set ("traits[2]"): sets have no index in
+		// Terraform, the diagnostic points at the whole attribute.
+		if name, _, isElem := strings.Cut(root, "["); isElem && !nested {
+			if k, known := attrs[name]; known && k == attrPlain {
+				return path.Root(name), true
+			}
+		}
 		return path.Empty(), false
 	}
 	p := path.Root(root)
@@ -95,6 +102,12 @@ func addAPIError(diags *diag.Diagnostics, summary string, err error, attrs map[s
 		return
 	}
 	detail := ae.Detail()
+	// What err says beyond the API's answer (a wait that gave up, say).
+	if msg := err.Error(); strings.HasPrefix(msg, ae.Error()) {
+		if extra := strings.TrimSpace(strings.TrimPrefix(msg, ae.Error())); extra != "" {
+			detail += "\n\n" + extra
+		}
+	}
 	if hint := hintFor(ae); hint != "" {
 		detail += "\n\n" + hint
 	}

@@ -15,6 +15,7 @@ import (
 // the API's instance: setFromAPI, instanceCreate and instanceUpdate.
 
 type instanceResourceModel struct {
+	requirementsModel
 	ID            types.String        `tfsdk:"id"`
 	Name          types.String        `tfsdk:"name"`
 	Project       types.String        `tfsdk:"project"`
@@ -45,6 +46,8 @@ var instanceAttrs = map[string]attrKind{
 	"name": attrPlain, "project": attrPlain, "resource_class": attrPlain, "node_id": attrPlain,
 	"image": attrObject, "user_data": attrPlain, "metadata": attrMap, "power_state": attrPlain,
 	"deploy_timeout": attrPlain, "deploy_method": attrPlain, "root_device": attrMap, "network": attrObject,
+	"required_traits": attrPlain, "forbidden_traits": attrPlain, "min_cpus": attrPlain, "min_memory_mb": attrPlain,
+	"min_disk_gb": attrPlain, "cpu_arch": attrPlain,
 }
 
 // setFromAPI copies the instance into the model. prevPower is the
@@ -59,6 +62,7 @@ func (m *instanceResourceModel) setFromAPI(ctx context.Context, in *api.Instance
 	m.Project = types.StringValue(in.Project)
 	m.ResourceClass = types.StringValue(in.ResourceClass)
 	m.NodeID = types.StringValue(in.NodeID)
+	diags.Append(m.requirementsModel.setFromAPI(in.Requirements)...)
 	m.Image = &instanceImageModel{URL: types.StringValue(in.Image.URL), Checksum: stringOrNull(in.Image.Checksum)}
 	m.UserData = stringOrNull(in.UserData)
 	if len(in.Metadata) == 0 && (m.Metadata.IsNull() || m.Metadata.IsUnknown()) {
@@ -175,6 +179,9 @@ func instanceCreate(ctx context.Context, plan *instanceResourceModel) (api.Insta
 		DeployTimeout: plan.DeployTimeout.ValueString(),
 		DeployMethod:  api.DeployMethod(plan.DeployMethod.ValueString()),
 		Network:       plan.Network.networkAPI(),
+	}
+	if r := plan.toAPI(); !requirementsZero(r) {
+		in.Requirements = &r
 	}
 	if !plan.RootDevice.IsNull() && !plan.RootDevice.IsUnknown() {
 		diags.Append(plan.RootDevice.ElementsAs(ctx, &in.RootDevice, false)...)

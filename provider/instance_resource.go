@@ -69,7 +69,13 @@ func (r *InstanceResource) Create(ctx context.Context, req resource.CreateReques
 	desired := plan.PowerState
 	inst, err := createInstance(ctx, r.client, in)
 	if err != nil {
-		addAPIError(&resp.Diagnostics, "Could not create instance "+in.Name, err, instanceAttrs)
+		attrs := instanceAttrs
+		if errors.Is(err, apiclient.ErrNoCapacity) && in.ResourceClass == "" && in.NodeID == "" {
+			// Placed by requirements alone: the controller names
+			// resource_class, which this configuration does not set.
+			attrs = nil
+		}
+		addAPIError(&resp.Diagnostics, "Could not create instance "+in.Name, err, attrs)
 		return
 	}
 	tflog.Info(ctx, "instance created", map[string]any{"id": inst.ID, "name": inst.Name, "node_id": inst.NodeID})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -16,11 +17,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 )
 
 // Plan time: baremetal_instance's schema and the check of a configuration
@@ -32,9 +35,14 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 	keepOrReplace := []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "An instance: an image deployed on one node, either chosen by the controller's scheduler " +
-			"from `resource_class` or pinned with `node_id`.\n\n" +
+			"from `resource_class` and the requirements (`required_traits`, `forbidden_traits`, `min_cpus`, `min_memory_mb`, " +
+			"`min_disk_gb`, `cpu_arch`), or pinned with `node_id`. The scheduler picks the smallest node that meets them " +
+			"(best fit), the nodes the project owns first.\n\n" +
 			"Creation waits until the instance is `active` (and, when `power_state` is set, until the node's power matches). " +
-			"If no node can take it, creation fails with the controller's explanation.\n\n" +
+			"If no node can take it, creation fails with the controller's explanation: per requirement, how many nodes fail it " +
+			"(\"of 40 nodes, 31 lack trait CUSTOM_GPU_A100, 2 are owned by another project\"), and why the others cannot take it now. " +
+			"It waits instead, within the create timeout, while the controller counts nodes that fit and will free up by themselves " +
+			"(being cleaned, verified or inspected).\n\n" +
 			"Destroying an instance always succeeds at once: the controller removes it from the project (and its quota) " +
 			"immediately and cleans its node in the background, however long the node's BMC is unreachable.",
 		Attributes: map[string]schema.Attribute{
@@ -57,8 +65,9 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 63)},
 			},
 			"resource_class": schema.StringAttribute{
-				MarkdownDescription: "Class of node to schedule the instance on. Exactly one of `resource_class` and `node_id` must be set; " +
-					"with `node_id` this is the pinned node's class. Changing it replaces the instance.",
+				MarkdownDescription: "Class of node to schedule the instance on. Not with `node_id`; one of `resource_class`, `node_id` and a " +
+					"requirement must be set. Without it (pinned, or placed by requirements alone among all nodes) this is the chosen node's " +
+					"class. Changing it replaces the instance.",
 				Optional:      true,
 				Computed:      true,
 				PlanModifiers: keepOrReplace,
@@ -66,12 +75,50 @@ func (r *InstanceResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 			"node_id": schema.StringAttribute{
 				MarkdownDescription: "Id of the node to deploy on (pinning), instead of letting the scheduler choose from `resource_class`. " +
-					"Exactly one of `resource_class` and `node_id` must be set; with `resource_class` this is the node the scheduler chose. " +
+					"Not with `resource_class`; the requirements, if any, must be met by this node. Unset, this is the node the scheduler chose. " +
 					"Changing it replaces the instance.",
 				Optional:      true,
 				Computed:      true,
 				PlanModifiers: keepOrReplace,
 				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"required_traits": schema.SetAttribute{
+				MarkdownDescription: "Traits the node must have, each one (e.g. `[\"CUSTOM_GPU_A100\"]`). " + requirementsDoc + placementNote,
+				ElementType:         types.StringType,
+				Optional:            true,
+				PlanModifiers:       []planmodifier.Set{setplanmodifier.RequiresReplace()},
+				Validators:          []validator.Set{traitsValidator{}},
+			},
+			"forbidden_traits": schema.SetAttribute{
+				MarkdownDescription: "Traits the node must not have (operator's or derived). A trait may not be both required and forbidden." + placementNote,
+				ElementType:         types.StringType,
+				Optional:            true,
+				PlanModifiers:       []planmodifier.Set{setplanmodifier.RequiresReplace()},
+				Validators:          []validator.Set{traitsValidator{}},
+			},
+			"min_cpus": schema.Int64Attribute{
+				MarkdownDescription: "Least number of CPU cores of the node (a node whose count is unknown, never inspected nor set, does not qualify)." + placementNote,
+				Optional:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				Validators:          []validator.Int64{int64validator.Between(0, baremetal.MaxCPUs)},
+			},
+			"min_memory_mb": schema.Int64Attribute{
+				MarkdownDescription: "Least memory of the node, in MiB (unknown does not qualify)." + placementNote,
+				Optional:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				Validators:          []validator.Int64{int64validator.Between(0, baremetal.MaxMemoryMB)},
+			},
+			"min_disk_gb": schema.Int64Attribute{
+				MarkdownDescription: "Least local disk of the node, in GiB (unknown does not qualify)." + placementNote,
+				Optional:            true,
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				Validators:          []validator.Int64{int64validator.Between(0, baremetal.MaxLocalGB)},
+			},
+			"cpu_arch": schema.StringAttribute{
+				MarkdownDescription: "CPU architecture the node must have (`x86_64`, `aarch64`, ...)." + placementNote,
+				Optional:            true,
+				PlanModifiers:       replace,
+				Validators:          []validator.String{cpuArchValidator()},
 			},
 			"image": schema.SingleNestedAttribute{
 				MarkdownDescription: "The image to deploy. Changing it rebuilds the instance in place: " + rebuildDoc,
@@ -177,8 +224,19 @@ const rebuildDoc = "same `id`, same node (`node_id`), same addresses. The contro
 	"with the reason in `last_error`, and the next apply plans `state` back to `active` and rebuilds again. Destroying the instance " +
 	"during a rebuild succeeds at once, as always."
 
+// placementNote ends the description of each requirement.
+const placementNote = " The controller places the instance on the smallest node that meets all the requirements (best fit), " +
+	"among the nodes of `resource_class` if set, else among all; with `node_id` the pinned node must meet them. " +
+	"Changing it replaces the instance."
+
 func (r *InstanceResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	placement := []path.Expression{path.MatchRoot("resource_class"), path.MatchRoot("node_id")}
+	for _, a := range requirementAttrs {
+		placement = append(placement, path.MatchRoot(a))
+	}
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(path.MatchRoot("resource_class"), path.MatchRoot("node_id")),
+		resourcevalidator.Conflicting(path.MatchRoot("resource_class"), path.MatchRoot("node_id")),
+		resourcevalidator.AtLeastOneOf(placement...),
+		traitsDisjoint{},
 	}
 }

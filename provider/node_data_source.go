@@ -44,6 +44,20 @@ func nodeDataAttributes() map[string]schema.Attribute {
 			MarkdownDescription: "Class of hardware the node offers.",
 			Computed:            true,
 		},
+		"traits": schema.SetAttribute{
+			MarkdownDescription: "The operator's traits of the node (those placement matches beyond `derived_traits`).",
+			ElementType:         types.StringType,
+			Computed:            true,
+		},
+		"derived_traits": schema.SetAttribute{
+			MarkdownDescription: derivedTraitsDoc,
+			ElementType:         types.StringType,
+			Computed:            true,
+		},
+		"owner": schema.StringAttribute{
+			MarkdownDescription: "Project whose instances alone are placed on the node; empty when it serves every project.",
+			Computed:            true,
+		},
 		"properties": schema.SingleNestedAttribute{
 			MarkdownDescription: "Hardware properties: the operator's overrides (see `property_overrides`), and what inspection found for the others.",
 			Computed:            true,

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -26,6 +27,9 @@ type nodeModel struct {
 	Name              types.String `tfsdk:"name"`
 	Driver            types.String `tfsdk:"driver"`
 	ResourceClass     types.String `tfsdk:"resource_class"`
+	Traits            types.Set    `tfsdk:"traits"`
+	DerivedTraits     types.Set    `tfsdk:"derived_traits"`
+	Owner             types.String `tfsdk:"owner"`
 	Properties        types.Object `tfsdk:"properties"`
 	PropertyOverrides types.Set    `tfsdk:"property_overrides"`
 	Maintenance       types.Bool   `tfsdk:"maintenance"`
@@ -75,7 +79,7 @@ type nodeDataModel struct {
 var nodeAttrs = map[string]attrKind{
 	"name": attrPlain, "driver": attrPlain, "bmc": attrObject, "resource_class": attrPlain,
 	"properties": attrObject, "maintenance": attrPlain, "maintenance_reason": attrPlain,
-	"clean_erase": attrPlain, "inspect_on_enroll": attrPlain,
+	"clean_erase": attrPlain, "inspect_on_enroll": attrPlain, "traits": attrPlain, "owner": attrPlain,
 }
 
 var propertiesAttrTypes = map[string]attr.Type{
@@ -94,7 +98,12 @@ func (m *nodeModel) setFromAPI(n *api.Node) diag.Diagnostics {
 	m.Driver = types.StringValue(string(n.Driver))
 	m.ResourceClass = types.StringValue(n.ResourceClass)
 	var diags diag.Diagnostics
-	m.Properties, diags = propertiesObject(n.Properties)
+	m.Traits = traitsSet(n.Traits, &diags)
+	m.DerivedTraits = traitsSet(n.DerivedTraits, &diags)
+	m.Owner = types.StringValue(n.Owner)
+	var d diag.Diagnostics
+	m.Properties, d = propertiesObject(n.Properties)
+	diags.Append(d...)
 	overrides, d := propertyOverridesSet(n.PropertyOverrides)
 	diags.Append(d...)
 	m.PropertyOverrides = overrides
@@ -116,7 +125,12 @@ func (m *nodeModel) setFromAPI(n *api.Node) diag.Diagnostics {
 // secrets (nil: unknown, as after an import). bmc.password_wo is always
 // null here, which is how it stays out of the state.
 func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.Diagnostics {
+	prevTraits := m.Traits
 	diags := m.nodeModel.setFromAPI(n)
+	// Optional arguments: null when unset, as in the configuration
+	// (traits = [] stays empty).
+	m.Traits = traitsOrNull(n.Traits, prevTraits, &diags)
+	m.Owner = stringOrNull(n.Owner)
 	if n.BMC != nil {
 		password, version, systemID := types.StringNull(), types.Int64Null(), types.StringNull()
 		if secrets != nil {
@@ -133,7 +147,6 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.
 			CipherSuite:       types.Int64Value(int64(n.BMC.CipherSuite)),
 		}
 	}
-	// Optional arguments: null when unset, as in the configuration.
 	m.MaintenanceReason = stringOrNull(n.MaintenanceReason)
 	m.CleanErase = stringOrNull(string(n.CleanErase))
 	return diags
@@ -176,6 +189,7 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	keepKnown(&m.Fault, planned.Fault)
 	keepKnown(&m.LastError, planned.LastError)
 	keepKnown(&m.InstanceID, planned.InstanceID)
+	keepKnown(&m.DerivedTraits, planned.DerivedTraits)
 	m.keepPlannedMaintenance(planned)
 	// An update never changes the inventory: the plan kept the state's.
 	keepKnown(&m.Inventory, planned.Inventory)
@@ -229,6 +243,8 @@ func nodeCreate(plan *nodeResourceModel) api.NodeCreate {
 		MaintenanceReason: plan.MaintenanceReason.ValueString(),
 		CleanErase:        api.CleanErase(plan.CleanErase.ValueString()),
 		InspectOnEnroll:   plan.InspectOnEnroll.ValueBoolPointer(),
+		Traits:            setStrings(plan.Traits),
+		Owner:             plan.Owner.ValueString(),
 	}
 }
 
@@ -284,6 +300,17 @@ func nodePatch(plan, state *nodeResourceModel) (api.NodePatch, bool) {
 	if !plan.CleanErase.Equal(state.CleanErase) {
 		mode := api.CleanErase(plan.CleanErase.ValueString()) // null: "", the class's or the controller's
 		p.CleanErase, changed = &mode, true
+	}
+	// Null and [] are both no traits (the plan's values are known at apply).
+	if !slices.Equal(setStrings(plan.Traits), setStrings(state.Traits)) {
+		traits := setStrings(plan.Traits)
+		if traits == nil {
+			traits = []string{} // clears them
+		}
+		p.Traits, changed = &traits, true
+	}
+	if !plan.Owner.Equal(state.Owner) {
+		p.Owner, changed = str(plan.Owner), true // null: "", any project
 	}
 	if !plan.InspectOnEnroll.Equal(state.InspectOnEnroll) {
 		// null unsets it: the node follows --inspect-on-enroll again.

@@ -40,6 +40,12 @@ var (
 
 const nameRule = "must be a DNS label: 1-63 lowercase letters, digits or hyphens, starting and ending with a letter or digit"
 
+// derivedTraitsDoc says what derived traits are.
+const derivedTraitsDoc = "Traits the controller derives from the node's inspection and its BMC: architecture (`HW_ARCH_X86_64`), " +
+	"boot mode (`BOOT_MODE_UEFI`), Secure Boot capability (`COMPUTE_SECURITY_UEFI_SECURE_BOOT`), disk kinds (`STORAGE_DISK_SSD`, " +
+	"`STORAGE_DISK_HDD`, `STORAGE_DISK_NVME`) and NIC speeds (`HW_NIC_SPEED_25G`). They follow the hardware: each inspection or " +
+	"BMC verification replaces them. Placement matches them like the operator's `traits`."
+
 func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	stable := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	observed := []planmodifier.String{observedUnlessReverified}
@@ -160,6 +166,31 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 				MarkdownDescription: "Class of hardware the node offers; instances ask for a class (e.g. `gpu-large`). 1-63 letters, digits, `.`, `_` or `-`.",
 				Required:            true,
 				Validators:          []validator.String{stringvalidator.RegexMatches(resourceClassRE, "must be 1-63 letters, digits, '.', '_' or '-'")},
+			},
+			"traits": schema.SetAttribute{
+				MarkdownDescription: "The operator's traits of the node: strings instances ask for with `required_traits` and " +
+					"`forbidden_traits` (e.g. `CUSTOM_GPU_A100`, `rack:r12`). At most 50, each 1-255 letters, digits, `_`, `.`, `:`, `/`, `=`, " +
+					"`+` or `-`. Managed here: unset means none, so a trait added or removed elsewhere (the CLI, the API) shows as drift " +
+					"and the next apply puts the configured set back. Changes in place. The traits the controller derives from the hardware " +
+					"are in `derived_traits`, never here.",
+				ElementType: types.StringType,
+				Optional:    true,
+				Validators:  []validator.Set{traitsValidator{}},
+			},
+			"derived_traits": schema.SetAttribute{
+				MarkdownDescription: derivedTraitsDoc + " Read only; each refresh shows the controller's current ones, without a diff.",
+				ElementType:         types.StringType,
+				Computed:            true,
+				// The controller replaces them when it inspects the node or
+				// verifies its BMC; an update that does neither keeps them.
+				PlanModifiers: []planmodifier.Set{observedUnlessReverified},
+			},
+			"owner": schema.StringAttribute{
+				MarkdownDescription: "Project that owns the node: only its instances are placed on it (an admin can still pin " +
+					"another's with `node_id`), and only its members see it. A DNS label like a project name; unset, the node " +
+					"serves every project. Changes in place.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.RegexMatches(nameRE, nameRule)},
 			},
 			"properties": schema.SingleNestedAttribute{
 				MarkdownDescription: "Hardware properties. Each one set here is an operator's override: the controller shows it as set and " +

@@ -34,6 +34,7 @@ type observed struct {
 var (
 	_ planmodifier.String = observed{}
 	_ planmodifier.Int64  = observed{}
+	_ planmodifier.Set    = observed{}
 )
 
 func (m observed) Description(context.Context) string         { return m.desc }
@@ -58,6 +59,12 @@ func (m observed) PlanModifyString(ctx context.Context, req planmodifier.StringR
 }
 
 func (m observed) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if m.keep(ctx, req.Config, req.Plan, req.State, req.PlanValue, req.ConfigValue, req.StateValue, &resp.Diagnostics) {
+		resp.PlanValue = req.StateValue
+	}
+}
+
+func (m observed) PlanModifySet(ctx context.Context, req planmodifier.SetRequest, resp *planmodifier.SetResponse) {
 	if m.keep(ctx, req.Config, req.Plan, req.State, req.PlanValue, req.ConfigValue, req.StateValue, &resp.Diagnostics) {
 		resp.PlanValue = req.StateValue
 	}

@@ -182,6 +182,7 @@ func (p *BaremetalProvider) DataSources(context.Context) []func() datasource.Dat
 	return []func() datasource.DataSource{
 		NewNodeDataSource,
 		NewNodesDataSource,
+		NewCapacityDataSource,
 		NewIPPoolDataSource,
 	}
 }

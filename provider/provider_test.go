@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -149,6 +150,9 @@ func TestFieldPath(t *testing.T) {
 		{"maintenance_reason", nodeAttrs, path.Root("maintenance_reason"), true},
 		{"metadata.role", instanceAttrs, path.Root("metadata").AtMapKey("role"), true},
 		{"image.url", instanceAttrs, path.Root("image").AtName("url"), true},
+		{"traits[2]", nodeAttrs, path.Root("traits"), true},
+		{"required_traits[0]", instanceAttrs, path.Root("required_traits"), true},
+		{"bmc[0]", nodeAttrs, path.Empty(), false},
 		{"If-Match", nodeAttrs, path.Empty(), false},
 		{"", nodeAttrs, path.Empty(), false},
 		{"target", nil, path.Empty(), false},
@@ -179,9 +183,32 @@ func TestNodePatchSendsOnlyChanges(t *testing.T) {
 		t.Fatal("identical models produce a patch")
 	}
 
+	// Traits: a change sends the whole set, sorted; none sends [], which
+	// clears them. Owner: null frees the node.
 	plan := base()
-	plan.BMC.Address = types.StringValue("http://b")
+	plan.Traits = types.SetValueMust(types.StringType, []attr.Value{types.StringValue("rack:r12"), types.StringValue("CUSTOM_GPU_A100")})
 	p, changed := nodePatch(plan, base())
+	if !changed || p.Traits == nil || !slices.Equal(*p.Traits, []string{"CUSTOM_GPU_A100", "rack:r12"}) || p.BMC != nil || p.Owner != nil {
+		t.Fatalf("traits change: %+v", p)
+	}
+	p, _ = nodePatch(base(), plan)
+	if p.Traits == nil || *p.Traits == nil || len(*p.Traits) != 0 {
+		t.Fatalf("traits removed: %+v", p.Traits)
+	}
+	state := base()
+	state.Traits = types.SetValueMust(types.StringType, nil)
+	if _, changed := nodePatch(base(), state); changed {
+		t.Fatal("traits null and [] differ")
+	}
+	state.Owner = types.StringValue("team-a")
+	p, _ = nodePatch(base(), state)
+	if p.Owner == nil || *p.Owner != "" {
+		t.Fatalf("owner removed: %+v", p.Owner)
+	}
+
+	plan = base()
+	plan.BMC.Address = types.StringValue("http://b")
+	p, changed = nodePatch(plan, base())
 	if !changed || p.BMC == nil || *p.BMC.Address != "http://b" || p.BMC.Password != nil || p.Name != nil {
 		t.Fatalf("address change: %+v", p)
 	}
@@ -194,7 +221,7 @@ func TestNodePatchSendsOnlyChanges(t *testing.T) {
 	}
 
 	// After an import the state has no password: the configured one is sent.
-	state := base()
+	state = base()
 	state.BMC.Password = types.StringNull()
 	p, _ = nodePatch(base(), state)
 	if p.BMC == nil || p.BMC.Password == nil || *p.BMC.Password != "p" {

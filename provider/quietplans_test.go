@@ -140,10 +140,11 @@ func setDiff(got, want []string) string {
 	return fmt.Sprintf("unexpected %v, missing %v", extra, missing)
 }
 
-// reverified is what a re-verification of a node's BMC may change, with
-// the properties that are still empty (it fills them from the inventory).
+// reverified is what a re-verification of a node's BMC may change (the
+// traits derived from the BMC among them), with the properties that are
+// still empty (it fills them from the inventory).
 func reverified(emptyProperties ...string) []string {
-	out := []string{"power_state", "provision_state", "fault", "last_error"}
+	out := []string{"power_state", "provision_state", "fault", "last_error", "derived_traits"}
 	for _, p := range emptyProperties {
 		out = append(out, "properties."+p)
 	}

@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -30,6 +32,28 @@ resource "baremetal_node" "test" {
 ` + extra + `
 }
 `
+}
+
+// instanceWith is a baremetal_instance placed by the requirements in extra.
+func instanceWith(extra string) string {
+	return unreachableProvider + `
+resource "baremetal_instance" "test" {
+  name = "i1"
+  image = {
+    url = "https://images.example.com/a.img"
+  }
+` + extra + `
+}
+`
+}
+
+// manyTraits is n distinct traits, as HCL list elements.
+func manyTraits(n int) string {
+	t := make([]string, n)
+	for i := range t {
+		t[i] = fmt.Sprintf("%q", fmt.Sprintf("CUSTOM_T%d", i))
+	}
+	return strings.Join(t, ", ")
 }
 
 func TestAccValidationErrors(t *testing.T) {
@@ -119,14 +143,46 @@ resource "baremetal_instance" "test" {
   image = {
     url = "https://images.example.com/a.img"
   }
-}`, `(?s)Invalid Attribute Combination.*Exactly one of these attributes must be configured:\s+\[resource_class,node_id\]`},
-		{"neither node_id nor resource_class", unreachableProvider + `
+}`, `(?s)Invalid Attribute Combination.*These attributes cannot be configured together:\s+\[resource_class,node_id\]`},
+		{"neither node_id, resource_class nor a requirement", unreachableProvider + `
 resource "baremetal_instance" "test" {
   name = "i1"
   image = {
     url = "https://images.example.com/a.img"
   }
-}`, `(?s)Exactly one of these attributes must be configured`},
+}`, `(?s)At least one of these attributes must be configured:\s+\[resource_class,node_id,required_traits,forbidden_traits,min_cpus,min_memory_mb,min_disk_gb,cpu_arch\]`},
+		{"trait both required and forbidden", instanceWith(`
+  required_traits  = ["CUSTOM_GPU_A100", "rack:r12"]
+  forbidden_traits = ["CUSTOM_GPU_A100"]
+`), `(?s)Trait both required and forbidden.*forbidden_traits holds "CUSTOM_GPU_A100", which required_traits holds too`},
+		{"trait with a space", instanceWith(`
+  required_traits = ["CUSTOM GPU"]
+`), `(?s)Invalid trait.*required_traits: trait "CUSTOM GPU" may hold only letters, digits and _ \. :\s+/\s+=\s+\+\s+-`},
+		{"empty forbidden trait", instanceWith(`
+  forbidden_traits = [""]
+`), `(?s)Invalid trait.*forbidden_traits holds an empty trait`},
+		{"trait too long", instanceWith(`
+  required_traits = ["` + strings.Repeat("A", 256) + `"]
+`), `(?s)Invalid trait.*is 256\s+characters long; at most 255`},
+		{"too many traits", nodeConfigWith(`traits = [` + manyTraits(51) + `]`), `(?s)Too many traits.*traits holds 51 traits; at most 50`},
+		{"bad node trait", nodeConfigWith(`traits = ["gpu,a100"]`), `(?s)Invalid trait.*traits: trait "gpu,a100" may hold only`},
+		{"owner not a DNS label", nodeConfigWith(`owner = "Team_A"`), `(?s)owner.*must be a DNS label`},
+		{"negative minimum", instanceWith(`
+  min_memory_mb = -1
+`), `(?s)min_memory_mb value must be between 0 and 2147483647, got: -1`},
+		{"bad cpu_arch", instanceWith(`
+  cpu_arch = "x86 64"
+`), `(?s)cpu_arch must be an architecture name`},
+		{"capacity: trait both required and forbidden", unreachableProvider + `
+data "baremetal_capacity" "test" {
+  project          = "acc"
+  required_traits  = ["CUSTOM_GPU_A100"]
+  forbidden_traits = ["CUSTOM_GPU_A100"]
+}`, `(?s)Trait both required and forbidden`},
+		{"nodes: bad required trait", unreachableProvider + `
+data "baremetal_nodes" "test" {
+  required_traits = ["a b"]
+}`, `(?s)Invalid trait.*required_traits: trait "a b"`},
 		{"bad power_state", unreachableProvider + `
 resource "baremetal_instance" "test" {
   name           = "i1"
