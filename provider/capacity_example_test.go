@@ -64,7 +64,7 @@ func TestAccCapacityCheckExample(t *testing.T) {
 	want := regexp.MustCompile(regexp.QuoteMeta(`Error: Resource postcondition failed`) + `.*` +
 		regexp.QuoteMeta(`Room for 2 of the 3 instances in project ml, 0 more freeing up: `+
 			`2 of 3 nodes fit the instance's requirements and 2 can take it now; the others: `+
-			`1 are owned by another project, 1 lack trait CUSTOM_GPU_A100`))
+			`1 is owned by another project, 1 lacks trait CUSTOM_GPU_A100`))
 	if !want.MatchString(flat(out)) {
 		t.Fatalf("a rollout that does not fit: want the postcondition's error matching %s:\n%s", want, out)
 	}
@@ -79,7 +79,7 @@ func TestAccCapacityCheckExample(t *testing.T) {
 	out = docs.run(1, "plan")
 	want = regexp.MustCompile(regexp.QuoteMeta(`Error: Resource postcondition failed`) + `.*` +
 		regexp.QuoteMeta(`Room for 0 of the 4 GPU instances: no node fits the instance's requirements: of 3 nodes, `+
-			`3 have less than 262144 MB memory (or unknown), `) + `.*` + regexp.QuoteMeta(`1 lack trait CUSTOM_GPU_A100`))
+			`3 have less than 262144 MB memory (or unknown), `) + `.*` + regexp.QuoteMeta(`1 lacks trait CUSTOM_GPU_A100`))
 	if !want.MatchString(flat(out)) {
 		t.Fatalf("the docs' example: want the postcondition's error matching %s:\n%s", want, out)
 	}

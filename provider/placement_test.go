@@ -239,7 +239,7 @@ resource "baremetal_instance" "app" {
 			{
 				Config: instance(`  required_traits = ["CUSTOM_GPU_A100"]`),
 				ExpectError: regexp.MustCompile(`(?s)Could not create instance app.*no node fits the instance's\s+requirements:\s+of\s+4\s+nodes,\s+` +
-					`4\s+lack\s+trait\s+CUSTOM_GPU_A100,\s+1\s+are\s+owned\s+by\s+another\s+project`),
+					`4\s+lack\s+trait\s+CUSTOM_GPU_A100,\s+1\s+is\s+owned\s+by\s+another\s+project`),
 			},
 			{
 				Config: instance(`
@@ -311,9 +311,8 @@ func TestAccPlacementDataSources(t *testing.T) {
 	t.Parallel()
 	env := accEnv(t, testenv.Options{Systems: 4})
 	c := accClient(t, env, env.AdminToken)
-	// (apiclient.PutQuota sends fields the API refuses: the service it is.)
-	if err := env.App.Service.SetQuota(context.Background(), env.Admin(), baremetal.Quota{Project: "capped", Instances: 1}); err != nil {
-		t.Fatal(err)
+	if q, err := c.PutQuota(context.Background(), api.Quota{Project: "capped", Instances: 1}); err != nil || q.Instances != 1 {
+		t.Fatalf("put quota: %+v, %v", q, err)
 	}
 	dep := "  depends_on = [baremetal_node.small, baremetal_node.medium, baremetal_node.big, baremetal_node.other]\n"
 	config := providerConfig(env, env.AdminToken) + placementFleet(env) + `
@@ -401,7 +400,7 @@ data "baremetal_capacity" "capped" {
 					resource.TestCheckResourceAttr("data.baremetal_capacity.nvme", "unsuited", "2"),
 					resource.TestCheckNoResourceAttr("data.baremetal_capacity.nvme", "quota_remaining"),
 					resource.TestCheckTypeSetElemNestedAttrs("data.baremetal_capacity.nvme", "unmet.*",
-						map[string]string{"requirement": "owner", "value": "other", "nodes": "1"}),
+						map[string]string{"requirement": "owner", "value": "", "nodes": "1"}),
 
 					resource.TestCheckResourceAttr("data.baremetal_capacity.gpu", "placeable", "0"),
 					resource.TestCheckResourceAttr("data.baremetal_capacity.gpu", "unsuited", "4"),
@@ -411,7 +410,7 @@ data "baremetal_capacity" "capped" {
 					resource.TestMatchResourceAttr("data.baremetal_capacity.gpu", "unmet.0.message", regexp.MustCompile(`^4 nodes lack trait CUSTOM_GPU_A100$`)),
 					resource.TestMatchResourceAttr("data.baremetal_capacity.gpu", "message",
 						regexp.MustCompile(`^no node of class "general" fits the instance's requirements: of 4 nodes, 4 lack trait CUSTOM_GPU_A100, `+
-							`3 have less than 131072 MB memory \(or unknown\), 1 are owned by another project$`)),
+							`3 have less than 131072 MB memory \(or unknown\), 1 is owned by another project$`)),
 
 					// A quota of one: one placeable, whatever the nodes.
 					resource.TestCheckResourceAttr("data.baremetal_capacity.capped", "quota_remaining", "1"),

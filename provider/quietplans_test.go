@@ -53,9 +53,12 @@ func (c expectUpdate) CheckPlan(_ context.Context, req plancheck.CheckPlanReques
 		flattenValue("", rc.Change.After, after)
 		var gotChanged []string
 		// An object whose members are all unknown is {} in the planned
-		// values: it is not a change of its own.
+		// values: it is not a change of its own; nor are the elements a
+		// list had before it became unknown.
 		holdsUnknown := func(p string) bool {
-			return slices.ContainsFunc(gotUnknown, func(u string) bool { return u == p || strings.HasPrefix(u, p+".") })
+			return slices.ContainsFunc(gotUnknown, func(u string) bool {
+				return u == p || strings.HasPrefix(u, p+".") || strings.HasPrefix(p, u+".")
+			})
 		}
 		for p := range union(before, after) {
 			if !holdsUnknown(p) && !reflect.DeepEqual(before[p], after[p]) {

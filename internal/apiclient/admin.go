@@ -40,7 +40,12 @@ func (c *Client) GetQuota(ctx context.Context, project string) (*api.Quota, erro
 // PutQuota sets a project's quota (Instances -1 = unlimited).
 func (c *Client) PutQuota(ctx context.Context, q api.Quota) (*api.Quota, error) {
 	var out api.Quota
-	_, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/quotas/" + escape(q.Project), body: q, out: &out})
+	// The body is the quota alone: the project is the path's, and the
+	// API refuses members it does not take (project, used).
+	body := struct {
+		Instances int `json:"instances"`
+	}{q.Instances}
+	_, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/quotas/" + escape(q.Project), body: body, out: &out})
 	if err != nil {
 		return nil, err
 	}
