@@ -16,7 +16,7 @@ const (
 	UnfitCleaning    Unfit = "cleaning"
 	UnfitEnroll      Unfit = "enroll"
 	UnfitDeleting    Unfit = "deleting"
-	UnfitInspecting  Unfit = "inspecting" // the agent reports its hardware; available again after
+	UnfitInspecting  Unfit = "inspecting"  // the agent reports its hardware; available again after
 	UnfitConfiguring Unfit = "configuring" // its hardware settings are applied; available again after
 )
 
