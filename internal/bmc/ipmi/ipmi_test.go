@@ -733,3 +733,27 @@ func TestIdleSessionClosed(t *testing.T) {
 		t.Errorf("sessions opened = %d, want 2 (one before the idle period, one after)", got)
 	}
 }
+
+// IPMI has no BIOS settings nor Secure Boot: Capability says so, naming
+// the driver and what it lacks, without a request to the BMC.
+func TestNoBIOSSettings(t *testing.T) {
+	t.Parallel()
+	o := newOpener(t, Options{})
+	c, err := bmc.Drivers{"ipmi": o}.Open(context.Background(), bmc.Endpoint{Driver: "ipmi", Address: "ipmi://127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bmc.Capability[bmc.BIOSSettings](c)
+	wantKind(t, err, bmc.KindUnsupported)
+	if !strings.Contains(err.Error(), "the ipmi driver has no BIOS settings") {
+		t.Fatalf("unclear: %v", err)
+	}
+	_, err = bmc.Capability[bmc.SecureBootSetter](c)
+	wantKind(t, err, bmc.KindUnsupported)
+	if !strings.Contains(err.Error(), "the ipmi driver has no Secure Boot") {
+		t.Fatalf("unclear: %v", err)
+	}
+	// The client from Drivers answers the methods too, the same way.
+	_, err = c.(bmc.BIOSSettings).SetBIOS(context.Background(), bmc.BIOSValues{"ProcVirtualization": "Enabled"})
+	wantKind(t, err, bmc.KindUnsupported)
+}

@@ -48,11 +48,23 @@
 //   - CPUs are hardware threads, summed over the Processors collection
 //     (absent sockets and accelerators skipped): ProcessorSummary.Count is
 //     sockets on most BMCs and cores on some. Zeros are unknowns.
+//   - BIOS attributes (bios.go) are written to the Bios's @Redfish.Settings
+//     object, wherever the BMC puts it (iLO bios/settings, Lenovo
+//     Bios/Pending, Supermicro Bios/SD); without the link, Bios/Settings
+//     and then AMI's Bios/SD. With @Redfish.SettingsApplyTime OnReset where
+//     the Bios lists it (iDRAC applies nothing at a reset without it).
+//     Text values take the registry's JSON type (registry found through
+//     /redfish/v1/Registries, also where its file names another: sushy-
+//     tools), else the current value's. Values already pending or in
+//     effect are not sent again, and what was sent is read back (pending,
+//     or in effect: sushy-tools applies at once): a value dropped is
+//     KindRefused naming it, as is a 400. SecureBootEnable likewise.
 //
 // Errors are *bmc.Error: dial, timeout, TLS, reset, EOF and context
 // deadlines are KindUnreachable; 401/403 KindAuth; 404/405/501 and Redfish
 // "not supported" messages KindUnsupported; a change accepted and not
-// shown (twice) KindRefused; other statuses (5xx, 4xx) and unreadable
+// shown (twice) KindRefused, as are BIOS values and Secure Boot the BMC
+// refuses (400) or drops; other statuses (5xx, 4xx) and unreadable
 // answers KindBMCError, with the Redfish message. Messages are built from
 // the status and a few short Redfish messages (a body that is no Redfish
 // error gives a 200-byte excerpt), and are scrubbed, before they are cut,

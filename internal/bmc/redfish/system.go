@@ -48,9 +48,11 @@ type system struct {
 	ManagedBy      []string
 	VirtualMedia   string
 	Processors     string
-	LogicalCPUs    int
-	MemoryGiB      float64
-	UUID, Serial   string
+	// Bios and SecureBoot are the links to those resources ("" none).
+	Bios, SecureBoot string
+	LogicalCPUs      int
+	MemoryGiB        float64
+	UUID, Serial     string
 }
 
 // getDoc GETs a Redfish document (one HTTP request) and decodes it as a
@@ -113,6 +115,8 @@ func getSystem(api *gofish.APIClient, path string) (*system, error) {
 	}
 	s.VirtualMedia = d.link("VirtualMedia")
 	s.Processors = d.link("Processors")
+	s.Bios = d.link("Bios")
+	s.SecureBoot = d.link("SecureBoot")
 
 	ps := d.obj("ProcessorSummary")
 	s.LogicalCPUs = ps.int("LogicalProcessorCount")
@@ -164,6 +168,19 @@ func (d doc) arr(key string) []any {
 }
 
 func (d doc) str(key string) string { return strOf(d.get(key)) }
+
+// boolean reads a JSON boolean (or "true"/"false"); ok false when key
+// holds neither.
+func (d doc) boolean(key string) (v, ok bool) {
+	switch x := d.get(key).(type) {
+	case bool:
+		return x, true
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(x))
+		return b, err == nil
+	}
+	return false, false
+}
 
 func (d doc) num(key string) float64 {
 	switch v := d.get(key).(type) {

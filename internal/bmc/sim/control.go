@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 )
@@ -28,6 +29,18 @@ type SystemStatus struct {
 	VM *VMStatus `json:"vm,omitempty"`
 	// Machine is the simulated hardware (Options.Machine).
 	Machine *MachineStatus `json:"machine,omitempty"`
+	// BIOS are the BIOS attributes in effect, BIOSPending those written
+	// and applied at the next reset; SecureBoot is SecureBootEnable and
+	// SecureBootCurrentBoot.
+	BIOS        map[string]any   `json:"bios,omitempty"`
+	BIOSPending map[string]any   `json:"bios_pending,omitempty"`
+	SecureBoot  SecureBootStatus `json:"secure_boot"`
+}
+
+// SecureBootStatus is a system's Secure Boot as the control API shows it.
+type SecureBootStatus struct {
+	Enabled bool `json:"enabled"`
+	Current bool `json:"current"`
 }
 
 func (s *system) status() SystemStatus {
@@ -58,6 +71,8 @@ func (s *system) status() SystemStatus {
 		IgnorePower: s.ignorePower, BootTarget: s.bootTarget, BootEnabled: s.bootEnabled,
 		MediaImage: cd.image, Inserted: cd.inserted, MediaSlots: slots,
 		OS: s.osStatusLocked(), Requests: s.requests.Load(), Machine: machine,
+		BIOS: s.biosLocked(), BIOSPending: maps.Clone(s.biosPending),
+		SecureBoot: SecureBootStatus{Enabled: s.secureBoot, Current: s.secureBootNow},
 	}
 }
 
@@ -139,6 +154,34 @@ func (f *Fleet) control(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			_ = f.SetOS(s.id, *body.Enabled)
+			writeJSON(w, http.StatusOK, s.status())
+		case len(segs) == 3 && segs[2] == "bios" && r.Method == http.MethodPost:
+			var body struct {
+				Attributes map[string]any `json:"Attributes"`
+			}
+			if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&body); err != nil || len(body.Attributes) == 0 {
+				fail(http.StatusBadRequest, "want {\"Attributes\":{\"Name\":value}}")
+				return
+			}
+			for name, v := range body.Attributes {
+				if err := f.SetBIOSAttribute(s.id, name, v); err != nil {
+					fail(http.StatusBadRequest, err.Error())
+					return
+				}
+			}
+			writeJSON(w, http.StatusOK, s.status())
+		case len(segs) == 3 && segs[2] == "secure-boot" && r.Method == http.MethodPost:
+			var body struct {
+				Enabled *bool `json:"enabled"`
+			}
+			if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&body); err != nil || body.Enabled == nil {
+				fail(http.StatusBadRequest, "want {\"enabled\":true} or {\"enabled\":false}")
+				return
+			}
+			if err := f.SetSecureBoot(s.id, *body.Enabled); err != nil {
+				fail(http.StatusBadRequest, err.Error())
+				return
+			}
 			writeJSON(w, http.StatusOK, s.status())
 		default:
 			fail(http.StatusNotFound, "unknown control request")

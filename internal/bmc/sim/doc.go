@@ -34,6 +34,10 @@
 //	POST /sim/systems/{id}/power           {"power":"On"}     (or "Off")
 //	POST /sim/systems/{id}/ignore-power    {"ignore":true}
 //	POST /sim/systems/{id}/os              {"enabled":false}  the simulated OS never calls back
+//	POST /sim/systems/{id}/bios            {"Attributes":{"ProcVirtualization":"Disabled"}}
+//	                                       BIOS attributes changed in effect at once, as
+//	                                       at the console (drift); checked like a PATCH
+//	POST /sim/systems/{id}/secure-boot     {"enabled":true}   Secure Boot in effect at once
 //	POST /sim/fault                        {"fault":"down"}   every system
 //
 // Virtual media: inserting into a slot that holds an image answers 409
@@ -71,6 +75,32 @@
 // (actions answered 202 with a task monitor) or InsertIgnored. Systems
 // and virtual media slots have an ETag (header and @odata.etag) that
 // changes with them.
+//
+// BIOS settings and Secure Boot (bios.go): every system has a Bios
+// (<system>/Bios: Attributes, AttributeRegistry, @Redfish.Settings with
+// SupportedApplyTimes OnReset) whose settings object (<bios>/Settings)
+// takes a PATCH of {"Attributes":{...}}, checked against the attribute
+// registry (served under /redfish/v1/Registries: a MessageRegistryFile
+// whose Location is the AttributeRegistry) as a whole: an unknown
+// attribute, a wrong JSON type, a value outside the enumeration or the
+// bounds, a string too long or a read-only attribute fail it with 400
+// and one Base message per fault naming the attribute. Accepted values
+// are pending (GET of the settings object shows them) until the next
+// reset or power-on from off applies them and empties the settings
+// object; PATCH of the Bios itself is 405. The BootMode attribute is the
+// system's boot mode (Uefi is UEFI, Bios is Legacy). <system>/SecureBoot
+// has SecureBootEnable (PATCH; enabling needs UEFI boot mode, else 400),
+// and SecureBootCurrentBoot, which follows it at the next boot.
+// Dialects differ (BIOSQuirks): iDRAC applies pending values only when
+// they were written with @Redfish.SettingsApplyTime and refuses another
+// PATCH until then, iLO's settings object is bios/settings and shows
+// every attribute, Lenovo's Bios/Pending, Supermicro's Bios/SD (no
+// Attributes while nothing is pending), AMI's Bios/SD unlinked, 404 while
+// nothing is pending and PATCHed only with If-Match; sushy-tools serves
+// BIOS, applies a PATCH at once unchecked, and its registry file names
+// another registry. BIOSQuirks.NoRegistry, None, NoSecureBoot and Drops
+// (values accepted and silently left out) are for tests. Fleet.BIOS,
+// SetBIOSAttribute, SecureBoot and SetSecureBoot reach them from Go.
 //
 // VM-backed systems (Options.VM, `controller sim --qemu-vm`): each system
 // is a real qemu virtual machine (TCG, no KVM; user-mode networking, so

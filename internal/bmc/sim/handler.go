@@ -85,6 +85,8 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "TaskService":
 		f.serveTasks(w, r, segs[1:])
+	case "Registries":
+		f.serveRegistries(w, r, segs[1:])
 	case "Systems", "Managers":
 		if len(segs) == 1 {
 			if !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
@@ -97,6 +99,14 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.Header().Set("OData-Version", "4.0")
 			_, _ = w.Write(coll)
+			return
+		}
+		if segs[0] == "Systems" && len(segs) == 3 && segs[1]+"/"+segs[2] == "Bios/BiosRegistry" && f.systems["Bios"] == nil &&
+			f.q.BIOS.RegistryElsewhere && !f.q.BIOS.NoRegistry && !f.q.BIOS.None {
+			// sushy-tools serves its BIOS registry here.
+			if allow(w, r, http.MethodGet) && f.checkAuth(w, r) {
+				f.writeDoc(w, http.StatusOK, f.registryJSON(sushyRegistryDoc), "")
+			}
 			return
 		}
 		s := f.systems[segs[1]]
@@ -356,6 +366,7 @@ func (f *Fleet) buildStatic() {
 		"Vendor":         "baremetal-tf",
 		"Systems":        odataID(systemsPath),
 		"Managers":       odataID(managersPath),
+		"Registries":     odataID(registriesPath),
 		"Links":          map[string]any{},
 	}
 	if !f.opts.NoSessionService {

@@ -113,6 +113,71 @@ type Quirks struct {
 	// while the system is off, and the Processors collection is empty
 	// (OpenBMC: the host's inventory comes from the host).
 	ZeroInventoryWhenOff bool
+
+	// BIOS and Secure Boot (bios.go). Every system has a Bios resource
+	// whose settings object takes pending attributes, applied at the next
+	// reset, and a SecureBoot resource, unless these say otherwise.
+	BIOS BIOSQuirks
+}
+
+// BIOSQuirks are the ways BMCs differ in their Bios, attribute registry
+// and SecureBoot resources. The zero value is the DMTF's reading: Bios
+// at <system>/Bios, its @Redfish.Settings object at <bios>/Settings
+// showing only the pending attributes (ApplyTime OnReset), a registry
+// under /redfish/v1/Registries, PATCH validated against it.
+type BIOSQuirks struct {
+	// None: the system has no Bios resource (and no Bios link).
+	None bool
+	// Path is the Bios resource's segment under the system ("" Bios;
+	// sushy-tools serves BIOS).
+	Path string
+	// SettingsPath is the settings object's segment under the Bios (""
+	// Settings): iLO settings (lower case), Supermicro and AMI SD,
+	// Lenovo XCC Pending.
+	SettingsPath string
+	// NoSettingsLink: the Bios has no @Redfish.Settings; its settings
+	// object is there all the same (Gigabyte, community.general#6433).
+	NoSettingsLink bool
+	// SettingsFull: the settings object shows every attribute, pending
+	// ones with their pending values (iLO, Lenovo XCC), not only the
+	// pending ones.
+	SettingsFull bool
+	// SettingsOmitEmpty: with nothing pending the settings object has no
+	// Attributes at all (Supermicro, seen by NVIDIA's libredfish).
+	SettingsOmitEmpty bool
+	// SettingsMissingWhenEmpty: with nothing pending, GET of the settings
+	// object answers 404 (AMI MegaRAC's SD, DMTF Redfish-Tacklebox#55).
+	SettingsMissingWhenEmpty bool
+	// ETagRequired: a PATCH of the settings object without If-Match is
+	// answered 428 ("*" matches), as an AMI MegaRAC was captured doing.
+	// Quirks.ETagRequired implies it.
+	ETagRequired bool
+	// ApplyTimeRequired: pending attributes apply at a reset only when
+	// written with @Redfish.SettingsApplyTime (which schedules iDRAC's
+	// BIOS configuration job); without it they stay pending across every
+	// reset (dell/iDRAC-Redfish-Scripting#84, dell/terraform-provider-
+	// redfish#231). While such a job is scheduled, another PATCH is
+	// refused with 400 (iDRAC-Redfish-Scripting#249, quads#726).
+	ApplyTimeRequired bool
+	// Immediate: a PATCH of the settings object changes the attributes in
+	// effect at once and nothing is ever pending; no attribute is
+	// checked against the registry (sushy-tools stores what it is sent).
+	Immediate bool
+	// RegistryName is the Bios's AttributeRegistry ("" the sim's own).
+	RegistryName string
+	// NoRegistry: the Bios names a registry the service does not serve.
+	NoRegistry bool
+	// RegistryElsewhere: the registry file's Id is not the name the Bios
+	// gives and its Location is /redfish/v1/Systems/Bios/BiosRegistry,
+	// whose document has the Bios's name as its Id (sushy-tools).
+	RegistryElsewhere bool
+	// Drops are attributes a PATCH of the settings object accepts (2xx)
+	// and silently leaves out of the pending settings: a fault for tests
+	// of the driver's read-back (real BMCs were seen to drop values they
+	// do not like, e.g. an iDRAC without its job, python-ilorest#105).
+	Drops []string
+	// NoSecureBoot: the system has no SecureBoot resource.
+	NoSecureBoot bool
 }
 
 // CPUShape is a system's processors and the way its BMC summarizes them.
@@ -223,8 +288,8 @@ func singleThenNumbered(first, prefix string) func(int) string {
 	}
 }
 
-// DialectQuirks returns the quirks of a dialect (the standard and sushy
-// have none here: sushy's differences are coded in sushy.go). Tests read
+// DialectQuirks returns the quirks of a dialect (the standard has none;
+// sushy's are coded in sushy.go, but for its Bios). Tests read
 // it for what a dialect's systems report (CPU shape, boot mode, slots).
 func DialectQuirks(d Dialect) Quirks {
 	switch d {
@@ -237,6 +302,7 @@ func DialectQuirks(d Dialect) Quirks {
 			ResetTypes: []string{"On", "ForceOff", "ForceRestart", "GracefulRestart", "GracefulShutdown", "PushPowerButton", "Nmi", "PowerCycle"},
 			CPU:        CPUShape{Sockets: 2, CoresPerSocket: 28, ThreadsPerCore: 2, Summary: "full"},
 			MemoryGiB:  256,
+			BIOS:       BIOSQuirks{ApplyTimeRequired: true, RegistryName: "BiosAttributeRegistry.v1_0_0"},
 		}
 	case DialectILO5:
 		return Quirks{
@@ -246,6 +312,7 @@ func DialectQuirks(d Dialect) Quirks {
 			ResetTypes: []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart", "Nmi", "PushPowerButton", "GracefulRestart"},
 			CPU:        CPUShape{Sockets: 1, CoresPerSocket: 16, ThreadsPerCore: 2, Summary: "sockets"},
 			MemoryGiB:  128,
+			BIOS:       BIOSQuirks{SettingsPath: "settings", SettingsFull: true, RegistryName: "BiosAttributeRegistryU32.v1_2_68"},
 		}
 	case DialectXCC:
 		return Quirks{
@@ -254,6 +321,7 @@ func DialectQuirks(d Dialect) Quirks {
 			OperatorMedia: map[string]string{"Floppy1": "http://fileserver.example/drivers/raid-driver.img"},
 			ResetTypes:    []string{"On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "Nmi", "ForceOn", "PushPowerButton"},
 			CPU:           CPUShape{Sockets: 2, CoresPerSocket: 20, ThreadsPerCore: 2, Summary: "full"},
+			BIOS:          BIOSQuirks{SettingsPath: "Pending", SettingsFull: true, RegistryName: "BiosAttributeRegistry.1.0.0"},
 		}
 	case DialectX10:
 		return Quirks{
@@ -268,6 +336,7 @@ func DialectQuirks(d Dialect) Quirks {
 			MediaSlots:     []string{"CD1", "USB1"},
 			ResetTypes:     []string{"On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "Nmi", "ForceOn"},
 			CPU:            CPUShape{Sockets: 2, CoresPerSocket: 16, ThreadsPerCore: 2, Summary: "full"},
+			BIOS:           BIOSQuirks{SettingsPath: "SD", SettingsOmitEmpty: true},
 		}
 	case DialectCIMC:
 		return Quirks{
@@ -286,6 +355,7 @@ func DialectQuirks(d Dialect) Quirks {
 			ResetTypes:     []string{"On", "ForceOff", "GracefulShutdown", "ForceRestart", "GracefulRestart", "PowerCycle"},
 			CPU:            CPUShape{Sockets: 2, CoresPerSocket: 64, ThreadsPerCore: 2, Summary: "sockets"},
 			MemoryGiB:      512,
+			BIOS:           BIOSQuirks{SettingsPath: "SD", NoSettingsLink: true, SettingsMissingWhenEmpty: true, ETagRequired: true},
 		}
 	case DialectOpenBMC:
 		return Quirks{
@@ -301,6 +371,11 @@ func DialectQuirks(d Dialect) Quirks {
 			EmptyMediaCollection: true, BootMode: "Legacy",
 			CPU: CPUShape{Sockets: 2, CoresPerSocket: 24, ThreadsPerCore: 2, Summary: "sockets"},
 		}
+	case DialectSushy:
+		// sushy-tools' Bios (templates/bios.json, main.py): at BIOS, a
+		// PATCH of BIOS/Settings stored at once, a registry whose file
+		// names another registry than the Bios does.
+		return Quirks{BIOS: BIOSQuirks{Path: "BIOS", Immediate: true, RegistryName: "BiosAttributeRegistryP89.v1_0_0", RegistryElsewhere: true}}
 	}
 	return Quirks{}
 }

@@ -192,6 +192,18 @@ type system struct {
 	// pendingBoot is a boot override written to the settings object
 	// (Quirks.BootViaSettings), applied at the next reset or power-on.
 	pendingBoot *bootPatch
+	// bios holds the BIOS attributes in effect but BootMode, which is
+	// bootMode's view; biosPending those written to the settings object
+	// and not yet applied; biosJob: they were written with
+	// @Redfish.SettingsApplyTime (BIOSQuirks.ApplyTimeRequired);
+	// biosVersion is the settings object's ETag.
+	bios        map[string]any
+	biosPending map[string]any
+	biosJob     bool
+	biosVersion uint64
+	// secureBoot is SecureBootEnable (the setting, for the next boot),
+	// secureBootNow SecureBootCurrentBoot (the running boot's).
+	secureBoot, secureBootNow bool
 	// version counts the changes of the system's state: its ETag.
 	version uint64
 	slots   []*mediaSlot // fixed at Start; their state is guarded by mu
@@ -339,6 +351,8 @@ func Start(opts Options) (*Fleet, error) {
 		if quirks.BootMode != "" {
 			s.bootMode = quirks.BootMode
 		}
+		s.bios = f.defaultBIOS(s)
+		s.biosPending = map[string]any{}
 		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia, quirks.slotKinds)
 		for _, m := range s.slots {
 			for slot, img := range quirks.OperatorMedia {

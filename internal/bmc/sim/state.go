@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,7 +20,8 @@ import (
 // change by themselves.
 //
 // Kept: power, boot override and mode, each media slot's image, whether
-// it is inserted and write-protected, injected faults and ignore-power.
+// it is inserted and write-protected, injected faults and ignore-power,
+// BIOS attributes in effect and pending, Secure Boot.
 // Not kept: sessions (clients log in again, as after a BMC reboot), a
 // power change still pending (PowerDelay), a VM's state (Options.VM
 // refuses a StateFile: qemu holds it), and a fetched config drive, which
@@ -47,6 +49,13 @@ type systemState struct {
 	Fault       Fault       `json:"fault,omitempty"`
 	IgnorePower bool        `json:"ignore_power,omitempty"`
 	Media       []slotState `json:"media,omitempty"`
+	// BIOS attributes in effect and pending, and Secure Boot (issue 30);
+	// absent in files written before them: the defaults then.
+	BIOS          map[string]any `json:"bios,omitempty"`
+	BIOSPending   map[string]any `json:"bios_pending,omitempty"`
+	BIOSJob       bool           `json:"bios_job,omitempty"`
+	SecureBoot    bool           `json:"secure_boot,omitempty"`
+	SecureBootNow bool           `json:"secure_boot_current,omitempty"`
 }
 
 type slotState struct {
@@ -62,7 +71,9 @@ func (f *Fleet) snapshotState() ([]byte, error) {
 	for _, s := range f.order {
 		s.mu.Lock()
 		ss := systemState{Power: s.power, BootTarget: s.bootTarget, BootEnabled: s.bootEnabled, BootMode: s.bootMode,
-			Fault: s.fault, IgnorePower: s.ignorePower}
+			Fault: s.fault, IgnorePower: s.ignorePower,
+			BIOS: maps.Clone(s.bios), BIOSPending: maps.Clone(s.biosPending), BIOSJob: s.biosJob,
+			SecureBoot: s.secureBoot, SecureBootNow: s.secureBootNow}
 		for _, m := range s.slots {
 			ss.Media = append(ss.Media, slotState{ID: m.id, Image: m.image, Inserted: m.inserted, WriteProtected: m.wp})
 		}
@@ -105,6 +116,7 @@ func (f *Fleet) loadState() error {
 			s.mu.Lock()
 			s.power, s.bootTarget, s.bootEnabled, s.bootMode = ss.Power, ss.BootTarget, ss.BootEnabled, ss.BootMode
 			s.fault, s.flapFail, s.ignorePower = ss.Fault, ss.Fault == FaultFlap, ss.IgnorePower
+			s.restoreBIOSLocked(ss)
 			for _, ms := range ss.Media {
 				if m := s.slot(ms.ID); m != nil {
 					m.image, m.inserted, m.wp = ms.Image, ms.Inserted, ms.WriteProtected

@@ -37,6 +37,10 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 		f.serveMedia(w, r, s, s.path+"/VirtualMedia", rest[1:])
 	case len(rest) == 1 && rest[0] == "Settings" && s.q.BootViaSettings:
 		f.serveSettings(w, r, s)
+	case len(rest) >= 1 && rest[0] == s.biosSegment() && !s.q.BIOS.None:
+		f.serveBIOS(w, r, s, rest[1:])
+	case len(rest) == 1 && rest[0] == "SecureBoot" && !s.q.BIOS.NoSecureBoot:
+		f.serveSecureBoot(w, r, s)
 	case len(rest) == 2 && rest[0] == "Actions" && rest[1] == "ComputerSystem.Reset":
 		if !allow(w, r, http.MethodPost) {
 			return
@@ -191,6 +195,12 @@ func (s *system) systemJSON(ctx context.Context) (map[string]any, string) {
 	}
 	if s.mediaOnSystem() {
 		d["VirtualMedia"] = odataID(s.path + "/VirtualMedia")
+	}
+	if !s.q.BIOS.None {
+		d["Bios"] = odataID(s.biosPath())
+	}
+	if !s.q.BIOS.NoSecureBoot {
+		d["SecureBoot"] = odataID(s.path + "/SecureBoot")
 	}
 	if s.q.BootViaSettings {
 		d["@Redfish.Settings"] = map[string]any{"@odata.type": "#Settings.v1_3_5.Settings", "SettingsObject": odataID(s.path + "/Settings")}
@@ -429,6 +439,7 @@ func (s *system) applyPendingLocked() {
 		s.applyBootLocked(*s.pendingBoot)
 		s.pendingBoot = nil
 	}
+	s.applyBIOSLocked()
 }
 
 func (f *Fleet) reset(w http.ResponseWriter, r *http.Request, s *system) {
