@@ -55,6 +55,10 @@ type Options struct {
 	// networking), on the controller's own port.
 	AgentKernel, AgentBinary, AgentHost string
 	AgentTimeout                        time.Duration
+	// SettingsSyncInterval and ConfigureTimeout, when set, replace the
+	// controller's (app.Config): how often declared hardware settings are
+	// read back, how long a BMC may take to show them after a reset.
+	SettingsSyncInterval, ConfigureTimeout time.Duration
 	// InspectLLDPWait, when set, is how long an inspection's agent
 	// listens for LLDP (app.Config); zero keeps the controller's default.
 	InspectLLDPWait time.Duration
@@ -146,6 +150,12 @@ func Start(t testing.TB, opts Options) *Env {
 	cfg.AgentModulesDir = agentModules
 	if opts.InspectLLDPWait > 0 {
 		cfg.InspectLLDPWait = opts.InspectLLDPWait
+	}
+	if opts.SettingsSyncInterval > 0 {
+		cfg.SettingsSyncInterval = opts.SettingsSyncInterval
+	}
+	if opts.ConfigureTimeout > 0 {
+		cfg.ConfigureTimeout = opts.ConfigureTimeout
 	}
 	if opts.AgentHost != "" {
 		// The agent's URL names the controller's port, so the port is
