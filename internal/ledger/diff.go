@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,8 @@ func Diff(before, after *baremetal.Node, c *Change, now time.Time) []*baremetal.
 	updated("traits", strings.Join(a.Traits, ","), strings.Join(b.Traits, ","))
 	add("updated", "derived_traits", strings.Join(a.DerivedTraits, ","), strings.Join(b.DerivedTraits, ","), "derived traits changed (what inspection and the BMC show)")
 	add("updated", "owner", a.Owner, b.Owner, "owner changed (empty: any project's instances may be placed on the node)")
+	add("updated", "bios_settings", biosText(a.Settings.BIOS), biosText(b.Settings.BIOS), "declared BIOS settings changed")
+	add("updated", "secure_boot", tristate(a.Settings.SecureBoot), tristate(b.Settings.SecureBoot), "declared Secure Boot changed (empty: not managed)")
 	add("updated", "clean_erase", string(a.CleanErase), string(b.CleanErase), "clean_erase changed (empty: the resource class's or the controller's erase mode)")
 	add("updated", "inspect_on_enroll", tristate(a.InspectOnEnroll), tristate(b.InspectOnEnroll), "inspect_on_enroll changed (empty: the controller's --inspect-on-enroll)")
 	if a.Maintenance != b.Maintenance {
@@ -108,6 +111,20 @@ func overrides(n *baremetal.Node) string {
 		out[i] = string(p)
 	}
 	return strings.Join(out, ",")
+}
+
+// biosText shows BIOS settings for an event: "A=x B=y", sorted.
+func biosText(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + m[k]
+	}
+	return strings.Join(out, " ")
 }
 
 // tristate shows a setting that may defer to the controller's: "" when
