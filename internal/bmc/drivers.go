@@ -80,6 +80,12 @@ func capabilityName(v any) string {
 		return "BIOS settings"
 	case *SecureBootSetter:
 		return "Secure Boot"
+	case *RAIDController:
+		return "RAID (Storage volumes)"
+	case *FirmwareUpdater:
+		return "firmware updates (UpdateService)"
+	case *TaskMonitor:
+		return "task monitors"
 	}
 	return reflect.TypeOf(v).Elem().String()
 }
@@ -101,7 +107,63 @@ var (
 	_ SystemResolver   = (*guarded)(nil)
 	_ BIOSSettings     = (*guarded)(nil)
 	_ SecureBootSetter = (*guarded)(nil)
+	_ RAIDController   = (*guarded)(nil)
+	_ FirmwareUpdater  = (*guarded)(nil)
 )
+
+func (g *guarded) TaskStatus(ctx context.Context, t Task) (TaskStatus, error) {
+	m, err := capable[TaskMonitor](g)
+	var st TaskStatus
+	if err == nil {
+		st, err = m.TaskStatus(ctx, t)
+	}
+	return st, g.check("read task", err)
+}
+
+func (g *guarded) Storage(ctx context.Context) ([]StorageController, error) {
+	r, err := capable[RAIDController](g)
+	var out []StorageController
+	if err == nil {
+		out, err = r.Storage(ctx)
+	}
+	return out, g.check("read storage", err)
+}
+
+func (g *guarded) CreateVolume(ctx context.Context, storageID string, spec VolumeSpec) (Task, error) {
+	r, err := capable[RAIDController](g)
+	var t Task
+	if err == nil {
+		t, err = r.CreateVolume(ctx, storageID, spec)
+	}
+	return t, g.check("create volume", err)
+}
+
+func (g *guarded) DeleteVolume(ctx context.Context, volumeID string) (Task, error) {
+	r, err := capable[RAIDController](g)
+	var t Task
+	if err == nil {
+		t, err = r.DeleteVolume(ctx, volumeID)
+	}
+	return t, g.check("delete volume", err)
+}
+
+func (g *guarded) Firmware(ctx context.Context) ([]FirmwareComponent, error) {
+	f, err := capable[FirmwareUpdater](g)
+	var out []FirmwareComponent
+	if err == nil {
+		out, err = f.Firmware(ctx)
+	}
+	return out, g.check("read firmware inventory", err)
+}
+
+func (g *guarded) SimpleUpdate(ctx context.Context, imageURI string, targets []string) (Task, error) {
+	f, err := capable[FirmwareUpdater](g)
+	var t Task
+	if err == nil {
+		t, err = f.SimpleUpdate(ctx, imageURI, targets)
+	}
+	return t, g.check("firmware update", err)
+}
 
 func (g *guarded) BIOSAttributes(ctx context.Context) (BIOSValues, error) {
 	b, err := capable[BIOSSettings](g)

@@ -80,3 +80,104 @@ type SecureBootSetter interface {
 	// needed for it to apply.
 	SetSecureBoot(ctx context.Context, enable bool) (needsReset bool, err error)
 }
+
+// Task is a long-running operation the BMC runs on its own (a Redfish
+// task monitor, DSP0266 §12.2): creating a volume, a firmware update.
+// Monitor is "" when the BMC completed the operation before answering.
+type Task struct {
+	Monitor string
+}
+
+// TaskStatus is where a task stands.
+type TaskStatus struct {
+	// Done: the task ended (Failed says how); Percent is its progress
+	// where the BMC says (0 otherwise); Message the BMC's last word on it
+	// (the reason when it failed).
+	Done, Failed bool
+	Percent      int
+	Message      string
+}
+
+// TaskMonitor reads a task's status. A monitor the BMC no longer serves
+// (404 after its outcome was read, or a BMC that deletes finished tasks)
+// is Done without failure only when the driver read its outcome before;
+// otherwise it is an error: callers then read back the result instead.
+type TaskMonitor interface {
+	TaskStatus(ctx context.Context, t Task) (TaskStatus, error)
+}
+
+// Drive is a physical drive a storage controller sees.
+type Drive struct {
+	// ID is the drive's @odata.id.
+	ID            string
+	Name          string
+	MediaType     string // SSD, HDD (Redfish Drive.MediaType)
+	Protocol      string // SAS, SATA, NVMe
+	CapacityBytes int64
+}
+
+// Volume is a logical volume of a storage controller.
+type Volume struct {
+	// ID is the volume's @odata.id.
+	ID            string
+	Name          string
+	RAIDType      string // RAID0, RAID1, RAID5, RAID6, RAID10, None
+	CapacityBytes int64
+	// Drives are the @odata.ids of the drives it spans.
+	Drives []string
+}
+
+// StorageController is a Redfish Storage resource: a RAID controller
+// and what it holds.
+type StorageController struct {
+	// ID is the Storage resource's @odata.id.
+	ID   string
+	Name string
+	// RAIDTypes are the RAID types it can create (StorageControllers'
+	// SupportedRAIDTypes); empty when it does not say.
+	RAIDTypes []string
+	Drives    []Drive
+	Volumes   []Volume
+}
+
+// VolumeSpec is a volume to create.
+type VolumeSpec struct {
+	Name     string
+	RAIDType string
+	// CapacityBytes 0: all the drives give.
+	CapacityBytes int64
+	// Drives are @odata.ids of drives of the same controller.
+	Drives []string
+}
+
+// RAIDController reads and changes a system's storage (Redfish Storage,
+// Drives, Volumes). Creating and deleting volumes may run as tasks.
+type RAIDController interface {
+	TaskMonitor
+	Storage(ctx context.Context) ([]StorageController, error)
+	// CreateVolume creates a volume on the controller storageID (its
+	// @odata.id) and returns the task doing it.
+	CreateVolume(ctx context.Context, storageID string, spec VolumeSpec) (Task, error)
+	// DeleteVolume deletes the volume volumeID (its @odata.id).
+	DeleteVolume(ctx context.Context, volumeID string) (Task, error)
+}
+
+// FirmwareComponent is one entry of the BMC's firmware inventory.
+type FirmwareComponent struct {
+	// ID is the inventory entry's @odata.id.
+	ID         string
+	Name       string
+	Version    string
+	Updateable bool
+}
+
+// FirmwareUpdater reads the firmware inventory and updates components
+// (Redfish UpdateService: FirmwareInventory, SimpleUpdate).
+type FirmwareUpdater interface {
+	TaskMonitor
+	Firmware(ctx context.Context) ([]FirmwareComponent, error)
+	// SimpleUpdate asks the BMC to fetch imageURI and apply it to targets
+	// (inventory @odata.ids; empty: the BMC decides from the image), and
+	// returns the task doing it.
+	SimpleUpdate(ctx context.Context, imageURI string, targets []string) (Task, error)
+}
