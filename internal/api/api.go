@@ -97,8 +97,13 @@ type Node struct {
 	// controller last read of them from the BMC (null for members).
 	BIOSSettings map[string]string `json:"bios_settings"`
 	SecureBoot   *bool             `json:"secure_boot"`
-	Hardware     *NodeHardware     `json:"hardware"`
-	Properties   Properties        `json:"properties"`
+	// RAID is every volume the node's storage is to have (null: the
+	// volumes are not managed); Firmware the firmware components to keep
+	// at a version ([] for none; null for members).
+	RAID       *[]Volume     `json:"raid"`
+	Firmware   []Firmware    `json:"firmware"`
+	Hardware   *NodeHardware `json:"hardware"`
+	Properties Properties    `json:"properties"`
 	// PropertyOverrides lists the properties the operator set (always
 	// shown as set, never changed by inspection); the others show what
 	// inspection found.
@@ -167,6 +172,41 @@ type NodeHardware struct {
 	// Waiting: the settings were asked for while the node was busy; they
 	// are applied when it is free (after its cleanup).
 	Waiting bool `json:"waiting"`
+	// Volumes are the volumes the BMC reports (when the node declares
+	// raid); Firmware the versions of the declared components.
+	Volumes  []ObservedVolume  `json:"volumes"`
+	Firmware map[string]string `json:"firmware"`
+}
+
+// Volume is a logical (RAID) volume a node declares.
+type Volume struct {
+	Name string `json:"name"`
+	// RAIDLevel is 0, 1, 5, 6 or 10.
+	RAIDLevel string `json:"raid_level"`
+	// SizeGB 0: all the drives give.
+	SizeGB int `json:"size_gb,omitempty"`
+	// DriveCount drives not in another volume, of MediaType (ssd, hdd;
+	// empty: any), the smallest first; or DriveIDs.
+	DriveCount int      `json:"drive_count,omitempty"`
+	MediaType  string   `json:"media_type,omitempty"`
+	DriveIDs   []string `json:"drive_ids,omitempty"`
+}
+
+// ObservedVolume is a volume as the BMC reports it.
+type ObservedVolume struct {
+	Name      string   `json:"name"`
+	RAIDLevel string   `json:"raid_level"`
+	SizeGB    int      `json:"size_gb"`
+	Drives    []string `json:"drives"`
+}
+
+// Firmware is a firmware component a node keeps at a version: the
+// controller updates it from ImageURL (SimpleUpdate) when the BMC's
+// inventory shows another.
+type Firmware struct {
+	Component string `json:"component"`
+	Version   string `json:"version"`
+	ImageURL  string `json:"image_url"`
 }
 
 // NodePort is one of a node's NICs as its last inspection found it.
@@ -229,6 +269,10 @@ type NodeCreate struct {
 	// node is verified, before it is scheduled.
 	BIOSSettings map[string]string `json:"bios_settings,omitempty"`
 	SecureBoot   *bool             `json:"secure_boot,omitempty"`
+	// RAID declares every volume ([] deletes them all); Firmware the
+	// components to keep at a version.
+	RAID     *[]Volume  `json:"raid,omitempty"`
+	Firmware []Firmware `json:"firmware,omitempty"`
 }
 
 // NodePatch is the body of PATCH /v1/nodes/{id}: a JSON Merge Patch of
@@ -257,6 +301,10 @@ type NodePatch struct {
 	// is free, else once it is.
 	BIOSSettings map[string]*string `json:"bios_settings,omitempty"`
 	SecureBoot   *Nullable[bool]    `json:"secure_boot,omitempty"`
+	// RAID and Firmware replace the declared volumes and components
+	// (null: stop managing them). Naming them applies them, as above.
+	RAID     *Nullable[[]Volume]   `json:"raid,omitempty"`
+	Firmware *Nullable[[]Firmware] `json:"firmware,omitempty"`
 }
 
 // Nullable is a merge patch member that can be sent as null, which

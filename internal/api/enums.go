@@ -182,6 +182,13 @@ func UnmetRequirements() []string {
 	return []string{"resource_class", "owner", "required_trait", "forbidden_trait", "min_cpus", "min_memory_mb", "min_disk_gb", "cpu_arch"}
 }
 
+// RAIDLevels lists the RAID levels a declared volume may have.
+func RAIDLevels() []string { return []string{"0", "1", "5", "6", "10"} }
+
+// VolumeMediaTypes lists what a declared volume's media_type may be
+// ("": any).
+func VolumeMediaTypes() []string { return []string{"", "ssd", "hdd"} }
+
 // RootDeviceHints lists the keys of an instance's root_device hints.
 func RootDeviceHints() []string {
 	return []string{"size_gb", "serial", "wwn", "model", "vendor", "name"}

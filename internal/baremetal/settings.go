@@ -18,6 +18,13 @@ import (
 type HardwareSettings struct {
 	BIOS       map[string]string `json:"bios,omitempty"`
 	SecureBoot *bool             `json:"secure_boot,omitempty"`
+	// RAID, when not nil, is every logical volume the node's storage
+	// controller is to have (empty: none): volumes not declared are
+	// deleted. Nil leaves the volumes alone.
+	RAID *[]VolumeSettings `json:"raid,omitempty"`
+	// Firmware are components to bring to a version, each from an image
+	// the BMC fetches.
+	Firmware []FirmwareSettings `json:"firmware,omitempty"`
 	// Waiting: the operator asked for them to be applied while the node
 	// held an instance; they are applied (configuring) when its cleanup
 	// ends, before it takes another.
@@ -25,7 +32,46 @@ type HardwareSettings struct {
 }
 
 // IsZero reports whether no setting is managed.
-func (h HardwareSettings) IsZero() bool { return len(h.BIOS) == 0 && h.SecureBoot == nil }
+func (h HardwareSettings) IsZero() bool {
+	return len(h.BIOS) == 0 && h.SecureBoot == nil && h.RAID == nil && len(h.Firmware) == 0
+}
+
+// VolumeSettings is a logical volume a node declares.
+type VolumeSettings struct {
+	// Name names the volume on the controller (and in drift).
+	Name string `json:"name"`
+	// RAIDLevel is 0, 1, 5, 6 or 10.
+	RAIDLevel string `json:"raid_level"`
+	// SizeGB is its size in GiB; 0: all its drives give.
+	SizeGB int `json:"size_gb,omitempty"`
+	// Drives chooses its drives: a count of drives not in another
+	// volume, of a media type (ssd, hdd; empty: any), or drives by id.
+	DriveCount int      `json:"drive_count,omitempty"`
+	MediaType  string   `json:"media_type,omitempty"`
+	DriveIDs   []string `json:"drive_ids,omitempty"`
+}
+
+// FirmwareSettings is a firmware component a node declares: its
+// version, and the image that has it.
+type FirmwareSettings struct {
+	// Component names the entry of the BMC's firmware inventory (its Id
+	// or Name, e.g. BIOS, BMC, NIC.Integrated.1).
+	Component string `json:"component"`
+	Version   string `json:"version"`
+	ImageURL  string `json:"image_url"`
+}
+
+// RAIDLevels are the levels a volume may have, and the drives each needs
+// at least (RAID 10: an even number).
+var RAIDLevels = map[string]int{"0": 1, "1": 2, "5": 3, "6": 4, "10": 4}
+
+// ObservedVolume is a volume as the BMC reported it.
+type ObservedVolume struct {
+	Name      string   `json:"name"`
+	RAIDLevel string   `json:"raid_level"`
+	SizeGB    int      `json:"size_gb"`
+	Drives    []string `json:"drives"`
+}
 
 // StartConfiguring moves n, available, to configuring so that its
 // hardware settings are applied (the caller queues the configure job).
@@ -41,6 +87,12 @@ type HardwareObserved struct {
 	BIOS map[string]string `json:"bios,omitempty"`
 	// SecureBoot is SecureBootEnable; nil when the BMC has none.
 	SecureBoot *bool `json:"secure_boot,omitempty"`
+	// Volumes are the logical volumes of the node's storage (read when
+	// it declares RAID); Firmware the versions of its firmware
+	// inventory, by component (Id and Name both; read when it declares
+	// firmware).
+	Volumes  []ObservedVolume  `json:"volumes,omitempty"`
+	Firmware map[string]string `json:"firmware,omitempty"`
 	// Registry names the BIOS attribute registry the values are checked
 	// against (store.BIOSRegistries), "" when the BMC serves none.
 	Registry string `json:"registry,omitempty"`
@@ -65,6 +117,12 @@ var biosNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`)
 func (h HardwareSettings) Validate() error {
 	if len(h.BIOS) > MaxBIOSSettings {
 		return FieldErrorf("bios_settings", "bios_settings holds %d attributes; at most %d are allowed", len(h.BIOS), MaxBIOSSettings)
+	}
+	if err := h.validateRAID(); err != nil {
+		return err
+	}
+	if err := h.validateFirmware(); err != nil {
+		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(h.BIOS)) {
 		if !biosNameRE.MatchString(k) {
@@ -189,5 +247,146 @@ func (h HardwareSettings) Unmet(o HardwareObserved) []string {
 		}
 		out = append(out, fmt.Sprintf("secure_boot: want %t, is %s", *h.SecureBoot, is))
 	}
+	out = append(out, h.unmetRAID(o)...)
+	for _, fw := range h.Firmware {
+		is, ok := o.Firmware[fw.Component]
+		if !ok {
+			is = "(not read)"
+		}
+		if is != fw.Version {
+			out = append(out, fmt.Sprintf("firmware.%s: want %s, is %s", fw.Component, fw.Version, is))
+		}
+	}
 	return out
+}
+
+// unmetRAID says how the observed volumes differ from the declared ones.
+func (h HardwareSettings) unmetRAID(o HardwareObserved) []string {
+	if h.RAID == nil {
+		return nil
+	}
+	if o.ReadAt == nil || (o.Volumes == nil && len(*h.RAID) > 0) {
+		return []string{"raid: volumes not read"}
+	}
+	var out []string
+	for _, v := range *h.RAID {
+		i := slices.IndexFunc(o.Volumes, func(x ObservedVolume) bool { return x.Name == v.Name })
+		switch {
+		case i < 0:
+			out = append(out, fmt.Sprintf("raid.%s: want RAID %s, is missing", v.Name, v.RAIDLevel))
+		case !v.VolumeFits(o.Volumes[i]):
+			x := o.Volumes[i]
+			out = append(out, fmt.Sprintf("raid.%s: want RAID %s%s, is RAID %s of %d GiB on %d drives", v.Name, v.RAIDLevel, sizeText(v.SizeGB), x.RAIDLevel, x.SizeGB, len(x.Drives)))
+		}
+	}
+	for _, x := range o.Volumes {
+		if !slices.ContainsFunc(*h.RAID, func(v VolumeSettings) bool { return v.Name == x.Name }) {
+			out = append(out, fmt.Sprintf("raid.%s: not declared, is RAID %s of %d GiB", x.Name, x.RAIDLevel, x.SizeGB))
+		}
+	}
+	return out
+}
+
+func sizeText(gb int) string {
+	if gb == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of %d GiB", gb)
+}
+
+func (h HardwareSettings) validateRAID() error {
+	if h.RAID == nil {
+		return nil
+	}
+	vols := *h.RAID
+	if len(vols) > 32 {
+		return FieldErrorf("raid", "raid declares %d volumes; at most 32 are allowed", len(vols))
+	}
+	names := map[string]bool{}
+	ids := map[string]bool{}
+	for i, v := range vols {
+		f := fmt.Sprintf("raid[%d]", i)
+		if !biosNameRE.MatchString(v.Name) {
+			return FieldErrorf(f+".name", "volume name %q must be a letter, then letters, digits, _ . - (at most 128)", v.Name)
+		}
+		if names[v.Name] {
+			return FieldErrorf(f+".name", "volume name %q is declared twice", v.Name)
+		}
+		names[v.Name] = true
+		need, ok := RAIDLevels[v.RAIDLevel]
+		if !ok {
+			return FieldErrorf(f+".raid_level", "raid_level %q must be one of 0, 1, 5, 6, 10", v.RAIDLevel)
+		}
+		if v.SizeGB < 0 || v.SizeGB > MaxLocalGB {
+			return FieldErrorf(f+".size_gb", "size_gb must be between 0 (all the drives give) and %d, got %d", MaxLocalGB, v.SizeGB)
+		}
+		switch v.MediaType {
+		case "", "ssd", "hdd":
+		default:
+			return FieldErrorf(f+".media_type", "media_type %q must be ssd or hdd (or empty: any)", v.MediaType)
+		}
+		if (v.DriveCount > 0) == (len(v.DriveIDs) > 0) {
+			return FieldErrorf(f+".drive_count", "choose the drives of volume %s by drive_count (with media_type) or by drive_ids, one of them", v.Name)
+		}
+		n := v.DriveCount + len(v.DriveIDs)
+		if v.DriveCount < 0 || n < need || (v.RAIDLevel == "10" && n%2 != 0) || n > 64 {
+			return FieldErrorf(f+".drive_count", "RAID %s needs at least %d drives%s, at most 64; volume %s has %d", v.RAIDLevel, need,
+				map[bool]string{true: " (an even number)", false: ""}[v.RAIDLevel == "10"], v.Name, n)
+		}
+		for j, id := range v.DriveIDs {
+			if err := ValidateLine(fmt.Sprintf("%s.drive_ids[%d]", f, j), id, 255); err != nil {
+				return err
+			}
+			if id == "" || ids[id] {
+				return FieldErrorf(fmt.Sprintf("%s.drive_ids[%d]", f, j), "drive %q is empty or in two volumes", id)
+			}
+			ids[id] = true
+		}
+	}
+	return nil
+}
+
+func (h HardwareSettings) validateFirmware() error {
+	if len(h.Firmware) > 32 {
+		return FieldErrorf("firmware", "firmware declares %d components; at most 32 are allowed", len(h.Firmware))
+	}
+	seen := map[string]bool{}
+	for i, fw := range h.Firmware {
+		f := fmt.Sprintf("firmware[%d]", i)
+		if err := ValidateLine(f+".component", fw.Component, 128); err != nil {
+			return err
+		}
+		if fw.Component == "" || seen[fw.Component] {
+			return FieldErrorf(f+".component", "component %q is empty or declared twice", fw.Component)
+		}
+		seen[fw.Component] = true
+		if err := ValidateLine(f+".version", fw.Version, 128); err != nil {
+			return err
+		}
+		if fw.Version == "" {
+			return FieldErrorf(f+".version", "version is required: the controller verifies it after the update")
+		}
+		if !strings.HasPrefix(fw.ImageURL, "http://") && !strings.HasPrefix(fw.ImageURL, "https://") {
+			return FieldErrorf(f+".image_url", "image_url must be an http:// or https:// URL the BMC can fetch")
+		}
+		if err := ValidateLine(f+".image_url", fw.ImageURL, 2048); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// VolumeFits reports whether an observed volume is what v declares (its
+// level, and its size when v says one, within 1% as controllers round).
+func (v VolumeSettings) VolumeFits(o ObservedVolume) bool {
+	if o.RAIDLevel != v.RAIDLevel {
+		return false
+	}
+	if v.SizeGB > 0 && (o.SizeGB < v.SizeGB*99/100 || o.SizeGB > v.SizeGB*101/100+1) {
+		return false
+	}
+	if len(v.DriveIDs) > 0 {
+		return slices.Equal(SortedTraits(o.Drives), SortedTraits(v.DriveIDs))
+	}
+	return len(o.Drives) == v.DriveCount || len(o.Drives) == 0 // a BMC that lists no drives of its volumes
 }

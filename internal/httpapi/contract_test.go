@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -93,6 +94,8 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"Instance.deploy_method":                     api.DeployMethods(),
 		"InstanceCreate.deploy_method":               api.DeployMethods(),
 		"GET /v1/capacity ?deploy_method":            api.DeployMethods(),
+		"Volume.raid_level":                          api.RAIDLevels(),
+		"Volume.media_type":                          api.VolumeMediaTypes(),
 		"UnmetRequirement.requirement":               api.UnmetRequirements(),
 		"AgentCommand.erase":                         api.AgentEraseMethods(),
 		"AgentCommandStatus.state":                   api.AgentCommandStates(),
@@ -133,7 +136,8 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 	types := map[string]any{
 		"Problem": api.Problem{}, "Capacity": api.Capacity{}, "UnmetRequirement": api.UnmetRequirement{},
-		"Requirements": api.Requirements{}, "CapacityReport": api.CapacityReport{}, "NodeHardware": api.NodeHardware{}, "Properties": api.Properties{},
+		"Requirements": api.Requirements{}, "CapacityReport": api.CapacityReport{}, "NodeHardware": api.NodeHardware{},
+		"Volume": api.Volume{}, "ObservedVolume": api.ObservedVolume{}, "Firmware": api.Firmware{}, "Properties": api.Properties{},
 		"PropertiesPatch": api.PropertiesPatch{},
 		"BMC":             api.BMC{}, "BMCInput": api.BMCInput{}, "BMCPatch": api.BMCPatch{},
 		"Node": api.Node{}, "NodeCreate": api.NodeCreate{}, "NodePatch": api.NodePatch{}, "NodeList": api.NodeList{},
@@ -211,6 +215,7 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		"clean erases":       {strs(baremetal.CleanErases), api.CleanErases()},
 		"agent purposes":     {strs(baremetal.AgentPurposes), api.AgentPurposes()},
 		"unmet requirements": {baremetal.UnmetKinds, api.UnmetRequirements()},
+		"raid levels":        {slices.Sorted(maps.Keys(baremetal.RAIDLevels)), api.RAIDLevels()},
 	} {
 		if !sameSet(c.domain, c.wire) {
 			t.Errorf("%s: the domain has %q, the API %q", what, sorted(c.domain), sorted(c.wire))

@@ -43,6 +43,8 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 			out.BIOSSettings = n.Settings.BIOS
 		}
 		out.SecureBoot = n.Settings.SecureBoot
+		out.RAID = volumesOut(n.Settings.RAID)
+		out.Firmware = firmwareOut(n.Settings.Firmware)
 		out.Hardware = hardwareOut(n)
 		out.BMC = &api.BMC{Address: n.BMC.Address, Username: n.BMC.Username, Insecure: n.BMC.Insecure,
 			SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite, PasswordSet: n.BMC.Password != ""}
@@ -62,6 +64,61 @@ func hardwareOut(n *baremetal.Node) *api.NodeHardware {
 	}
 	if !n.Settings.IsZero() {
 		out.Unmet = append(out.Unmet, n.Settings.Unmet(o)...)
+	}
+	out.Volumes = []api.ObservedVolume{}
+	if n.Settings.RAID != nil {
+		for _, v := range o.Volumes {
+			out.Volumes = append(out.Volumes, api.ObservedVolume(v))
+		}
+	}
+	out.Firmware = map[string]string{}
+	for _, fw := range n.Settings.Firmware {
+		if v, ok := o.Firmware[fw.Component]; ok {
+			out.Firmware[fw.Component] = v
+		}
+	}
+	return out
+}
+
+// volumesOut and volumesIn convert declared volumes (nil: unmanaged).
+func volumesOut(vs *[]baremetal.VolumeSettings) *[]api.Volume {
+	if vs == nil {
+		return nil
+	}
+	out := make([]api.Volume, len(*vs))
+	for i, v := range *vs {
+		out[i] = api.Volume(v)
+	}
+	return &out
+}
+
+func volumesIn(vs *[]api.Volume) *[]baremetal.VolumeSettings {
+	if vs == nil {
+		return nil
+	}
+	out := make([]baremetal.VolumeSettings, len(*vs))
+	for i, v := range *vs {
+		out[i] = baremetal.VolumeSettings(v)
+	}
+	return &out
+}
+
+// firmwareOut and firmwareIn convert declared firmware ([] for none).
+func firmwareOut(fs []baremetal.FirmwareSettings) []api.Firmware {
+	out := make([]api.Firmware, len(fs))
+	for i, f := range fs {
+		out[i] = api.Firmware(f)
+	}
+	return out
+}
+
+func firmwareIn(fs []api.Firmware) []baremetal.FirmwareSettings {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]baremetal.FirmwareSettings, len(fs))
+	for i, f := range fs {
+		out[i] = baremetal.FirmwareSettings(f)
 	}
 	return out
 }

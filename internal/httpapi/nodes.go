@@ -20,7 +20,8 @@ func specFromAPI(in api.NodeCreate) service.NodeSpec {
 		Maintenance: in.Maintenance, MaintenanceReason: in.MaintenanceReason,
 		CleanErase: baremetal.CleanErase(in.CleanErase), InspectOnEnroll: in.InspectOnEnroll,
 		Traits: in.Traits, Owner: in.Owner,
-		Settings: baremetal.HardwareSettings{BIOS: in.BIOSSettings, SecureBoot: in.SecureBoot},
+		Settings: baremetal.HardwareSettings{BIOS: in.BIOSSettings, SecureBoot: in.SecureBoot,
+			RAID: volumesIn(in.RAID), Firmware: firmwareIn(in.Firmware)},
 	}
 }
 
@@ -147,6 +148,7 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 			CleanErase: api.CleanErase(spec.CleanErase), InspectOnEnroll: spec.InspectOnEnroll,
 			Traits: spec.Traits, Owner: spec.Owner,
 			BIOSSettings: spec.Settings.BIOS, SecureBoot: spec.Settings.SecureBoot,
+			RAID: volumesOut(spec.Settings.RAID), Firmware: firmwareOut(spec.Settings.Firmware),
 		})
 		if err != nil {
 			return spec, err
@@ -162,7 +164,9 @@ func (s *Server) patchNode(w http.ResponseWriter, r *http.Request, c service.Cal
 		spec = specFromAPI(in)
 		_, bios := obj["bios_settings"]
 		_, sb := obj["secure_boot"]
-		spec.ApplySettings = bios || sb
+		_, raid := obj["raid"]
+		_, fw := obj["firmware"]
+		spec.ApplySettings = bios || sb || raid || fw
 		return spec, nil
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -58,6 +59,8 @@ var configuration = &flow{
 	steps: []flowStep{
 		{"check", checkSettings},
 		{"write", writeSettings},
+		{"raid", configureRAID},
+		{"firmware", updateFirmware},
 		{"reset", resetForSettings},
 		{"verify", verifySettings},
 		{"power_off", powerOffStep},
@@ -139,6 +142,36 @@ func (r *nodeWork) readSettings(ctx context.Context, n *baremetal.Node, all bool
 				return err
 			default:
 				obs.SecureBoot = &sb.Enabled
+			}
+		}
+		if all || want.RAID != nil {
+			rc, err := bmc.Capability[bmc.RAIDController](c)
+			var st []bmc.StorageController
+			if err == nil {
+				st, err = rc.Storage(ctx)
+			}
+			switch {
+			case bmc.KindOf(err) == bmc.KindUnsupported:
+				obs.Lacks = append(obs.Lacks, "RAID")
+			case err != nil:
+				return err
+			default:
+				obs.Volumes = observedVolumes(st)
+			}
+		}
+		if all || len(want.Firmware) > 0 {
+			fu, err := bmc.Capability[bmc.FirmwareUpdater](c)
+			var inv []bmc.FirmwareComponent
+			if err == nil {
+				inv, err = fu.Firmware(ctx)
+			}
+			switch {
+			case bmc.KindOf(err) == bmc.KindUnsupported:
+				obs.Lacks = append(obs.Lacks, "firmware updates")
+			case err != nil:
+				return err
+			default:
+				obs.Firmware = firmwareVersions(inv)
 			}
 		}
 		return nil
@@ -232,11 +265,32 @@ func checkSettings(ctx context.Context, r *flowRun) (stepResult, error) {
 	if want.SecureBoot != nil && slices.Contains(obs.Lacks, "Secure Boot") {
 		lacks = append(lacks, "Secure Boot")
 	}
+	if want.RAID != nil && slices.Contains(obs.Lacks, "RAID") {
+		lacks = append(lacks, "RAID (Storage volumes)")
+	}
+	if len(want.Firmware) > 0 && slices.Contains(obs.Lacks, "firmware updates") {
+		lacks = append(lacks, "firmware updates (UpdateService)")
+	}
+	for _, fw := range want.Firmware {
+		if _, ok := obs.Firmware[fw.Component]; !ok && obs.Firmware != nil {
+			return endConfigure(r, fmt.Sprintf("the BMC's firmware inventory has no component %q (it has %s); nothing was changed",
+				fw.Component, strings.Join(slices.Sorted(maps.Keys(obs.Firmware)), ", "))), nil
+		}
+	}
 	if len(lacks) > 0 {
 		return endConfigure(r, fmt.Sprintf("the node's BMC (%s) has no %s; nothing was changed", n.Driver, strings.Join(lacks, " and no "))), nil
 	}
 	if err := want.ValidateAgainst(reg, obs.BIOS); err != nil {
 		return endConfigure(r, "the BMC would refuse "+baremetal.ErrorMessage(err)+"; nothing was changed"), nil
+	}
+	if want.RAID != nil {
+		if _, err := r.raidPlan(ctx, n); err != nil {
+			var perm *permanentError
+			if errors.As(err, &perm) {
+				return endConfigure(r, perm.msg+"; nothing was changed"), nil
+			}
+			return nextStep, err
+		}
 	}
 	if len(want.Unmet(obs)) == 0 {
 		r.note("already", "true")
@@ -289,9 +343,11 @@ func writeSettings(ctx context.Context, r *flowRun) (stepResult, error) {
 	if want.SecureBoot != nil && (obs.SecureBoot == nil || *obs.SecureBoot != *want.SecureBoot) {
 		names = append(names, "secure_boot")
 	}
-	r.note("written", strings.Join(names, ","))
-	if !reset {
-		return goTo("verify"), nil
+	if len(names) > 0 {
+		r.note("written", strings.Join(names, ","))
+	}
+	if reset {
+		r.note("needs_reset", "true")
 	}
 	return nextStep, nil
 }
@@ -300,6 +356,9 @@ func writeSettings(ctx context.Context, r *flowRun) (stepResult, error) {
 // pending settings: power on from off, a restart when on.
 func resetForSettings(ctx context.Context, r *flowRun) (stepResult, error) {
 	n := r.node
+	if r.notes["needs_reset"] == "" {
+		return nextStep, nil // applied at once: nothing waits for a reset
+	}
 	if r.notes["reset"] == "" {
 		ps, err := r.readPower(ctx, n)
 		if err != nil {
@@ -419,4 +478,318 @@ func (w *nodeWork) becomeAvailable(ctx context.Context, tx store.Tx, n *baremeta
 	c.Reason += "; applying the hardware settings that waited for the node to be free"
 	_, err := w.InsertTx(ctx, tx, ConfigureArgs{NodeID: n.ID})
 	return err
+}
+
+// observedVolumes are a system's volumes as the domain keeps them.
+func observedVolumes(st []bmc.StorageController) []baremetal.ObservedVolume {
+	out := []baremetal.ObservedVolume{}
+	for _, c := range st {
+		for _, v := range c.Volumes {
+			out = append(out, baremetal.ObservedVolume{Name: v.Name, RAIDLevel: raidLevel(v.RAIDType),
+				SizeGB: int(v.CapacityBytes >> 30), Drives: append([]string{}, v.Drives...)})
+		}
+	}
+	return out
+}
+
+// raidLevel is a Redfish RAIDType (RAID1) as a level (1); "" for None.
+func raidLevel(t string) string {
+	t = strings.TrimPrefix(strings.ToUpper(t), "RAID")
+	if t == "NONE" {
+		return ""
+	}
+	return t
+}
+
+// firmwareVersions keys an inventory's versions by each entry's Id (the
+// last element of its @odata.id) and Name, as a declared component may
+// name either.
+func firmwareVersions(inv []bmc.FirmwareComponent) map[string]string {
+	out := map[string]string{}
+	for _, c := range inv {
+		id := c.ID[strings.LastIndex(strings.TrimSuffix(c.ID, "/"), "/")+1:]
+		id = strings.TrimSuffix(id, "/")
+		for _, k := range []string{id, c.Name} {
+			if k != "" {
+				if _, taken := out[k]; !taken {
+					out[k] = c.Version
+				}
+			}
+		}
+	}
+	return out
+}
+
+// raidOp is one change of the volumes: delete a volume, or create one.
+type raidOp struct {
+	storage string // the controller's @odata.id (create)
+	delete  string // the volume's @odata.id (delete)
+	create  *bmc.VolumeSpec
+	what    string
+}
+
+// raidPlan reads the storage and returns the next change that brings it
+// to the declared volumes (nil: none left): first the volumes not
+// declared or not as declared are deleted, then the missing ones created
+// on drives no volume uses, chosen by count and media type (the smallest
+// that fit first) or by id. Declared volumes that cannot be made from the
+// drives are a permanentError, before anything is changed.
+func (r *nodeWork) raidPlan(ctx context.Context, n *baremetal.Node) (*raidOp, error) {
+	var st []bmc.StorageController
+	err := r.bmcCall(ctx, n, "read storage", func(ctx context.Context, c bmc.Client) error {
+		rc, err := bmc.Capability[bmc.RAIDController](c)
+		if err == nil {
+			st, err = rc.Storage(ctx)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	want := *n.Settings.RAID
+	used := map[string]bool{}
+	var deletes []raidOp
+	kept := map[string]bool{}
+	for _, c := range st {
+		for _, v := range c.Volumes {
+			o := observedVolumes([]bmc.StorageController{{Volumes: []bmc.Volume{v}}})[0]
+			i := slices.IndexFunc(want, func(w baremetal.VolumeSettings) bool { return w.Name == v.Name })
+			if i >= 0 && want[i].VolumeFits(o) && !kept[v.Name] {
+				kept[v.Name] = true
+				for _, d := range v.Drives {
+					used[d] = true
+				}
+				continue
+			}
+			deletes = append(deletes, raidOp{delete: v.ID, what: fmt.Sprintf("delete volume %s (RAID %s, %d GiB)", v.Name, o.RAIDLevel, o.SizeGB)})
+		}
+	}
+	// Every missing volume must be makeable from the drives the kept
+	// volumes leave, before anything is deleted.
+	var creates []raidOp
+	for _, w := range want {
+		if kept[w.Name] {
+			continue
+		}
+		op, err := chooseDrives(st, w, used)
+		if err != nil {
+			return nil, err
+		}
+		creates = append(creates, op)
+	}
+	switch {
+	case len(deletes) > 0:
+		return &deletes[0], nil
+	case len(creates) > 0:
+		return &creates[0], nil
+	}
+	return nil, nil
+}
+
+// chooseDrives picks the drives of a volume to create among those not in
+// used (marking them used), on one controller.
+func chooseDrives(st []bmc.StorageController, w baremetal.VolumeSettings, used map[string]bool) (raidOp, error) {
+	level := "RAID" + w.RAIDLevel
+	var why []string
+	for _, c := range st {
+		if len(c.RAIDTypes) > 0 && !slices.Contains(c.RAIDTypes, level) {
+			why = append(why, fmt.Sprintf("controller %s does not do %s (it does %s)", c.Name, level, strings.Join(c.RAIDTypes, ", ")))
+			continue
+		}
+		var pick []string
+		if len(w.DriveIDs) > 0 {
+			for _, id := range w.DriveIDs {
+				i := slices.IndexFunc(c.Drives, func(d bmc.Drive) bool {
+					return d.ID == id || strings.HasSuffix(d.ID, "/"+id) || d.Name == id
+				})
+				if i < 0 || used[c.Drives[i].ID] {
+					break
+				}
+				pick = append(pick, c.Drives[i].ID)
+			}
+			if len(pick) != len(w.DriveIDs) {
+				why = append(why, fmt.Sprintf("controller %s lacks or already uses some of drives %s", c.Name, strings.Join(w.DriveIDs, ", ")))
+				continue
+			}
+		} else {
+			free := slices.Clone(c.Drives)
+			free = slices.DeleteFunc(free, func(d bmc.Drive) bool {
+				return used[d.ID] || (w.MediaType != "" && !strings.EqualFold(d.MediaType, w.MediaType))
+			})
+			slices.SortStableFunc(free, func(a, b bmc.Drive) int { return int(min(max(a.CapacityBytes-b.CapacityBytes, -1), 1)) })
+			if len(free) < w.DriveCount {
+				why = append(why, fmt.Sprintf("controller %s has %d free %sdrives, not %d", c.Name, len(free), mediaWord(w.MediaType), w.DriveCount))
+				continue
+			}
+			for _, d := range free[:w.DriveCount] {
+				pick = append(pick, d.ID)
+			}
+		}
+		for _, id := range pick {
+			used[id] = true
+		}
+		spec := &bmc.VolumeSpec{Name: w.Name, RAIDType: level, CapacityBytes: int64(w.SizeGB) << 30, Drives: pick}
+		return raidOp{storage: c.ID, create: spec, what: fmt.Sprintf("create volume %s (%s%s on %d drives)", w.Name, level, sizeWord(w.SizeGB), len(pick))}, nil
+	}
+	if len(st) == 0 {
+		why = append(why, "the BMC reports no storage controller")
+	}
+	return raidOp{}, &permanentError{msg: fmt.Sprintf("volume %s cannot be made: %s", w.Name, strings.Join(why, "; "))}
+}
+
+func mediaWord(m string) string {
+	if m == "" {
+		return ""
+	}
+	return strings.ToUpper(m) + " "
+}
+
+func sizeWord(gb int) string {
+	if gb == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of %d GiB", gb)
+}
+
+// waitTask polls the task noted under key: done, it is cleared; failed,
+// the flow ends with its message; running, the step waits.
+func (r *flowRun) waitTask(ctx context.Context, key, what string) (stepResult, bool, error) {
+	mon := r.notes[key]
+	if mon == "" {
+		return nextStep, true, nil
+	}
+	var st bmc.TaskStatus
+	err := r.bmcCall(ctx, r.node, "read task", func(ctx context.Context, c bmc.Client) error {
+		m, err := bmc.Capability[bmc.TaskMonitor](c)
+		if err == nil {
+			st, err = m.TaskStatus(ctx, bmc.Task{Monitor: mon})
+		}
+		return err
+	})
+	if err != nil {
+		return nextStep, false, err
+	}
+	switch {
+	case !st.Done:
+		return waitFor(settingsPoll), false, nil
+	case st.Failed:
+		delete(r.notes, key)
+		return endConfigure(r, fmt.Sprintf("the BMC failed to %s: %s", what, st.Message)), false, nil
+	}
+	delete(r.notes, key)
+	return nextStep, true, nil
+}
+
+// configureRAID changes the volumes one at a time (each may be a task
+// the BMC runs), reading the storage again after each, until they are
+// the declared ones.
+func configureRAID(ctx context.Context, r *flowRun) (stepResult, error) {
+	n := r.node
+	if n.Settings.RAID == nil {
+		return nextStep, nil
+	}
+	if res, done, err := r.waitTask(ctx, "raid_task", r.notes["raid_doing"]); !done || err != nil {
+		return res, err
+	}
+	op, err := r.raidPlan(ctx, n)
+	if err != nil {
+		var perm *permanentError
+		if errors.As(err, &perm) {
+			return endConfigure(r, perm.msg), nil
+		}
+		return nextStep, err
+	}
+	if op == nil {
+		return nextStep, nil
+	}
+	if r.notes["raid_ops"] == "" {
+		r.note("raid_ops", "0")
+	}
+	done, _ := strconv.Atoi(r.notes["raid_ops"])
+	if done >= 2*maxVolumes {
+		return endConfigure(r, "the volumes never came out as declared after "+strconv.Itoa(done)+" changes (the BMC does not keep what it is asked for)"), nil
+	}
+	var task bmc.Task
+	err = r.bmcCall(ctx, n, op.what, func(ctx context.Context, c bmc.Client) error {
+		rc, err := bmc.Capability[bmc.RAIDController](c)
+		if err != nil {
+			return err
+		}
+		if op.create != nil {
+			task, err = rc.CreateVolume(ctx, op.storage, *op.create)
+		} else {
+			task, err = rc.DeleteVolume(ctx, op.delete)
+		}
+		return err
+	})
+	if err != nil {
+		return nextStep, err
+	}
+	r.note("raid_ops", strconv.Itoa(done+1))
+	// Controllers apply volume changes at the next boot as often as at
+	// once (iDRAC's jobs): the reset makes either show.
+	r.note("needs_reset", "true")
+	r.note("raid_doing", op.what)
+	r.note("written", strings.Trim(r.notes["written"]+",raid", ","))
+	if task.Monitor != "" {
+		r.note("raid_task", task.Monitor)
+		return waitFor(settingsPoll), nil
+	}
+	return goTo("raid"), nil
+}
+
+// maxVolumes bounds the volume changes of one configure (deletes and
+// creates of up to 32 declared volumes).
+const maxVolumes = 32
+
+// updateFirmware updates the components whose version differs, one at a
+// time, each a task the BMC runs; a component that applies at the reset
+// (a BIOS) shows its version after it (verify).
+func updateFirmware(ctx context.Context, r *flowRun) (stepResult, error) {
+	n := r.node
+	if len(n.Settings.Firmware) == 0 {
+		return nextStep, nil
+	}
+	if res, done, err := r.waitTask(ctx, "firmware_task", "update firmware "+r.notes["firmware_doing"]); !done || err != nil {
+		return res, err
+	}
+	updated := strings.Split(r.notes["firmware_updated"], ",")
+	for _, fw := range n.Settings.Firmware {
+		if slices.Contains(updated, fw.Component) || n.Observed.Firmware[fw.Component] == fw.Version {
+			continue
+		}
+		var task bmc.Task
+		err := r.bmcCall(ctx, n, "firmware update "+fw.Component, func(ctx context.Context, c bmc.Client) error {
+			fu, err := bmc.Capability[bmc.FirmwareUpdater](c)
+			if err != nil {
+				return err
+			}
+			inv, err := fu.Firmware(ctx)
+			if err != nil {
+				return err
+			}
+			var targets []string
+			for _, comp := range inv {
+				if versions := firmwareVersions([]bmc.FirmwareComponent{comp}); versions[fw.Component] != "" || comp.Name == fw.Component {
+					targets = append(targets, comp.ID)
+					break
+				}
+			}
+			task, err = fu.SimpleUpdate(ctx, fw.ImageURL, targets)
+			return err
+		})
+		if err != nil {
+			return nextStep, err
+		}
+		r.note("firmware_updated", strings.Trim(r.notes["firmware_updated"]+","+fw.Component, ","))
+		r.note("needs_reset", "true") // a BIOS or option ROM update applies at the reset
+		r.note("firmware_doing", fw.Component)
+		r.note("written", strings.Trim(r.notes["written"]+",firmware."+fw.Component, ","))
+		if task.Monitor != "" {
+			r.note("firmware_task", task.Monitor)
+			return waitFor(settingsPoll), nil
+		}
+		return goTo("firmware"), nil
+	}
+	return nextStep, nil
 }

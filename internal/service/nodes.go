@@ -55,7 +55,8 @@ func SpecOf(n *baremetal.Node) NodeSpec {
 		Properties: n.OperatorProperties(), Maintenance: n.Maintenance, MaintenanceReason: n.MaintenanceReason,
 		CleanErase: n.CleanErase, InspectOnEnroll: n.InspectOnEnroll,
 		Traits: baremetal.SortedTraits(n.Traits), Owner: n.Owner,
-		Settings: baremetal.HardwareSettings{BIOS: n.Settings.BIOS, SecureBoot: n.Settings.SecureBoot}}
+		Settings: baremetal.HardwareSettings{BIOS: n.Settings.BIOS, SecureBoot: n.Settings.SecureBoot,
+			RAID: n.Settings.RAID, Firmware: n.Settings.Firmware}}
 }
 
 // nodeKicker is implemented by job runners that can make a node's pending
@@ -85,7 +86,7 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		// Declared at enroll: applied once the BMC is verified (and the
 		// node inspected, when it is), before it is ever scheduled.
 		Settings: baremetal.HardwareSettings{BIOS: spec.Settings.BIOS, SecureBoot: spec.Settings.SecureBoot,
-			Waiting: !spec.Settings.IsZero()},
+			RAID: spec.Settings.RAID, Firmware: spec.Settings.Firmware, Waiting: !spec.Settings.IsZero()},
 	}
 	n.SetOverrides(spec.Properties)
 	if err := n.Validate(); err != nil {
@@ -304,6 +305,7 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 			n.CleanErase, n.InspectOnEnroll = spec.CleanErase, spec.InspectOnEnroll
 			n.Traits, n.Owner = append([]string{}, spec.Traits...), spec.Owner // Validate sorts them
 			n.Settings.BIOS, n.Settings.SecureBoot = spec.Settings.BIOS, spec.Settings.SecureBoot
+			n.Settings.RAID, n.Settings.Firmware = spec.Settings.RAID, spec.Settings.Firmware
 			// An override the operator no longer sets shows what
 			// inspection found at once.
 			n.SetOverrides(spec.Properties)
@@ -559,10 +561,21 @@ func (s *Service) checkSettings(ctx context.Context, n *baremetal.Node) error {
 		return baremetal.FieldErrorf(field, "node %s's BMC (%s) has no %s, so %s cannot be applied; remove it", n.Name, n.Driver, what, field)
 	}
 	if n.Driver == baremetal.DriverIPMI {
-		if len(h.BIOS) > 0 {
+		switch {
+		case len(h.BIOS) > 0:
 			return lacks("bios_settings", "BIOS settings (IPMI has none; a Redfish BMC's Bios resource does)")
+		case h.SecureBoot != nil:
+			return lacks("secure_boot", "Secure Boot setting (IPMI has none; a Redfish BMC's SecureBoot resource does)")
+		case h.RAID != nil:
+			return lacks("raid", "RAID volumes (IPMI has none; a Redfish BMC's Storage resource does)")
 		}
-		return lacks("secure_boot", "Secure Boot setting (IPMI has none; a Redfish BMC's SecureBoot resource does)")
+		return lacks("firmware", "firmware updates (IPMI has none; a Redfish BMC's UpdateService does)")
+	}
+	if h.RAID != nil && slices.Contains(n.Observed.Lacks, "RAID") {
+		return lacks("raid", "RAID volumes (no Storage resource)")
+	}
+	if len(h.Firmware) > 0 && slices.Contains(n.Observed.Lacks, "firmware updates") {
+		return lacks("firmware", "firmware updates (no UpdateService SimpleUpdate)")
 	}
 	if len(h.BIOS) > 0 && slices.Contains(n.Observed.Lacks, "BIOS settings") {
 		return lacks("bios_settings", "BIOS settings (no Bios resource)")
