@@ -262,6 +262,7 @@ export function nodeDetail(root, { params, role }) {
       ['Traits', h('span', { id: 'f-traits' }, (n.traits || []).join(' '))],
       ['Derived traits', h('span', { id: 'f-derived-traits', title: 'from inspection and the BMC' }, (n.derived_traits || []).join(' '))],
       ['Owner', h('span', { id: 'f-owner' }, n.owner || 'any project')],
+      declaresSettings(n) ? ['Hardware settings', h('span', { id: 'f-settings' }, settingsText(n))] : null,
       ['CPUs', p.cpus ? String(p.cpus) : ''], ['Memory', p.memory_mb ? `${p.memory_mb} MiB` : ''],
       ['Local disk', p.local_gb ? `${p.local_gb} GB` : ''], ['CPU architecture', p.cpu_arch || ''],
       (n.property_overrides || []).length ? ['Set by an operator', n.property_overrides.join(', ')] : null,
@@ -279,6 +280,22 @@ export function nodeDetail(root, { params, role }) {
       ['ID', h('code', null, n.id)], ['Created', timeEl(n.created_at)], ['Updated', timeEl(n.updated_at)], ['Version', String(n.version)],
     ]));
     if (actions) actions.update(n);
+  }
+
+  // declaresSettings and settingsText tell the hardware settings the node
+  // declares (BIOS, Secure Boot, RAID, firmware; admins see them) and
+  // whether the BMC shows them.
+  function declaresSettings(n) {
+    return Object.keys(n.bios_settings || {}).length > 0 || n.secure_boot !== null && n.secure_boot !== undefined ||
+      n.raid || (n.firmware || []).length > 0;
+  }
+  function settingsText(n) {
+    const hw = n.hardware;
+    if (!hw) return '';
+    if (n.provision_state === 'configuring') return 'being applied: ' + hw.unmet.join('; ');
+    if (hw.waiting) return 'waiting for the node to be free: ' + hw.unmet.join('; ');
+    if (hw.unmet.length) return 'not in effect: ' + hw.unmet.join('; ');
+    return hw.read_at ? `in effect (read back ${ago(hw.read_at)})` : 'not read yet';
   }
 
   const poll = live(async () => {
