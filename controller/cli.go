@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -796,6 +797,35 @@ func printNode(w io.Writer, n *api.Node) error {
 	row("traits", dash(strings.Join(n.Traits, " ")))
 	row("derived traits", dash(strings.Join(n.DerivedTraits, " ")))
 	row("owner", dash(n.Owner))
+	if hw := n.Hardware; hw != nil && (len(n.BIOSSettings) > 0 || n.SecureBoot != nil || n.RAID != nil || len(n.Firmware) > 0) {
+		declared := []string{}
+		for _, k := range slices.Sorted(maps.Keys(n.BIOSSettings)) {
+			declared = append(declared, k+"="+n.BIOSSettings[k])
+		}
+		if n.SecureBoot != nil {
+			declared = append(declared, "secure_boot="+strconv.FormatBool(*n.SecureBoot))
+		}
+		if n.RAID != nil {
+			declared = append(declared, fmt.Sprintf("raid: %d volumes", len(*n.RAID)))
+		}
+		for _, fw := range n.Firmware {
+			declared = append(declared, "firmware "+fw.Component+"="+fw.Version)
+		}
+		row("hardware settings", strings.Join(declared, ", "))
+		state := "in effect"
+		switch {
+		case hw.Waiting:
+			state = "waiting for the node to be free: " + strings.Join(hw.Unmet, "; ")
+		case len(hw.Unmet) > 0:
+			state = "not in effect: " + strings.Join(hw.Unmet, "; ")
+		case hw.ReadAt == nil:
+			state = "not read yet"
+		}
+		if hw.ReadAt != nil {
+			state += " (read " + hw.ReadAt.Format(time.RFC3339) + ")"
+		}
+		row("settings state", state)
+	}
 	bmc := string(n.Driver)
 	if b := n.BMC; b != nil {
 		bmc += " " + b.Address + ", user " + b.Username

@@ -67,3 +67,24 @@ func fieldOf(out, key string) string {
 	}
 	return ""
 }
+
+// TestCLIShowsHardwareSettings: node show tells the hardware settings a
+// node declares and whether the BMC shows them.
+func TestCLIShowsHardwareSettings(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Systems: 1})
+	t.Setenv("BAREMETAL_ENDPOINT", env.URL)
+	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
+	spec := env.NodeSpec(0, "hw-cli", "gpu")
+	spec.Settings = baremetal.HardwareSettings{BIOS: map[string]string{"ProcTurboMode": "Disabled"}}
+	n, err := env.App.Service.CreateNode(t.Context(), env.Admin(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.WaitNode(t, n.ID, 30*time.Second, func(n *baremetal.Node) bool {
+		return n.ProvisionState == baremetal.StateAvailable && n.Observed.ReadAt != nil
+	})
+	show := mustCLI(t, runNode, "show", "hw-cli")
+	if fieldOf(show, "hardware settings") != "ProcTurboMode=Disabled" || !strings.HasPrefix(fieldOf(show, "settings state"), "in effect (read ") {
+		t.Errorf("node show:\n%s", show)
+	}
+}
