@@ -216,7 +216,9 @@ func (st *storageState) volumeOf(id string) *simVolume {
 func (f *Fleet) servesTasks() bool { return f.q.TaskMonitor || f.q.Storage.Jobs }
 
 // volumeTasks: volume operations run as tasks.
-func (f *Fleet) volumeTasks() bool { return (f.q.TaskMonitor || f.q.Storage.Jobs) && !f.q.Storage.Sushy }
+func (f *Fleet) volumeTasks() bool {
+	return (f.q.TaskMonitor || f.q.Storage.Jobs) && !f.q.Storage.Sushy
+}
 
 // ---- Redfish ----
 
@@ -314,15 +316,15 @@ func (s *system) storageJSONLocked() map[string]any {
 		sc["SupportedRAIDTypes"] = raidTypes
 	}
 	return map[string]any{
-		"@odata.id":           ctrl,
-		"@odata.type":         "#Storage.v1_13_0.Storage",
-		"Id":                  st.ctrlID,
-		"Name":                st.ctrlName,
-		"Status":              map[string]any{"State": "Enabled", "Health": "OK", "HealthRollup": "OK"},
-		"StorageControllers":  []any{sc},
-		"Drives":              drives,
-		"Drives@odata.count":  len(drives),
-		"Volumes":             odataID(ctrl + "/Volumes"),
+		"@odata.id":          ctrl,
+		"@odata.type":        "#Storage.v1_13_0.Storage",
+		"Id":                 st.ctrlID,
+		"Name":               st.ctrlName,
+		"Status":             map[string]any{"State": "Enabled", "Health": "OK", "HealthRollup": "OK"},
+		"StorageControllers": []any{sc},
+		"Drives":             drives,
+		"Drives@odata.count": len(drives),
+		"Volumes":            odataID(ctrl + "/Volumes"),
 	}
 }
 
