@@ -789,6 +789,54 @@ func (s *system) applyVolumeJobsLocked() {
 	}
 }
 
+// ---- state file ----
+
+// volumeState is a volume as the state file keeps it.
+type volumeState struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	RAIDType   string   `json:"raid_type,omitempty"`
+	VolumeType string   `json:"volume_type,omitempty"`
+	Capacity   int64    `json:"capacity_bytes"`
+	Drives     []string `json:"drives,omitempty"` // drive ids
+	// Next is the controller's next volume number (on the first volume).
+	Next int `json:"next,omitempty"`
+}
+
+func (s *system) volumeStatesLocked() []volumeState {
+	st := s.storageLocked()
+	var out []volumeState
+	for i, v := range st.volumes {
+		vs := volumeState{ID: v.id, Name: v.name, RAIDType: v.raid, VolumeType: v.volumeType, Capacity: v.capacity, Drives: v.drives}
+		if i == 0 {
+			vs.Next = st.next
+		}
+		out = append(out, vs)
+	}
+	return out
+}
+
+// restoreVolumesLocked restores the volumes of a state file; one whose
+// drives the controller does not have (another dialect) or that are
+// taken is dropped. s.mu must be held.
+func (s *system) restoreVolumesLocked(vols []volumeState) {
+	st := s.storageLocked()
+	for _, vs := range vols {
+		ok := vs.ID != "" && st.volume(vs.ID) == nil
+		for _, id := range vs.Drives {
+			ok = ok && st.drive(id) != nil && st.volumeOf(id) == nil
+		}
+		if !ok {
+			continue
+		}
+		st.volumes = append(st.volumes, &simVolume{id: vs.ID, name: vs.Name, raid: vs.RAIDType, volumeType: vs.VolumeType, capacity: vs.Capacity, drives: vs.Drives})
+		st.next = max(st.next, vs.Next)
+		if n, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(vs.ID, "Disk.Virtual."), ":", 2)[0]); err == nil {
+			st.next = max(st.next, n+1)
+		}
+	}
+}
+
 // ---- out-of-band control ----
 
 // VolumeStatus is a volume as Fleet.Volumes reports it.

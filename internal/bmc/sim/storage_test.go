@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -326,5 +327,35 @@ func TestVolumesOutOfBand(t *testing.T) {
 	}
 	if vs, _ := f.Volumes(sys); len(vs) != 1 || vs[0].Name != "os" {
 		t.Fatalf("volumes %+v", vs)
+	}
+}
+
+// Volumes survive a restart with a state file, as a controller's
+// configuration survives its BMC's reboot; numbering goes on.
+func TestVolumesStateFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "state.json")
+	a, err := sim.Start(sim.Options{Systems: 1, StateFile: file, Dialect: sim.DialectIDRAC9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := a.SystemIDs()[0]
+	if _, err := a.CreateVolumeOOB(sys, "os", "RAID1", 0, []string{"Disk.Bay.0:Enclosure.Internal.0-1:RAID.Integrated.1-1", "Disk.Bay.1:Enclosure.Internal.0-1:RAID.Integrated.1-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := sim.Start(sim.Options{Systems: 1, StateFile: file, Dialect: sim.DialectIDRAC9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	vs, _ := b.Volumes(sys)
+	if len(vs) != 1 || vs[0].Name != "os" || vs[0].RAIDType != "RAID1" || len(vs[0].Drives) != 2 {
+		t.Fatalf("volumes after restart %+v", vs)
+	}
+	v, err := b.CreateVolumeOOB(sys, "", "RAID0", 0, []string{"Disk.Bay.2:Enclosure.Internal.0-1:RAID.Integrated.1-1"})
+	if err != nil || v.ID != "Disk.Virtual.1:RAID.Integrated.1-1" {
+		t.Fatalf("next volume %+v %v", v, err)
 	}
 }
