@@ -59,6 +59,14 @@
 //     effect are not sent again, and what was sent is read back (pending,
 //     or in effect: sushy-tools applies at once): a value dropped is
 //     KindRefused naming it, as is a 400. SecureBootEnable likewise.
+//   - RAID volumes (storage.go) are created by POST to a Storage's Volumes
+//     collection (RAIDType, Links.Drives, with OperationApplyTime Immediate
+//     where the collection lists it) and deleted by DELETE; a 202 is a task
+//     the caller follows (TaskStatus, task.go: one read of the monitor per
+//     call), any other 2xx is read back: a volume missing, or made with
+//     another RAID type, drives or size (sushy-tools ignores RAIDType and
+//     the drives), is KindRefused, as is a 400 (naming the properties the
+//     BMC's messages relate to).
 //
 // Errors are *bmc.Error: dial, timeout, TLS, reset, EOF and context
 // deadlines are KindUnreachable; 401/403 KindAuth; 404/405/501 and Redfish

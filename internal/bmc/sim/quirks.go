@@ -118,6 +118,8 @@ type Quirks struct {
 	// whose settings object takes pending attributes, applied at the next
 	// reset, and a SecureBoot resource, unless these say otherwise.
 	BIOS BIOSQuirks
+	// Storage: RAID controller, drives and volumes (storage.go).
+	Storage StorageQuirks
 }
 
 // BIOSQuirks are the ways BMCs differ in their Bios, attribute registry

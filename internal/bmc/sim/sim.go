@@ -204,6 +204,8 @@ type system struct {
 	// secureBoot is SecureBootEnable (the setting, for the next boot),
 	// secureBootNow SecureBootCurrentBoot (the running boot's).
 	secureBoot, secureBootNow bool
+	// storage is the RAID controller (storage.go), made on first use.
+	storage *storageState
 	// version counts the changes of the system's state: its ETag.
 	version uint64
 	slots   []*mediaSlot // fixed at Start; their state is guarded by mu
@@ -251,6 +253,7 @@ func Start(opts Options) (*Fleet, error) {
 		}
 	}
 	quirks := DialectQuirks(dialect)
+	quirks.Storage = dialectStorage(dialect)
 	if opts.TrailingSlashIDs {
 		quirks.TrailingSlash = true
 	}

@@ -21,7 +21,7 @@ import (
 //
 // Kept: power, boot override and mode, each media slot's image, whether
 // it is inserted and write-protected, injected faults and ignore-power,
-// BIOS attributes in effect and pending, Secure Boot.
+// BIOS attributes in effect and pending, Secure Boot, RAID volumes.
 // Not kept: sessions (clients log in again, as after a BMC reboot), a
 // power change still pending (PowerDelay), a VM's state (Options.VM
 // refuses a StateFile: qemu holds it), and a fetched config drive, which
@@ -56,6 +56,8 @@ type systemState struct {
 	BIOSJob       bool           `json:"bios_job,omitempty"`
 	SecureBoot    bool           `json:"secure_boot,omitempty"`
 	SecureBootNow bool           `json:"secure_boot_current,omitempty"`
+	// Volumes of the RAID controller (storage.go); staged jobs are lost.
+	Volumes []volumeState `json:"volumes,omitempty"`
 }
 
 type slotState struct {
@@ -73,7 +75,7 @@ func (f *Fleet) snapshotState() ([]byte, error) {
 		ss := systemState{Power: s.power, BootTarget: s.bootTarget, BootEnabled: s.bootEnabled, BootMode: s.bootMode,
 			Fault: s.fault, IgnorePower: s.ignorePower,
 			BIOS: maps.Clone(s.bios), BIOSPending: maps.Clone(s.biosPending), BIOSJob: s.biosJob,
-			SecureBoot: s.secureBoot, SecureBootNow: s.secureBootNow}
+			SecureBoot: s.secureBoot, SecureBootNow: s.secureBootNow, Volumes: s.volumeStatesLocked()}
 		for _, m := range s.slots {
 			ss.Media = append(ss.Media, slotState{ID: m.id, Image: m.image, Inserted: m.inserted, WriteProtected: m.wp})
 		}
@@ -117,6 +119,7 @@ func (f *Fleet) loadState() error {
 			s.power, s.bootTarget, s.bootEnabled, s.bootMode = ss.Power, ss.BootTarget, ss.BootEnabled, ss.BootMode
 			s.fault, s.flapFail, s.ignorePower = ss.Fault, ss.Fault == FaultFlap, ss.IgnorePower
 			s.restoreBIOSLocked(ss)
+			s.restoreVolumesLocked(ss.Volumes)
 			for _, ms := range ss.Media {
 				if m := s.slot(ms.ID); m != nil {
 					m.image, m.inserted, m.wp = ms.Image, ms.Inserted, ms.WriteProtected

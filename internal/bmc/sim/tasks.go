@@ -90,8 +90,8 @@ func (f *Fleet) taskJSONLocked(t *simTask) map[string]any {
 
 // serveTasks serves the TaskService, its tasks and their monitors.
 func (f *Fleet) serveTasks(w http.ResponseWriter, r *http.Request, rest []string) {
-	if !f.q.TaskMonitor || !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
-		if !f.q.TaskMonitor {
+	if !f.servesTasks() || !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
+		if !f.servesTasks() {
 			writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
 		}
 		return
