@@ -204,6 +204,8 @@ type system struct {
 	// secureBoot is SecureBootEnable (the setting, for the next boot),
 	// secureBootNow SecureBootCurrentBoot (the running boot's).
 	secureBoot, secureBootNow bool
+	// fw is the system's firmware (update.go).
+	fw firmwareState
 	// version counts the changes of the system's state: its ETag.
 	version uint64
 	slots   []*mediaSlot // fixed at Start; their state is guarded by mu
@@ -353,6 +355,7 @@ func Start(opts Options) (*Fleet, error) {
 		}
 		s.bios = f.defaultBIOS(s)
 		s.biosPending = map[string]any{}
+		f.initFirmware(s)
 		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia, quirks.slotKinds)
 		for _, m := range s.slots {
 			for slot, img := range quirks.OperatorMedia {
