@@ -41,6 +41,11 @@
 //	POST /sim/systems/{id}/firmware        {"component":"BIOS","version":"2.0.0"}
 //	                                       a firmware version in effect at once, as
 //	                                       flashed out of band (drift)
+//	GET  /sim/systems/{id}/storage         the RAID controller: drives, volumes, staged jobs
+//	POST /sim/systems/{id}/volumes         {"name":"os","raid_type":"RAID1","drives":["Disk0","Disk1"]}
+//	                                       a volume made at once, as in the controller's setup
+//	                                       utility (drift); checked like a POST of Volumes
+//	DELETE /sim/systems/{id}/volumes/{vid} a volume deleted at once
 //	POST /sim/fault                        {"fault":"down"}   every system
 //
 // Virtual media: inserting into a slot that holds an image answers 409
@@ -131,6 +136,24 @@
 // BIOS's minor version at once and answers 204. Fleet.Firmware and
 // SetFirmwareVersion reach the versions from Go; the state file does not
 // keep them (every restart of the fleet starts at 1.0.0-sim).
+//
+// RAID (storage.go): every system links a Storage collection with one
+// controller (SupportedRAIDTypes RAID0, 1, 5, 6, 10), four drives (two
+// 960 GB SATA SSDs, two 4 TB SAS HDDs, under <ctrl>/Drives) and a Volumes
+// collection: POST creates a volume from RAIDType (or VolumeType) and
+// Links.Drives (or Drives), CapacityBytes optional, checked as a whole
+// (RAID type listed, drives known and free, a count the level takes, no
+// mixed media, a capacity the drives give: else 400 naming the
+// property); DELETE removes one. At once (201 with the volume's Location,
+// 204), or through a task with Quirks.TaskMonitor. Dialects differ
+// (StorageQuirks): iDRAC names things RAID.Integrated.1-1, Disk.Bay.N:...
+// and Disk.Virtual.N:..., answers every create and delete with a job
+// (202), advertises @Redfish.OperationApplyTimeSupport Immediate and
+// OnReset, and runs an OnReset job at the next reset; sushy-tools has one
+// drive, stores Name, VolumeType and CapacityBytes unchecked and takes no
+// DELETE. StorageQuirks.None and CreateIgnored (acknowledged, nothing
+// made) are for tests. Fleet.Storage, Volumes, CreateVolumeOOB and
+// DeleteVolumeOOB reach them from Go.
 //
 // VM-backed systems (Options.VM, `controller sim --qemu-vm`): each system
 // is a real qemu virtual machine (TCG, no KVM; user-mode networking, so

@@ -120,6 +120,8 @@ type Quirks struct {
 	BIOS BIOSQuirks
 	// Update: the UpdateService (update.go).
 	Update UpdateQuirks
+	// Storage: RAID controller, drives and volumes (storage.go).
+	Storage StorageQuirks
 }
 
 // BIOSQuirks are the ways BMCs differ in their Bios, attribute registry

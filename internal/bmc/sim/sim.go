@@ -206,6 +206,8 @@ type system struct {
 	secureBoot, secureBootNow bool
 	// fw is the system's firmware (update.go).
 	fw firmwareState
+	// storage is the RAID controller (storage.go), made on first use.
+	storage *storageState
 	// version counts the changes of the system's state: its ETag.
 	version uint64
 	slots   []*mediaSlot // fixed at Start; their state is guarded by mu
@@ -253,6 +255,7 @@ func Start(opts Options) (*Fleet, error) {
 		}
 	}
 	quirks := DialectQuirks(dialect)
+	quirks.Storage = dialectStorage(dialect)
 	if opts.TrailingSlashIDs {
 		quirks.TrailingSlash = true
 	}

@@ -41,6 +41,8 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 		f.serveBIOS(w, r, s, rest[1:])
 	case len(rest) == 1 && rest[0] == "SecureBoot" && !s.q.BIOS.NoSecureBoot:
 		f.serveSecureBoot(w, r, s)
+	case len(rest) >= 1 && rest[0] == "Storage" && !s.q.Storage.None:
+		f.serveStorage(w, r, s, rest[1:])
 	case len(rest) == 2 && rest[0] == "Actions" && rest[1] == "ComputerSystem.Reset":
 		if !allow(w, r, http.MethodPost) {
 			return
@@ -203,6 +205,9 @@ func (s *system) systemJSON(ctx context.Context) (map[string]any, string) {
 	}
 	if !s.q.BIOS.NoSecureBoot {
 		d["SecureBoot"] = odataID(s.path + "/SecureBoot")
+	}
+	if !s.q.Storage.None {
+		d["Storage"] = odataID(s.storageColl())
 	}
 	if s.q.BootViaSettings {
 		d["@Redfish.Settings"] = map[string]any{"@odata.type": "#Settings.v1_3_5.Settings", "SettingsObject": odataID(s.path + "/Settings")}
@@ -443,6 +448,7 @@ func (s *system) applyPendingLocked() {
 	}
 	s.applyBIOSLocked()
 	s.applyFirmwareLocked()
+	s.applyVolumeJobsLocked()
 }
 
 func (f *Fleet) reset(w http.ResponseWriter, r *http.Request, s *system) {

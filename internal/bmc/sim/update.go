@@ -178,7 +178,7 @@ func (f *Fleet) initFirmware(s *system) {
 
 // tasksServed: the TaskService is there (actions may answer with tasks).
 func (f *Fleet) tasksServed() bool {
-	return f.q.TaskMonitor || !f.q.Update.None
+	return f.servesTasks() || !f.q.Update.None
 }
 
 func (q *Quirks) updateProtocols() []string {
