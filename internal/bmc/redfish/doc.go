@@ -67,6 +67,14 @@
 //     another RAID type, drives or size (sushy-tools ignores RAIDType and
 //     the drives), is KindRefused, as is a 400 (naming the properties the
 //     BMC's messages relate to).
+//   - Firmware (firmware.go) is the FirmwareInventory entries whose
+//     RelatedItem is the client's system or its Manager (a multi-system
+//     service lists all), or, without an inventory (sushy-tools), the
+//     System's BiosVersion. SimpleUpdate POSTs the action the
+//     UpdateService names, with TransferProtocol only when the BMC lists
+//     the image URI's scheme, and returns the task monitor (none for 200
+//     or 204); a 400 is KindRefused naming ImageURI, Targets or
+//     TransferProtocol, no UpdateService or action KindUnsupported.
 //
 // Errors are *bmc.Error: dial, timeout, TLS, reset, EOF and context
 // deadlines are KindUnreachable; 401/403 KindAuth; 404/405/501 and Redfish

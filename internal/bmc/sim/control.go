@@ -35,6 +35,11 @@ type SystemStatus struct {
 	BIOS        map[string]any   `json:"bios,omitempty"`
 	BIOSPending map[string]any   `json:"bios_pending,omitempty"`
 	SecureBoot  SecureBootStatus `json:"secure_boot"`
+	// Firmware are the firmware versions in effect by component (BIOS,
+	// BMC, NIC.Integrated.1), FirmwarePending those staged for the next
+	// reset (update.go).
+	Firmware        map[string]string `json:"firmware"`
+	FirmwarePending map[string]string `json:"firmware_pending,omitempty"`
 }
 
 // SecureBootStatus is a system's Secure Boot as the control API shows it.
@@ -66,6 +71,7 @@ func (s *system) status() SystemStatus {
 		st := s.machine.statusLocked()
 		machine = &st
 	}
+	fw, fwPending := s.firmwareStatusLocked()
 	return SystemStatus{
 		ID: s.id, Path: s.path, Power: power, Fault: string(s.fault), VM: vm,
 		IgnorePower: s.ignorePower, BootTarget: s.bootTarget, BootEnabled: s.bootEnabled,
@@ -73,6 +79,7 @@ func (s *system) status() SystemStatus {
 		OS: s.osStatusLocked(), Requests: s.requests.Load(), Machine: machine,
 		BIOS: s.biosLocked(), BIOSPending: maps.Clone(s.biosPending),
 		SecureBoot: SecureBootStatus{Enabled: s.secureBoot, Current: s.secureBootNow},
+		Firmware:   fw, FirmwarePending: fwPending,
 	}
 }
 
@@ -181,6 +188,20 @@ func (f *Fleet) control(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if err := f.SetSecureBoot(s.id, *body.Enabled); err != nil {
+				fail(http.StatusBadRequest, err.Error())
+				return
+			}
+			writeJSON(w, http.StatusOK, s.status())
+		case len(segs) == 3 && segs[2] == "firmware" && r.Method == http.MethodPost:
+			var body struct {
+				Component string `json:"component"`
+				Version   string `json:"version"`
+			}
+			if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&body); err != nil {
+				fail(http.StatusBadRequest, "want {\"component\":\"BIOS\",\"version\":\"2.0.0\"}")
+				return
+			}
+			if err := f.SetFirmwareVersion(s.id, body.Component, body.Version); err != nil {
 				fail(http.StatusBadRequest, err.Error())
 				return
 			}

@@ -38,6 +38,9 @@
 //	                                       BIOS attributes changed in effect at once, as
 //	                                       at the console (drift); checked like a PATCH
 //	POST /sim/systems/{id}/secure-boot     {"enabled":true}   Secure Boot in effect at once
+//	POST /sim/systems/{id}/firmware        {"component":"BIOS","version":"2.0.0"}
+//	                                       a firmware version in effect at once, as
+//	                                       flashed out of band (drift)
 //	GET  /sim/systems/{id}/storage         the RAID controller: drives, volumes, staged jobs
 //	POST /sim/systems/{id}/volumes         {"name":"os","raid_type":"RAID1","drives":["Disk0","Disk1"]}
 //	                                       a volume made at once, as in the controller's setup
@@ -106,6 +109,33 @@
 // another registry. BIOSQuirks.NoRegistry, None, NoSecureBoot and Drops
 // (values accepted and silently left out) are for tests. Fleet.BIOS,
 // SetBIOSAttribute, SecureBoot and SetSecureBoot reach them from Go.
+//
+// Firmware updates (update.go): /redfish/v1/UpdateService has a
+// FirmwareInventory (per system: BIOS, the BMC, an integrated NIC that
+// is not Updateable; RelatedItem names the Bios, Manager or System each
+// belongs to) and the SimpleUpdate action (TransferProtocol HTTP, HTTPS;
+// ActionInfo). SimpleUpdate {ImageURI, Targets?, TransferProtocol?} is
+// checked (400 naming ImageURI, TransferProtocol or Targets) and runs as
+// a task: the image is fetched like virtual media, and one that cannot
+// be fetched, is no firmware image or says fail= fails the task with a
+// message naming the URL. The image is a text file the sim defines:
+//
+//	component=BIOS     (BIOS, BMC or NIC.Integrated.1)
+//	version=2.1.0
+//	fail=reason        (optional: the BMC refuses to apply it)
+//
+// A new BMC version is in effect at once and its Manager answers 503 for
+// a moment (UpdateQuirks.BMCRestart); a new BIOS version is staged and
+// applies at the next reset or power-on (the ComputerSystem's and the
+// Bios's BiosVersion follow). Without Targets the image applies to every
+// system. Dialects (UpdateQuirks): iDRAC ignores Targets, names entries
+// Installed-<id>-<version> and keeps a BIOS update's task Pending until
+// the reset; iLO ignores Targets and answers 200 without a task to an
+// image it cannot process, which it never flashes; sushy-tools has no
+// FirmwareInventory, wants Targets (Systems), fetches nothing, bumps the
+// BIOS's minor version at once and answers 204. Fleet.Firmware and
+// SetFirmwareVersion reach the versions from Go; the state file does not
+// keep them (every restart of the fleet starts at 1.0.0-sim).
 //
 // RAID (storage.go): every system links a Storage collection with one
 // controller (SupportedRAIDTypes RAID0, 1, 5, 6, 10), four drives (two

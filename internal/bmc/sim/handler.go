@@ -85,6 +85,8 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "TaskService":
 		f.serveTasks(w, r, segs[1:])
+	case "UpdateService":
+		f.serveUpdate(w, r, segs[1:])
 	case "Registries":
 		f.serveRegistries(w, r, segs[1:])
 	case "Systems", "Managers":
@@ -180,6 +182,9 @@ func (f *Fleet) systemPreamble(w http.ResponseWriter, r *http.Request, s *system
 		return false
 	case FaultAuth:
 		unauthorized(w)
+		return false
+	}
+	if f.managerRestarting(w, r, s) {
 		return false
 	}
 	return f.checkAuth(w, r)
@@ -373,8 +378,11 @@ func (f *Fleet) buildStatic() {
 		root["SessionService"] = odataID(sessionSvcPath)
 		root["Links"] = map[string]any{"Sessions": odataID(f.sessionsPath())}
 	}
-	if f.q.TaskMonitor {
+	if f.tasksServed() {
 		root["Tasks"] = odataID(taskServicePath)
+	}
+	if !f.q.Update.None {
+		root["UpdateService"] = odataID(updateServicePath)
 	}
 	f.q.fixIDs(root)
 	f.rootJSON = mustJSON(root)

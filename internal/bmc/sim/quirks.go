@@ -118,6 +118,8 @@ type Quirks struct {
 	// whose settings object takes pending attributes, applied at the next
 	// reset, and a SecureBoot resource, unless these say otherwise.
 	BIOS BIOSQuirks
+	// Update: the UpdateService (update.go).
+	Update UpdateQuirks
 	// Storage: RAID controller, drives and volumes (storage.go).
 	Storage StorageQuirks
 }
@@ -291,7 +293,7 @@ func singleThenNumbered(first, prefix string) func(int) string {
 }
 
 // DialectQuirks returns the quirks of a dialect (the standard has none;
-// sushy's are coded in sushy.go, but for its Bios). Tests read
+// sushy's are coded in sushy.go, but for its Bios and UpdateService). Tests read
 // it for what a dialect's systems report (CPU shape, boot mode, slots).
 func DialectQuirks(d Dialect) Quirks {
 	switch d {
@@ -305,6 +307,7 @@ func DialectQuirks(d Dialect) Quirks {
 			CPU:        CPUShape{Sockets: 2, CoresPerSocket: 28, ThreadsPerCore: 2, Summary: "full"},
 			MemoryGiB:  256,
 			BIOS:       BIOSQuirks{ApplyTimeRequired: true, RegistryName: "BiosAttributeRegistry.v1_0_0"},
+			Update:     UpdateQuirks{TargetsIgnored: true, ScheduledUntilReset: true, Naming: "idrac"},
 		}
 	case DialectILO5:
 		return Quirks{
@@ -315,6 +318,7 @@ func DialectQuirks(d Dialect) Quirks {
 			CPU:        CPUShape{Sockets: 1, CoresPerSocket: 16, ThreadsPerCore: 2, Summary: "sockets"},
 			MemoryGiB:  128,
 			BIOS:       BIOSQuirks{SettingsPath: "settings", SettingsFull: true, RegistryName: "BiosAttributeRegistryU32.v1_2_68"},
+			Update:     UpdateQuirks{TargetsIgnored: true, UnknownImageAccepted: true, Naming: "ilo"},
 		}
 	case DialectXCC:
 		return Quirks{
@@ -377,7 +381,8 @@ func DialectQuirks(d Dialect) Quirks {
 		// sushy-tools' Bios (templates/bios.json, main.py): at BIOS, a
 		// PATCH of BIOS/Settings stored at once, a registry whose file
 		// names another registry than the Bios does.
-		return Quirks{BIOS: BIOSQuirks{Path: "BIOS", Immediate: true, RegistryName: "BiosAttributeRegistryP89.v1_0_0", RegistryElsewhere: true}}
+		return Quirks{BIOS: BIOSQuirks{Path: "BIOS", Immediate: true, RegistryName: "BiosAttributeRegistryP89.v1_0_0", RegistryElsewhere: true},
+			Update: UpdateQuirks{Sushy: true}}
 	}
 	return Quirks{}
 }

@@ -204,6 +204,8 @@ type system struct {
 	// secureBoot is SecureBootEnable (the setting, for the next boot),
 	// secureBootNow SecureBootCurrentBoot (the running boot's).
 	secureBoot, secureBootNow bool
+	// fw is the system's firmware (update.go).
+	fw firmwareState
 	// storage is the RAID controller (storage.go), made on first use.
 	storage *storageState
 	// version counts the changes of the system's state: its ETag.
@@ -356,6 +358,7 @@ func Start(opts Options) (*Fleet, error) {
 		}
 		s.bios = f.defaultBIOS(s)
 		s.biosPending = map[string]any{}
+		f.initFirmware(s)
 		s.slots, _ = parseSlots(opts.MediaSlots, opts.FetchCDMedia, quirks.slotKinds)
 		for _, m := range s.slots {
 			for slot, img := range quirks.OperatorMedia {

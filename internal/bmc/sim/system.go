@@ -137,6 +137,7 @@ func (s *system) systemJSON(ctx context.Context) (map[string]any, string) {
 	s.mu.Lock()
 	power, bootTarget, bootEnabled, bootMode, etag := powerString(s.power), s.bootTarget, s.bootEnabled, s.bootMode, s.etagLocked()
 	on := s.power
+	biosVersion := s.fw.current[CompBIOS]
 	s.mu.Unlock()
 	c := s.cpu
 	var procs map[string]any
@@ -180,6 +181,7 @@ func (s *system) systemJSON(ctx context.Context) (map[string]any, string) {
 		"SerialNumber":     s.serial,
 		"UUID":             s.uuid,
 		"PowerState":       power,
+		"BiosVersion":      biosVersion,
 		"Status":           map[string]any{"State": "Enabled", "Health": "OK"},
 		"ProcessorSummary": procs,
 		"MemorySummary":    map[string]any{"TotalSystemMemoryGiB": memGiB},
@@ -445,6 +447,7 @@ func (s *system) applyPendingLocked() {
 		s.pendingBoot = nil
 	}
 	s.applyBIOSLocked()
+	s.applyFirmwareLocked()
 	s.applyVolumeJobsLocked()
 }
 
@@ -538,13 +541,16 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 			return
 		}
 		id := s.mgrPath[strings.LastIndex(s.mgrPath, "/")+1:]
+		s.mu.Lock()
+		bmcVersion := s.fw.current[CompBMC]
+		s.mu.Unlock()
 		mgr := map[string]any{
 			"@odata.id":       s.mgrPath,
 			"@odata.type":     "#Manager.v1_19_0.Manager",
 			"Id":              id,
 			"Name":            "Simulated BMC " + id,
 			"ManagerType":     "BMC",
-			"FirmwareVersion": "1.0.0-sim",
+			"FirmwareVersion": bmcVersion,
 			"UUID":            nameUUID("manager/" + s.id),
 			"PowerState":      "On",
 			"Status":          map[string]any{"State": "Enabled", "Health": "OK"},

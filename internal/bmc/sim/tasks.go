@@ -26,6 +26,13 @@ type simTask struct {
 	started  time.Time
 	done     bool
 	read     bool // the monitor answered the outcome
+	// fail is why this task failed ("": it did not, unless
+	// Quirks.TaskFails); note a message it carries (its MessageId
+	// noteID; update.go: what a firmware update awaits); pending: it
+	// waits for a reset (TaskState Pending), as iDRAC's scheduled update
+	// jobs do.
+	fail, note, noteID string
+	pending            bool
 }
 
 type taskTable struct {
@@ -67,12 +74,20 @@ func (f *Fleet) taskJSONLocked(t *simTask) map[string]any {
 	state, status, pct := "Running", "OK", 50
 	var msgs []any
 	switch {
+	case t.done && t.fail != "":
+		state, status, pct = "Exception", "Critical", 100
+		msgs = []any{map[string]any{"MessageId": msgRegistryBase + "GeneralError", "Message": t.fail}}
 	case t.done && f.q.TaskFails:
 		state, status, pct = "Exception", "Critical", 100
 		msgs = []any{map[string]any{"MessageId": msgRegistryBase + "InternalError",
 			"Message": "The request failed due to an internal service error (simulated task failure)."}}
 	case t.done:
 		state, pct = "Completed", 100
+	case t.pending:
+		state = "Pending"
+	}
+	if t.note != "" && t.fail == "" {
+		msgs = append(msgs, map[string]any{"MessageId": t.noteID, "Message": t.note})
 	}
 	return map[string]any{
 		"@odata.id":       tasksPath + "/" + t.id,
@@ -90,8 +105,8 @@ func (f *Fleet) taskJSONLocked(t *simTask) map[string]any {
 
 // serveTasks serves the TaskService, its tasks and their monitors.
 func (f *Fleet) serveTasks(w http.ResponseWriter, r *http.Request, rest []string) {
-	if !f.servesTasks() || !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
-		if !f.servesTasks() {
+	if !f.tasksServed() || !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
+		if !f.tasksServed() {
 			writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
 		}
 		return
@@ -123,6 +138,10 @@ func (f *Fleet) serveTasks(w http.ResponseWriter, r *http.Request, rest []string
 			return
 		}
 		t.read = true
+		if t.fail != "" {
+			writeError(w, http.StatusInternalServerError, "GeneralError", t.fail)
+			return
+		}
 		if f.q.TaskFails {
 			// The outcome of a failed task: its error.
 			writeError(w, http.StatusInternalServerError, "InternalError", "The request failed due to an internal service error (simulated task failure).")
