@@ -182,3 +182,94 @@ func TestHardwareSettingsWaitForTheInstance(t *testing.T) {
 		t.Fatalf("after the cleanup the BMC shows %v", attrs["ProcTurboMode"])
 	}
 }
+
+// TestRAIDVolumesApplyAndDrift: volumes declared on a node are created
+// on its simulated RAID controller from the drives the declaration
+// chooses (two SSDs by media type, the HDDs by count), read back; a
+// volume made at the console, not declared, shows as drift and is
+// deleted when the settings are applied again; a declaration no drive
+// set can satisfy is refused before anything changes. Both with volumes
+// made at once and with volumes made by BMC tasks.
+func TestRAIDVolumesApplyAndDrift(t *testing.T) {
+	for name, tasks := range map[string]bool{"immediate": false, "tasks": true} {
+		t.Run(name, func(t *testing.T) {
+			env := testenv.Start(t, testenv.Options{Systems: 1, SettingsSyncInterval: 500 * time.Millisecond,
+				SimOptions: sim.Options{Tweak: func(q *sim.Quirks) { q.TaskMonitor = tasks }}})
+			ctx := context.Background()
+			sys := env.Sim.SystemIDs()[0]
+			raid := []baremetal.VolumeSettings{
+				{Name: "os", RAIDLevel: "1", DriveCount: 2, MediaType: "ssd"},
+				{Name: "data", RAIDLevel: "0", DriveCount: 2, MediaType: "hdd", SizeGB: 1000},
+			}
+			spec := env.NodeSpec(0, "raid-0", "gpu")
+			spec.Settings = baremetal.HardwareSettings{RAID: &raid}
+			n, err := env.App.Service.CreateNode(ctx, env.Admin(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = env.WaitNode(t, n.ID, time.Minute, func(n *baremetal.Node) bool {
+				return n.ProvisionState == baremetal.StateAvailable && n.Observed.ReadAt != nil
+			})
+			if u := n.Settings.Unmet(n.Observed); len(u) > 0 || n.LastError != "" {
+				t.Fatalf("after enroll: unmet %q, last_error %q", u, n.LastError)
+			}
+			vols, err := env.Sim.Volumes(sys)
+			if err != nil || len(vols) != 2 {
+				t.Fatalf("the BMC's volumes: %+v, %v", vols, err)
+			}
+			st, _ := env.Sim.Storage(sys)
+			media := map[string]string{}
+			for _, d := range st.Drives {
+				media[d.Path] = d.MediaType
+			}
+			for _, v := range vols {
+				want := map[string]string{"os": "SSD", "data": "HDD"}[v.Name]
+				for _, d := range v.Drives {
+					if media[d] != want {
+						t.Errorf("volume %s on drive %s (%s), want %s drives", v.Name, d, media[d], want)
+					}
+				}
+			}
+			// A volume made at the console: drift; applying again removes it.
+			if err := env.Sim.DeleteVolumeOOB(sys, vols[1].ID); err != nil {
+				t.Fatal(err)
+			}
+			n = env.WaitNode(t, n.ID, 30*time.Second, func(n *baremetal.Node) bool { return len(n.Settings.Unmet(n.Observed)) > 0 })
+			if u := n.Settings.Unmet(n.Observed); len(u) != 1 || !strings.HasPrefix(u[0], "raid."+vols[1].Name+": want RAID") {
+				t.Fatalf("drift: %q", u)
+			}
+			if _, err := env.App.Service.UpdateNode(ctx, env.Admin(), n.ID, 0, func(cur *baremetal.Node) (service.NodeSpec, error) {
+				s := service.SpecOf(cur)
+				s.ApplySettings = true
+				return s, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			n = env.WaitNode(t, n.ID, time.Minute, func(n *baremetal.Node) bool {
+				return n.ProvisionState == baremetal.StateAvailable && len(n.Settings.Unmet(n.Observed)) == 0
+			})
+			if vols, _ := env.Sim.Volumes(sys); len(vols) != 2 {
+				t.Fatalf("re-applied: the BMC's volumes %+v", vols)
+			}
+			// Three SSDs asked of a controller that has two: refused, nothing changed.
+			_, err = env.App.Service.UpdateNode(ctx, env.Admin(), n.ID, 0, func(cur *baremetal.Node) (service.NodeSpec, error) {
+				s := service.SpecOf(cur)
+				bad := []baremetal.VolumeSettings{{Name: "big", RAIDLevel: "5", DriveCount: 3, MediaType: "ssd"}}
+				s.Settings.RAID, s.ApplySettings = &bad, true
+				return s, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = env.WaitNode(t, n.ID, time.Minute, func(n *baremetal.Node) bool {
+				return n.ProvisionState == baremetal.StateAvailable && n.LastError != ""
+			})
+			if !strings.Contains(n.LastError, "volume big cannot be made") || !strings.Contains(n.LastError, "2 free SSD drives, not 3") || n.Fault != "" {
+				t.Fatalf("infeasible volume: last_error %q fault %q", n.LastError, n.Fault)
+			}
+			if vols, _ := env.Sim.Volumes(sys); len(vols) != 2 {
+				t.Fatalf("an infeasible declaration changed the volumes: %+v", vols)
+			}
+		})
+	}
+}
