@@ -2,6 +2,9 @@ package app_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -271,5 +274,65 @@ func TestRAIDVolumesApplyAndDrift(t *testing.T) {
 				t.Fatalf("an infeasible declaration changed the volumes: %+v", vols)
 			}
 		})
+	}
+}
+
+// TestFirmwareUpdate: a firmware component declared at a version is
+// updated from its image through the BMC's SimpleUpdate (a task; a BIOS
+// applies at the reset), and the version is read back from the
+// inventory; an image the BMC fails on is the node's last_error, without
+// a fault, and the version stays.
+func TestFirmwareUpdate(t *testing.T) {
+	images := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/bios-2.1.0.bin":
+			fmt.Fprint(w, "component=BIOS\nversion=2.1.0\n")
+		case "/bios-broken.bin":
+			fmt.Fprint(w, "component=BIOS\nversion=2.2.0\nfail=signature check failed\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer images.Close()
+	env := testenv.Start(t, testenv.Options{Systems: 1})
+	ctx := context.Background()
+	sys := env.Sim.SystemIDs()[0]
+	spec := env.NodeSpec(0, "fw-0", "gpu")
+	spec.Settings = baremetal.HardwareSettings{Firmware: []baremetal.FirmwareSettings{
+		{Component: "BIOS", Version: "2.1.0", ImageURL: images.URL + "/bios-2.1.0.bin"}}}
+	n, err := env.App.Service.CreateNode(ctx, env.Admin(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = env.WaitNode(t, n.ID, time.Minute, func(n *baremetal.Node) bool {
+		return n.ProvisionState == baremetal.StateAvailable && n.Observed.ReadAt != nil
+	})
+	if u := n.Settings.Unmet(n.Observed); len(u) > 0 || n.LastError != "" {
+		t.Fatalf("after the update: unmet %q, last_error %q", u, n.LastError)
+	}
+	if fw, _, err := env.Sim.Firmware(sys); err != nil || fw["BIOS"] != "2.1.0" {
+		t.Fatalf("the BMC's firmware: %v, %v", fw, err)
+	}
+	if p, _ := env.Sim.Power(sys); p != "Off" {
+		t.Errorf("power %s after the update", p)
+	}
+
+	_, err = env.App.Service.UpdateNode(ctx, env.Admin(), n.ID, 0, func(cur *baremetal.Node) (service.NodeSpec, error) {
+		s := service.SpecOf(cur)
+		s.Settings.Firmware = []baremetal.FirmwareSettings{{Component: "BIOS", Version: "2.2.0", ImageURL: images.URL + "/bios-broken.bin"}}
+		s.ApplySettings = true
+		return s, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n = env.WaitNode(t, n.ID, time.Minute, func(n *baremetal.Node) bool {
+		return n.ProvisionState == baremetal.StateAvailable && n.LastError != ""
+	})
+	if !strings.Contains(n.LastError, "failed to update firmware BIOS") || !strings.Contains(n.LastError, "signature check failed") || n.Fault != "" {
+		t.Fatalf("a failed update: last_error %q, fault %q", n.LastError, n.Fault)
+	}
+	if fw, _, _ := env.Sim.Firmware(sys); fw["BIOS"] != "2.1.0" {
+		t.Fatalf("a failed update changed the version: %v", fw)
 	}
 }

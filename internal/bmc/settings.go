@@ -94,8 +94,13 @@ type TaskStatus struct {
 	// where the BMC says (0 otherwise); Message the BMC's last word on it
 	// (the reason when it failed).
 	Done, Failed bool
-	Percent      int
-	Message      string
+	// Staged: the task waits for the system's next reset to do its work
+	// (iDRAC's scheduled BIOS update job stays Pending until then; a
+	// Redfish update says Update.1.0.AwaitToActivate). Waiting for it to
+	// be Done without a reset would wait forever.
+	Staged  bool
+	Percent int
+	Message string
 }
 
 // TaskMonitor reads a task's status. A monitor the BMC no longer serves

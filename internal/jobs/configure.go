@@ -670,6 +670,13 @@ func (r *flowRun) waitTask(ctx context.Context, key, what string) (stepResult, b
 		return nextStep, false, err
 	}
 	switch {
+	case st.Staged && !st.Done:
+		// It runs at the reset (a scheduled BIOS update): go on, the
+		// reset comes, and verify reads the outcome back.
+		delete(r.notes, key)
+		r.note("needs_reset", "true")
+		r.note(key+"_staged", "true")
+		return nextStep, true, nil
 	case !st.Done:
 		return waitFor(settingsPoll), false, nil
 	case st.Failed:
@@ -690,6 +697,13 @@ func configureRAID(ctx context.Context, r *flowRun) (stepResult, error) {
 	}
 	if res, done, err := r.waitTask(ctx, "raid_task", r.notes["raid_doing"]); !done || err != nil {
 		return res, err
+	}
+	if r.notes["raid_task_staged"] != "" {
+		// A change the controller makes at the reset: the next ones
+		// would be planned on volumes that are not there yet. The reset
+		// applies it; verify reads the outcome, and applying again makes
+		// the rest.
+		return nextStep, nil
 	}
 	op, err := r.raidPlan(ctx, n)
 	if err != nil {

@@ -162,6 +162,11 @@ func (r *flowRun) work(ctx context.Context) error {
 		case res.end:
 			return nil
 		case res.wait > 0:
+			// What the step noted before it waits (a task it started)
+			// must outlive the snooze: the next attempt reads the node.
+			if err := r.saveNotes(ctx); err != nil {
+				return err
+			}
 			return river.JobSnooze(res.wait)
 		case res.goTo != "":
 			i := r.flow.index(res.goTo)
@@ -210,6 +215,33 @@ func (r *flowRun) enter(ctx context.Context) (over bool, err error) {
 		r.node = n
 	}
 	return over, nil
+}
+
+// saveNotes writes the notes on the node when they differ from what it
+// holds, for a step that waits (the job snoozes and a later attempt, on
+// any replica, resumes from the node).
+func (r *flowRun) saveNotes(ctx context.Context) error {
+	if f := r.node.Flow; f == nil || f.Name != r.flow.name || maps.Equal(f.Notes, r.notes) {
+		return nil
+	}
+	n, err := r.ledger.Update(ctx, r.node.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+		if !r.current(n) || n.Flow == nil || n.Flow.Name != r.flow.name || n.Flow.Step != r.stepName() {
+			return ledger.ErrSkip
+		}
+		f := *n.Flow
+		f.Notes = maps.Clone(r.notes)
+		n.Flow = &f
+		return nil
+	})
+	switch {
+	case baremetal.IsCode(err, baremetal.CodeNotFound):
+		return nil
+	case err != nil:
+		return err
+	case n != nil && r.current(n):
+		r.node = n
+	}
+	return nil
 }
 
 // note keeps what a step found for the flow's later steps.

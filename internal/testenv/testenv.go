@@ -273,8 +273,12 @@ func (e *Env) WaitNode(t testing.TB, id string, timeout time.Duration, cond func
 		}
 		if time.Now().After(deadline) {
 			if last != nil {
-				t.Fatalf("testenv: node %s: condition not met within %s; last: state=%s fault=%q power=%s maintenance=%v last_error=%q",
-					last.Name, timeout, last.ProvisionState, last.Fault, last.PowerState, last.Maintenance, last.LastError)
+				flow := "-"
+				if f := last.Flow; f != nil {
+					flow = fmt.Sprintf("%s/%s since %s, notes %v", f.Name, f.Step, f.StepStartedAt.Format(time.RFC3339), f.Notes)
+				}
+				t.Fatalf("testenv: node %s: condition not met within %s; last: state=%s flow=%s fault=%q power=%s maintenance=%v last_error=%q",
+					last.Name, timeout, last.ProvisionState, flow, last.Fault, last.PowerState, last.Maintenance, last.LastError)
 			}
 			t.Fatalf("testenv: node %s: %v", id, err)
 		}

@@ -139,6 +139,14 @@ func taskStatusOf(task doc) bmc.TaskStatus {
 	case "exception", "killed", "cancelled", "interrupted",
 		"failed", "completedwitherrors": // Dell JobState
 		st.Done, st.Failed = true, true
+	case "pending", "scheduled": // a task (or Dell job) staged for the next reset
+		st.Staged = true
+	}
+	for _, m := range task.arr("Messages") {
+		md, _ := m.(map[string]any)
+		if id := doc(md).str("MessageId"); strings.Contains(id, "AwaitToActivate") {
+			st.Staged = true
+		}
 	}
 	if st.Failed {
 		if len(msgs) > maxMessages {

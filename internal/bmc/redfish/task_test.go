@@ -120,7 +120,7 @@ func TestTaskStatusOf(t *testing.T) {
 			bmc.TaskStatus{Done: true, Failed: true, Percent: 100, Message: "disk busy"}},
 		{"task exception", doc{"TaskState": "Exception"}, bmc.TaskStatus{Done: true, Failed: true, Percent: 100, Message: "the task ended Exception"}},
 		{"idrac scheduled", doc{"JobState": "Scheduled", "PercentComplete": 0.0, "Message": "Task successfully scheduled."},
-			bmc.TaskStatus{Message: "Task successfully scheduled."}},
+			bmc.TaskStatus{Staged: true, Message: "Task successfully scheduled."}},
 		{"idrac completed", doc{"JobState": "Completed", "Message": "Job completed successfully."},
 			bmc.TaskStatus{Done: true, Percent: 100, Message: "Job completed successfully."}},
 		{"idrac failed", doc{"JobState": "Failed", "Message": "Unable to create the virtual disk."},
