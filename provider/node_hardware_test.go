@@ -351,3 +351,107 @@ func TestSettingsErrorPath(t *testing.T) {
 		}
 	}
 }
+
+// TestAccNodeHardwareDriftInThePlan runs the real terraform as an
+// operator does, for what the plugin test framework cannot show: the
+// plan's text of a BIOS attribute changed at the console (the README's
+// worked example comes from this test's log: go test -v), the progress
+// an apply logs while the controller applies the settings, and the
+// warning of settings asked for while the node holds an instance, which
+// wait for its cleanup with quiet plans meanwhile.
+func TestAccNodeHardwareDriftInThePlan(t *testing.T) {
+	t.Parallel()
+	env := accEnv(t, testenv.Options{Systems: 1, SettingsSyncInterval: 500 * time.Millisecond})
+	c := accClient(t, env, env.AdminToken)
+	sys := env.Sim.SystemIDs()[0]
+	tf := newTFCLI(t, "BAREMETAL_ENDPOINT="+env.URL, "BAREMETAL_TOKEN="+env.AdminToken)
+	config := func(turbo, instance string) string {
+		bios := `
+  bios_settings = {
+    ProcVirtualization = "Disabled"
+    NumaNodesPerSocket = 2%s
+  }
+  secure_boot = true
+`
+		return requiredProviders + `provider "baremetal" {}` + nodeHCL(env, "r1_07", "r1-07", "gpu", 0, fmt.Sprintf(bios, turbo)) + instance
+	}
+	simHas := func(name, want string) {
+		t.Helper()
+		attrs, _, err := env.Sim.BIOS(sys)
+		if err != nil || fmt.Sprint(attrs[name]) != want {
+			t.Fatalf("the BMC's %s is %v (%v), want %s", name, attrs[name], err, want)
+		}
+	}
+	tf.write(config("", ""))
+	tf.run(0, "apply", "-auto-approve")
+	simHas("ProcVirtualization", "Disabled")
+	simHas("NumaNodesPerSocket", "2")
+
+	// Someone enables virtualization at the console.
+	if err := env.Sim.SetBIOSAttribute(sys, "ProcVirtualization", "Enabled"); err != nil {
+		t.Fatal(err)
+	}
+	waitUnmet(t, c, "r1-07", "bios_settings.ProcVirtualization: want Disabled, is Enabled")
+	plan := tf.run(2, "plan", "-detailed-exitcode")
+	t.Logf("terraform plan after the change at the console:\n%s", plan)
+	for _, want := range []string{
+		`~ "ProcVirtualization" = "Enabled" -> "Disabled"`,
+		"# (1 unchanged element hidden)",
+		`"bios_settings.ProcVirtualization: want Disabled, is Enabled",`,
+		"Plan: 0 to add, 1 to change, 0 to destroy.",
+	} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("the plan does not show %s", want)
+		}
+	}
+	if strings.Contains(plan, "NumaNodesPerSocket") || strings.Contains(plan, "secure_boot") {
+		t.Error("the plan shows settings that did not change")
+	}
+
+	// The apply sets it again, logging the configure flow's steps.
+	tf.env = append(tf.env, "TF_LOG_PROVIDER=INFO")
+	out := flat(tf.run(0, "apply", "-auto-approve"))
+	tf.env = tf.env[:len(tf.env)-1]
+	if !strings.Contains(out, "Apply complete! Resources: 0 added, 1 changed, 0 destroyed.") ||
+		!strings.Contains(out, "node r1-07: applying hardware settings") {
+		t.Fatalf("apply of the drift:\n%s", out)
+	}
+	simHas("ProcVirtualization", "Disabled")
+	tf.run(0, "plan", "-detailed-exitcode")
+
+	// With an instance on the node, a new setting waits for it.
+	instance := `
+resource "baremetal_instance" "web" {
+  name    = "web"
+  project = "acc"
+  node_id = baremetal_node.r1_07.id
+  image   = { url = "https://images.example.com/one.img" }
+}
+`
+	tf.write(config("", instance))
+	tf.run(0, "apply", "-auto-approve")
+	tf.write(config("\n    ProcTurboMode      = \"Disabled\"", instance))
+	out = flat(tf.run(0, "apply", "-auto-approve"))
+	if !strings.Contains(out, "Warning: The hardware settings of node r1-07 wait for the node to be free") ||
+		!strings.Contains(out, "it applies the settings once the instance is gone and the node is cleaned") {
+		t.Fatalf("apply of a setting on a busy node:\n%s", out)
+	}
+	simHas("ProcTurboMode", "Enabled")
+	tf.run(0, "plan", "-detailed-exitcode")
+
+	// The instance goes: the cleanup, then the settings.
+	tf.write(config("\n    ProcTurboMode      = \"Disabled\"", ""))
+	tf.run(0, "apply", "-auto-approve")
+	poll(t, "node r1-07 configured after its cleanup", time.Minute, func() (bool, error) {
+		n, err := c.GetNode(context.Background(), "r1-07")
+		if err != nil {
+			return false, err
+		}
+		if n.ProvisionState != api.StateAvailable || n.Hardware.Waiting || len(n.Hardware.Unmet) > 0 {
+			return false, fmt.Errorf("node %s, waiting %v, unmet %q, last_error %q", n.ProvisionState, n.Hardware.Waiting, n.Hardware.Unmet, n.LastError)
+		}
+		return true, nil
+	})
+	simHas("ProcTurboMode", "Disabled")
+	tf.run(0, "plan", "-detailed-exitcode")
+}
