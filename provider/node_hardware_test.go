@@ -103,8 +103,9 @@ func TestAccNodeHardwareSettings(t *testing.T) {
 	applied := map[string]string{"ProcVirtualization": "Disabled", "NumaNodesPerSocket": "2"}
 	empty := []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}
 	drift := []plancheck.PlanCheck{
-		expectUpdate{addr: addr, changed: []string{"bios_settings.ProcVirtualization"}, unknown: []string{"hardware"}},
+		expectUpdate{addr: addr, changed: []string{"bios_settings.ProcVirtualization", "secure_boot"}, unknown: []string{"hardware"}},
 		plancheck.ExpectKnownValue(addr, tfjsonpath.New("bios_settings").AtMapKey("ProcVirtualization"), knownvalue.StringExact("Disabled")),
+		plancheck.ExpectKnownValue(addr, tfjsonpath.New("secure_boot"), knownvalue.Bool(true)),
 	}
 	apiSettings := func(bios map[string]string, secureBoot *bool) resource.TestCheckFunc {
 		return checkAPI(c, addr, func(n *api.Node) error {
@@ -150,7 +151,10 @@ func TestAccNodeHardwareSettings(t *testing.T) {
 					if err := env.Sim.SetBIOSAttribute(sys, "ProcVirtualization", "Enabled"); err != nil {
 						t.Fatal(err)
 					}
-					waitUnmet(t, c, "hw", "bios_settings.ProcVirtualization: want Disabled, is Enabled")
+					if err := env.Sim.SetSecureBoot(sys, false); err != nil {
+						t.Fatal(err)
+					}
+					waitUnmet(t, c, "hw", "bios_settings.ProcVirtualization: want Disabled, is Enabled", "secure_boot: want true, is false")
 				},
 				Config:             cfg(declared("2")),
 				PlanOnly:           true,
@@ -158,7 +162,7 @@ func TestAccNodeHardwareSettings(t *testing.T) {
 				ConfigPlanChecks:   resource.ConfigPlanChecks{PostApplyPostRefresh: drift},
 			},
 			{
-				// The apply sets it again.
+				// The apply sets them again.
 				Config:           cfg(declared("2")),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: drift, PostApplyPostRefresh: empty},
 				Check:            resource.ComposeAggregateTestCheckFunc(checkSim(env, sys, applied, true), apiSettings(applied, &on)),
