@@ -50,6 +50,9 @@ type nodeResourceModel struct {
 	BMC               *nodeBMCModel  `tfsdk:"bmc"`
 	MaintenanceReason types.String   `tfsdk:"maintenance_reason"`
 	CleanErase        types.String   `tfsdk:"clean_erase"`
+	BIOSSettings      types.Map      `tfsdk:"bios_settings"`
+	SecureBoot        types.Bool     `tfsdk:"secure_boot"`
+	Hardware          types.Object   `tfsdk:"hardware"`
 	WaitForAvailable  types.Bool     `tfsdk:"wait_for_available"`
 	ForceDestroy      types.Bool     `tfsdk:"force_destroy"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
@@ -80,6 +83,7 @@ var nodeAttrs = map[string]attrKind{
 	"name": attrPlain, "driver": attrPlain, "bmc": attrObject, "resource_class": attrPlain,
 	"properties": attrObject, "maintenance": attrPlain, "maintenance_reason": attrPlain,
 	"clean_erase": attrPlain, "inspect_on_enroll": attrPlain, "traits": attrPlain, "owner": attrPlain,
+	"bios_settings": attrMap, "secure_boot": attrPlain,
 }
 
 var propertiesAttrTypes = map[string]attr.Type{
@@ -149,6 +153,9 @@ func (m *nodeResourceModel) setFromAPI(n *api.Node, secrets *nodeBMCModel) diag.
 	}
 	m.MaintenanceReason = stringOrNull(n.MaintenanceReason)
 	m.CleanErase = stringOrNull(string(n.CleanErase))
+	hw, d := hardwareObject(n)
+	diags.Append(d...)
+	m.Hardware = hw
 	return diags
 }
 
@@ -194,6 +201,7 @@ func (m *nodeResourceModel) keepPlannedObservations(planned *nodeResourceModel) 
 	// An update never changes the inventory: the plan kept the state's.
 	keepKnown(&m.Inventory, planned.Inventory)
 	keepKnown(&m.Ports, planned.Ports)
+	keepKnown(&m.Hardware, planned.Hardware)
 	return keepKnownMembers(&m.Properties, planned.Properties)
 }
 
@@ -245,6 +253,8 @@ func nodeCreate(plan *nodeResourceModel) api.NodeCreate {
 		InspectOnEnroll:   plan.InspectOnEnroll.ValueBoolPointer(),
 		Traits:            setStrings(plan.Traits),
 		Owner:             plan.Owner.ValueString(),
+		BIOSSettings:      biosMap(plan.BIOSSettings),
+		SecureBoot:        plan.SecureBoot.ValueBoolPointer(),
 	}
 }
 
@@ -315,6 +325,9 @@ func nodePatch(plan, state *nodeResourceModel) (api.NodePatch, bool) {
 	if !plan.InspectOnEnroll.Equal(state.InspectOnEnroll) {
 		// null unsets it: the node follows --inspect-on-enroll again.
 		p.InspectOnEnroll, changed = &api.Nullable[bool]{Value: plan.InspectOnEnroll.ValueBoolPointer()}, true
+	}
+	if settingsPatch(&p, plan, state) {
+		changed = true
 	}
 	return p, changed
 }

@@ -95,6 +95,17 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 		return
 	}
 	node, err = waitVerified(ctx, r.client, node.ID, timeout)
+	// Declared hardware settings are applied before the node is ever
+	// available (after its inspection, when it is inspected on enroll).
+	waited := false
+	if err == nil && plan.declaresSettings() && settingsPending(node) {
+		var last *api.Node
+		last, err = waitConfigured(ctx, r.client, node.ID, timeout)
+		if last != nil {
+			node = last
+		}
+		waited = true
+	}
 	if node != nil {
 		// Not inspected yet, as a rule: an inspection on enroll
 		// (--inspect-on-enroll) begins as the wait ends, and shows at the
@@ -113,6 +124,10 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 				"available by itself; run terraform untaint on it then, or the next apply replaces it.)"))
 	case err != nil:
 		resp.Diagnostics.AddError("Node "+in.Name+" did not become available", err.Error())
+	case node != nil && plan.declaresSettings():
+		addSettingsOutcome(&resp.Diagnostics, node, &plan, waited,
+			"Terraform marks the node tainted, as its create failed: correct the setting and apply again, and Terraform replaces "+
+				"the node; or run terraform untaint on it first, and the apply sets the corrected value in place.")
 	}
 }
 
@@ -139,6 +154,7 @@ func (r *NodeResource) Read(ctx context.Context, req resource.ReadRequest, resp 
 		state.ForceDestroy = types.BoolValue(false)
 	}
 	resp.Diagnostics.Append(state.setFromAPI(node, state.BMC)...) // nil after an import: no password known
+	resp.Diagnostics.Append(state.setSettingsFromAPI(node)...)
 	state.Inventory = readInventory(ctx, r.client, node, state.Inventory, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -196,21 +212,44 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if node.ProvisionState != api.StateEnroll || !plan.WaitForAvailable.ValueBool() || plan.Maintenance.ValueBool() {
+	wait := plan.WaitForAvailable.ValueBool() && !plan.Maintenance.ValueBool()
+	if node.ProvisionState == api.StateEnroll && wait {
+		verified, err := waitVerified(ctx, r.client, node.ID, timeout)
+		if verified != nil {
+			node = verified
+			save(node)
+		}
+		var refused *credentialsRefusedError
+		switch {
+		case errors.As(err, &refused):
+			resp.Diagnostics.AddAttributeError(plan.BMC.passwordPath(), "The BMC refused the credentials of node "+plan.Name.ValueString(),
+				refused.detail("The update was saved. Correct the credentials and apply again: the node is updated in place."))
+			return
+		case err != nil:
+			resp.Diagnostics.AddError("Node "+plan.Name.ValueString()+" was updated but not re-verified", err.Error())
+			return
+		}
+	}
+	// A patch that names the hardware settings makes the controller
+	// apply them: waited for like a verification.
+	if patch.BIOSSettings == nil && patch.SecureBoot == nil {
 		return
 	}
-	node, err := waitVerified(ctx, r.client, node.ID, timeout)
-	if node != nil {
-		save(node)
+	waited := false
+	if wait && settingsPending(node) {
+		configured, err := waitConfigured(ctx, r.client, node.ID, timeout)
+		if configured != nil {
+			node = configured
+			save(node)
+		}
+		if err != nil {
+			resp.Diagnostics.AddError("Node "+plan.Name.ValueString()+" was updated but its hardware settings were not applied", err.Error())
+			return
+		}
+		waited = true
 	}
-	var refused *credentialsRefusedError
-	switch {
-	case errors.As(err, &refused):
-		resp.Diagnostics.AddAttributeError(plan.BMC.passwordPath(), "The BMC refused the credentials of node "+plan.Name.ValueString(),
-			refused.detail("The update was saved. Correct the credentials and apply again: the node is updated in place."))
-	case err != nil:
-		resp.Diagnostics.AddError("Node "+plan.Name.ValueString()+" was updated but not re-verified", err.Error())
-	}
+	addSettingsOutcome(&resp.Diagnostics, node, &plan, waited,
+		"Correct the setting and apply again (the plan shows what the BMC has meanwhile).")
 }
 
 func (r *NodeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -270,6 +270,9 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 					"nothing (`controller node inspect` inspects on demand).",
 				Optional: true,
 			},
+			"bios_settings": biosSettingsAttribute(),
+			"secure_boot":   secureBootAttribute(),
+			"hardware":      hardwareAttribute(),
 			"wait_for_available": schema.BoolAttribute{
 				MarkdownDescription: "Wait, on create (and after a BMC change), until the controller has verified the BMC and the node is `available`. " +
 					"Not done when `maintenance` is `true`, as the controller does not act on a node in maintenance. Defaults to `true`.",

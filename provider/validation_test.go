@@ -56,6 +56,15 @@ func manyTraits(n int) string {
 	return strings.Join(t, ", ")
 }
 
+// manyBIOSSettings is n distinct BIOS attributes, as HCL map elements.
+func manyBIOSSettings(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "\n    Attr%d = \"x\"", i)
+	}
+	return b.String() + "\n"
+}
+
 func TestAccValidationErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -166,6 +175,16 @@ resource "baremetal_instance" "test" {
 `), `(?s)Invalid trait.*is 256\s+characters long; at most 255`},
 		{"too many traits", nodeConfigWith(`traits = [` + manyTraits(51) + `]`), `(?s)Too many traits.*traits holds 51 traits; at most 50`},
 		{"bad node trait", nodeConfigWith(`traits = ["gpu,a100"]`), `(?s)Invalid trait.*traits: trait "gpu,a100" may hold only`},
+		{"BIOS attribute name with a space", nodeConfigWith(`bios_settings = { "Proc Virt" = "Disabled" }`),
+			`(?s)Invalid BIOS attribute name.*"Proc Virt" is not a BIOS attribute name`},
+		{"BIOS attribute name starting with a digit", nodeConfigWith(`bios_settings = { "1Proc" = "Disabled" }`),
+			`(?s)Invalid BIOS attribute name.*"1Proc" is not a BIOS attribute name`},
+		{"BIOS value too long", nodeConfigWith(`bios_settings = { AssetTag = "` + strings.Repeat("x", 1025) + `" }`),
+			`(?s)Invalid BIOS value.*bios_settings\["AssetTag"\] holds 1025 bytes; at most 1024`},
+		{"BIOS value on two lines", nodeConfigWith(`bios_settings = { AssetTag = "a\nb" }`),
+			`(?s)Invalid BIOS value.*must be a single line`},
+		{"too many BIOS settings", nodeConfigWith(`bios_settings = {` + manyBIOSSettings(513) + `}`),
+			`(?s)Too many BIOS settings.*bios_settings holds 513 attributes; at most 512`},
 		{"owner not a DNS label", nodeConfigWith(`owner = "Team_A"`), `(?s)owner.*must be a DNS label`},
 		{"negative minimum", instanceWith(`
   min_memory_mb = -1

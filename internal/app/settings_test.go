@@ -52,6 +52,9 @@ func TestHardwareSettingsApplyAndDrift(t *testing.T) {
 	if p, _ := env.Sim.Power(sys); p != "Off" {
 		t.Errorf("the machine was left %s after its settings were applied", p)
 	}
+	if n.PowerState != baremetal.PowerOff {
+		t.Errorf("the node shows power %s once available after its settings were applied; the flow left it off", n.PowerState)
+	}
 	evs, _, err := env.App.Store.ListEvents(ctx, n.ID, store.Page{Limit: 200})
 	if err != nil {
 		t.Fatal(err)

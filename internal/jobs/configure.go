@@ -63,7 +63,7 @@ var configuration = &flow{
 		{"firmware", updateFirmware},
 		{"reset", resetForSettings},
 		{"verify", verifySettings},
-		{"power_off", powerOffStep},
+		{"power_off", settingsPowerOff},
 		{"done", settingsDone},
 	},
 	fail: configureFailed,
@@ -427,6 +427,17 @@ func verifySettings(ctx context.Context, r *flowRun) (stepResult, error) {
 	return endConfigure(r, why), nil
 }
 
+// settingsPowerOff leaves the machine off, as an available node is, and
+// notes it for done, which records that power: the node must not show
+// the power the reset left until the next power sync.
+func settingsPowerOff(ctx context.Context, r *flowRun) (stepResult, error) {
+	if err := r.powerOff(ctx, r.node, nil); err != nil {
+		return nextStep, err
+	}
+	r.note("powered_off", "true")
+	return nextStep, nil
+}
+
 // settingsDone makes the node available again, with the reason in
 // last_error when the settings were not applied.
 func settingsDone(ctx context.Context, r *flowRun) (stepResult, error) {
@@ -434,6 +445,11 @@ func settingsDone(ctx context.Context, r *flowRun) (stepResult, error) {
 	_, err := r.ledger.Update(ctx, r.node.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateConfiguring {
 			return ledger.ErrSkip
+		}
+		if r.notes["powered_off"] != "" {
+			now := time.Now()
+			r.observePower(n, bmc.PowerOff, nil, now)
+			touchSeen(n, now)
 		}
 		switch {
 		case failure != "":

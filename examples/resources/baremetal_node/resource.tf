@@ -24,6 +24,36 @@ resource "baremetal_node" "web01" {
   }
 }
 
+# A GPU server whose BIOS and Secure Boot are declared here. The
+# controller applies them before the node is first available (provision
+# state configuring: write, reset, read back) and reads them back
+# periodically: a change made at the console shows as drift in the plan,
+# and the next apply sets it again. Values are text, as the BMC's attribute
+# registry names them.
+resource "baremetal_node" "gpu02" {
+  name           = "gpu02"
+  driver         = "redfish"
+  resource_class = "gpu"
+
+  bmc = {
+    address             = "https://10.0.0.8"
+    username            = "admin"
+    password_wo         = var.bmc_password
+    password_wo_version = 1
+  }
+
+  bios_settings = {
+    ProcVirtualization = "Disabled"
+    NumaNodesPerSocket = "2"
+  }
+  secure_boot = true
+}
+
+output "gpu02_settings_unmet" {
+  description = "The declared settings the BMC does not show (empty when all are in effect)."
+  value       = baremetal_node.gpu02.hardware.unmet
+}
+
 # An IPMI server, taken out of service by an operator.
 resource "baremetal_node" "db01" {
   name           = "db01"
