@@ -72,7 +72,7 @@ func TestHardwareUnmet(t *testing.T) {
 	on, off := true, false
 	now := time.Now()
 	h := HardwareSettings{BIOS: map[string]string{"A": "1", "B": "2"}, SecureBoot: &on,
-		RAID: &[]VolumeSettings{{Name: "os", RAIDLevel: "1", DriveCount: 2, SizeGB: 100}, {Name: "data", RAIDLevel: "5", DriveCount: 3}},
+		RAID:     &[]VolumeSettings{{Name: "os", RAIDLevel: "1", DriveCount: 2, SizeGB: 100}, {Name: "data", RAIDLevel: "5", DriveCount: 3}},
 		Firmware: []FirmwareSettings{{Component: "BIOS", Version: "2.1.0", ImageURL: "https://x"}}}
 	o := HardwareObserved{BIOS: map[string]string{"A": "1", "B": "3"}, SecureBoot: &off, ReadAt: &now,
 		Volumes:  []ObservedVolume{{Name: "os", RAIDLevel: "1", SizeGB: 100, Drives: []string{"d1", "d2"}}, {Name: "old", RAIDLevel: "0", SizeGB: 50}},
