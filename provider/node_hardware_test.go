@@ -217,7 +217,7 @@ func TestAccNodeHardwareSettingsRefusedAtCreate(t *testing.T) {
 			{
 				Config: cfg("9"),
 				ExpectError: regexp.MustCompile(`(?s)The hardware settings of node hw were not applied.*` +
-					words("hardware settings: the BMC would refuse BIOS attribute NumaNodesPerSocket must be between 1 and 4, not 9") + `.*` +
+					words("hardware settings: the BMC would refuse bios_settings.NumaNodesPerSocket: BIOS attribute NumaNodesPerSocket must be between 1 and 4, not 9") + `.*` +
 					words("The node is available without them")),
 			},
 			{

@@ -182,6 +182,11 @@ func (h HardwareSettings) ValidateAgainst(reg BIOSRegistry, current map[string]s
 			if err != nil {
 				return FieldErrorf(field, "BIOS attribute %s is an integer, not %q", k, v)
 			}
+			if c := strconv.FormatInt(n, 10); c != v {
+				// The BMC reports its integers in decimal: another spelling
+				// would read back as drift forever.
+				return FieldErrorf(field, "BIOS attribute %s is an integer: write %s, not %q", k, c, v)
+			}
 			if (a.LowerBound != nil && n < *a.LowerBound) || (a.UpperBound != nil && n > *a.UpperBound) {
 				return FieldErrorf(field, "BIOS attribute %s must be between %s and %s, not %d", k, bound(a.LowerBound), bound(a.UpperBound), n)
 			}

@@ -52,6 +52,7 @@ func TestValidateAgainstRegistry(t *testing.T) {
 		"ProcVirtualization=Maybe": "takes one of Enabled, Disabled",
 		"NumaNodesPerSocket=9":     "between 1 and 4",
 		"NumaNodesPerSocket=x":     "is an integer",
+		"NumaNodesPerSocket=02":    "write 2, not \"02\"",
 		"MemTest=yes":              "true or false",
 		"AssetTag=toolong":         "at most 4 characters",
 		"BiosVersion=2":            "read-only",

@@ -281,7 +281,7 @@ func checkSettings(ctx context.Context, r *flowRun) (stepResult, error) {
 		return endConfigure(r, fmt.Sprintf("the node's BMC (%s) has no %s; nothing was changed", n.Driver, strings.Join(lacks, " and no "))), nil
 	}
 	if err := want.ValidateAgainst(reg, obs.BIOS); err != nil {
-		return endConfigure(r, "the BMC would refuse "+baremetal.ErrorMessage(err)+"; nothing was changed"), nil
+		return endConfigure(r, "the BMC would refuse "+baremetal.ErrorField(err)+": "+baremetal.ErrorMessage(err)+"; nothing was changed"), nil
 	}
 	if want.RAID != nil {
 		if _, err := r.raidPlan(ctx, n); err != nil {
