@@ -467,7 +467,7 @@ func settingsDone(ctx context.Context, r *flowRun) (stepResult, error) {
 				n.LastError = ""
 			}
 		}
-		return r.nodeWork.becomeAvailable(ctx, tx, n, c)
+		return r.becomeAvailable(ctx, tx, n, c)
 	})
 	return flowOver, ignoreGone(err)
 }

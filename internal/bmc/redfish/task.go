@@ -78,9 +78,9 @@ func readTask(api *gofish.APIClient, monitor string) (bmc.TaskStatus, error) {
 	resp, err := api.Get(monitor)
 	defer schemas.DeferredCleanupHTTPResponse(resp)
 	if err != nil {
-		switch st := statusOf(err); {
-		case st == 0, st == http.StatusUnauthorized, st == http.StatusForbidden, st == http.StatusNotFound,
-			st == http.StatusGone, st == http.StatusTooManyRequests, st == http.StatusServiceUnavailable:
+		switch statusOf(err) {
+		case 0, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+			http.StatusGone, http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			return bmc.TaskStatus{}, err
 		default:
 			// The operation's outcome: it failed, and this is why.
