@@ -188,19 +188,30 @@ func (cl *Client) BIOSRegistry(ctx context.Context) (bmc.BIOSRegistry, error) {
 		if err != nil {
 			return err
 		}
-		reg, err = registryOf(api, b.registry)
+		reg, err = cl.c.registryOf(api, b.registry)
 		return err
 	})
 	return reg, err
 }
 
-// registryOf finds and parses the registry named; nil when there is none.
-func registryOf(api *gofish.APIClient, name string) (bmc.BIOSRegistry, error) {
+// registryOf finds and parses the registry named (once per name and
+// BMC: conn.registries); nil when there is none (not cached: a BMC may
+// start serving one).
+func (c *conn) registryOf(api *gofish.APIClient, name string) (bmc.BIOSRegistry, error) {
+	if name != "" {
+		if r, ok := c.registries.Load(name); ok {
+			return r.(bmc.BIOSRegistry), nil
+		}
+	}
 	d, err := findRegistry(api, name)
 	if err != nil || d == nil {
 		return nil, err
 	}
-	return parseRegistry(d), nil
+	reg := parseRegistry(d)
+	if name != "" {
+		c.registries.Store(name, reg)
+	}
+	return reg, nil
 }
 
 // maxRegistries bounds the registry files looked at.
@@ -452,7 +463,7 @@ func (cl *Client) SetBIOS(ctx context.Context, values bmc.BIOSValues) (bool, err
 		if err != nil {
 			return err
 		}
-		reg, err := registryOf(api, b.registry)
+		reg, err := cl.c.registryOf(api, b.registry)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package redfish
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -255,5 +256,28 @@ func TestBIOSOutOfBandChange(t *testing.T) {
 	reset, err := c.SetBIOS(context.Background(), bmc.BIOSValues{"ProcVirtualization": "Enabled"})
 	if err != nil || !reset {
 		t.Fatalf("reset %v, %v", reset, err)
+	}
+}
+
+// TestBIOSRegistryReadOncePerBMC: a registry is read from the BMC once
+// per name (its name changes with its content): the second read costs
+// only the system and its Bios, and gives the same registry.
+func TestBIOSRegistryReadOncePerBMC(t *testing.T) {
+	f := startFleet(t, sim.Options{Systems: 1})
+	c := open(t, newOpener(t, Options{}), endpoint(f.URL(), ""))
+	ctx := context.Background()
+	before := f.TotalRequests()
+	first, err := c.BIOSRegistry(ctx)
+	if err != nil || len(first) == 0 {
+		t.Fatalf("registry %v, %v", first, err)
+	}
+	cost := f.TotalRequests() - before
+	before = f.TotalRequests()
+	second, err := c.BIOSRegistry(ctx)
+	if err != nil || !reflect.DeepEqual(first, second) {
+		t.Fatalf("second read: %v, %v", second, err)
+	}
+	if again := f.TotalRequests() - before; again >= cost || again > 2 { // the system and its Bios
+		t.Fatalf("the second read made %d requests, the first %d: the registry is read again", again, cost)
 	}
 }

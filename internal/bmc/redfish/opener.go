@@ -248,6 +248,11 @@ type conn struct {
 	// secrets is what this BMC must not echo: the password, the Basic
 	// credentials and the latest session tokens (see noteToken).
 	secrets atomic.Pointer[redact.Secrets]
+	// registries caches the BIOS attribute registries this BMC served,
+	// by name: a registry's name changes with its content (the BIOS
+	// version is in it), and reading one is several requests of tens of
+	// KiB each (see registryOf).
+	registries sync.Map // string -> bmc.BIOSRegistry
 
 	mu            sync.Mutex
 	api           *gofish.APIClient // nil until logged in
