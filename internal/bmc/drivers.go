@@ -86,6 +86,10 @@ func capabilityName(v any) string {
 		return "firmware updates (UpdateService)"
 	case *TaskMonitor:
 		return "task monitors"
+	case *HealthGetter:
+		return "hardware health"
+	case *EventLogReader:
+		return "event log"
 	}
 	return reflect.TypeOf(v).Elem().String()
 }
@@ -109,7 +113,27 @@ var (
 	_ SecureBootSetter = (*guarded)(nil)
 	_ RAIDController   = (*guarded)(nil)
 	_ FirmwareUpdater  = (*guarded)(nil)
+	_ HealthGetter     = (*guarded)(nil)
+	_ EventLogReader   = (*guarded)(nil)
 )
+
+func (g *guarded) Health(ctx context.Context) (Health, error) {
+	h, err := capable[HealthGetter](g)
+	var out Health
+	if err == nil {
+		out, err = h.Health(ctx)
+	}
+	return out, g.check("read health", err)
+}
+
+func (g *guarded) EventLog(ctx context.Context, after string, max int) ([]LogEntry, error) {
+	l, err := capable[EventLogReader](g)
+	var out []LogEntry
+	if err == nil {
+		out, err = l.EventLog(ctx, after, max)
+	}
+	return out, g.check("read event log", err)
+}
 
 func (g *guarded) TaskStatus(ctx context.Context, t Task) (TaskStatus, error) {
 	m, err := capable[TaskMonitor](g)
