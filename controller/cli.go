@@ -792,6 +792,14 @@ func printNode(w io.Writer, n *api.Node) error {
 		fault += " since " + n.FaultSince.Format(time.RFC3339)
 	}
 	row("fault", fault)
+	health := n.Health.State
+	if len(n.Health.Reasons) > 0 {
+		health += ": " + strings.Join(n.Health.Reasons, "; ")
+	}
+	if n.Health.HottestC > 0 {
+		health += fmt.Sprintf(" (hottest %.0f °C)", n.Health.HottestC)
+	}
+	row("health", dash(health))
 	row("last error", dash(n.LastError))
 	row("class", dash(n.ResourceClass))
 	row("traits", dash(strings.Join(n.Traits, " ")))

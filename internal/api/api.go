@@ -100,10 +100,12 @@ type Node struct {
 	// RAID is every volume the node's storage is to have (null: the
 	// volumes are not managed); Firmware the firmware components to keep
 	// at a version ([] for none; null for members).
-	RAID       *[]Volume     `json:"raid"`
-	Firmware   []Firmware    `json:"firmware"`
-	Hardware   *NodeHardware `json:"hardware"`
-	Properties Properties    `json:"properties"`
+	RAID     *[]Volume     `json:"raid"`
+	Firmware []Firmware    `json:"firmware"`
+	Hardware *NodeHardware `json:"hardware"`
+	// Health is the hardware's health as the BMC last reported it.
+	Health     NodeHealth `json:"health"`
+	Properties Properties `json:"properties"`
 	// PropertyOverrides lists the properties the operator set (always
 	// shown as set, never changed by inspection); the others show what
 	// inspection found.
@@ -149,6 +151,22 @@ type Node struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   int64     `json:"version"`
+}
+
+// NodeHealth is a node's hardware health as its BMC last reported it
+// (read every --health-interval, apart from the power sync). Critical is
+// the hardware_critical fault.
+type NodeHealth struct {
+	// State is ok, warning, critical or unknown (never read, or the BMC
+	// reports none).
+	State string `json:"state"`
+	// Reasons say what is not ok, worst first.
+	Reasons []string `json:"reasons"`
+	// HottestC is the highest temperature read, °C (0: none).
+	HottestC   float64    `json:"hottest_c"`
+	FansFailed int        `json:"fans_failed"`
+	PSUsFailed int        `json:"psus_failed"`
+	ReadAt     *time.Time `json:"read_at"`
 }
 
 // NodeHardware is what the controller last read from a node's BMC of

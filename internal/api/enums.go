@@ -46,12 +46,17 @@ const (
 	// machine (last_error names it); it stays in enroll and acts on
 	// nothing.
 	FaultDuplicate Fault = "duplicate"
+	// FaultHardwareCritical: the BMC reports the hardware's health
+	// critical (Node.Health says why); out of scheduling until it reports
+	// it better.
+	FaultHardwareCritical Fault = "hardware_critical"
 )
 
 // Faults lists every fault a node can carry (FaultNone is not one).
 func Faults() []string {
 	return []string{string(FaultBMCUnreachable), string(FaultBMCAuthFailed), string(FaultBMCError), string(FaultBMCRefused),
-		string(FaultPowerMismatch), string(FaultDeployTimeout), string(FaultCleanFailed), string(FaultAgentLost), string(FaultDuplicate)}
+		string(FaultPowerMismatch), string(FaultDeployTimeout), string(FaultCleanFailed), string(FaultAgentLost), string(FaultDuplicate),
+		string(FaultHardwareCritical)}
 }
 
 // The ?fault= filter of GET /v1/nodes takes a fault, or one of these.
@@ -188,6 +193,9 @@ func RAIDLevels() []string { return []string{"0", "1", "5", "6", "10"} }
 // VolumeMediaTypes lists what a declared volume's media_type may be
 // ("": any).
 func VolumeMediaTypes() []string { return []string{"", "ssd", "hdd"} }
+
+// HealthStates lists a node's hardware health states.
+func HealthStates() []string { return []string{"ok", "warning", "critical", "unknown"} }
 
 // RootDeviceHints lists the keys of an instance's root_device hints.
 func RootDeviceHints() []string {

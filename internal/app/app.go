@@ -256,7 +256,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		MediaSettle: cfg.MediaSettle,
 		AgentBoot:   images != nil, AgentBIOSOnly: images != nil && agentBIOSOnly,
 		AgentTimeout: cfg.AgentTimeout, AgentURL: cfg.AgentURL,
-		ConfigureTimeout: cfg.ConfigureTimeout, SettingsSyncInterval: cfg.SettingsSyncInterval, CleanErase: cleanErase(cfg.CleanErase),
+		ConfigureTimeout: cfg.ConfigureTimeout, SettingsSyncInterval: cfg.SettingsSyncInterval, HealthInterval: cfg.HealthInterval, CleanErase: cleanErase(cfg.CleanErase),
 		CleanEraseByClass: byClass,
 		AgentNetboot:      images != nil && cfg.AgentNetboot,
 		InspectOnEnroll:   cfg.InspectOnEnroll,

@@ -103,6 +103,9 @@ type Config struct {
 	// nodes that declare some are read back (drift).
 	ConfigureTimeout     time.Duration
 	SettingsSyncInterval time.Duration
+	// HealthInterval is how often every node's hardware health and BMC
+	// event log are read.
+	HealthInterval time.Duration
 	// CleanErase is how cleanups erase disks with the deploy agent:
 	// "metadata", "full" or "off" ("" is off too).
 	CleanErase string
@@ -220,6 +223,9 @@ func (c *Config) Settings() []Setting {
 		{Name: "settings-sync-interval", Value: &c.SettingsSyncInterval, Default: 10 * time.Minute, Check: notNegative,
 			Help: "how often the hardware settings of nodes that declare some are read back from their BMCs, so a change made out of band shows as drift; 0 turns it off",
 			Doc:  "how often the hardware settings of nodes that declare some are read back from their BMCs, so an out-of-band change shows as drift in `terraform plan`; `0` turns it off (they are still read after every apply)"},
+		{Name: "health-interval", Value: &c.HealthInterval, Default: 5 * time.Minute, Check: notNegative,
+			Help: "how often every node's hardware health (system and chassis health, temperatures, fans, power supplies) and its BMC's new event log entries are read; critical health is the hardware_critical fault; 0 turns it off",
+			Doc:  "how often every node's hardware health (health rollups, temperatures, fans, power supplies) and its BMC's new event log entries (as node events) are read, apart from the power sync; critical health is the `hardware_critical` fault, which keeps the node out of scheduling and clears itself; `0` turns it off"},
 		{Name: "inspect-on-enroll", Value: &c.InspectOnEnroll,
 			Help: "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes only with --agent-netboot (they have no virtual media to boot the agent from)",
 			Doc:  "with `--agent-kernel`, inspect every node once its BMC is verified: `enroll` → `inspecting` → `available`, so inventory and properties are known before it is scheduled (IPMI nodes only with `--agent-netboot`: they have no virtual media for the agent)"},

@@ -64,7 +64,7 @@ const (
 )
 
 // Faults lists every fault value, for filters and validation.
-var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultBMCRefused, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed, FaultAgentLost, FaultDuplicate}
+var Faults = []Fault{FaultBMCUnreachable, FaultBMCAuthFailed, FaultBMCError, FaultBMCRefused, FaultPowerMismatch, FaultDeployTimeout, FaultCleanFailed, FaultAgentLost, FaultDuplicate, FaultHardwareCritical}
 
 // CleanErase is a node's own choice of how cleaning erases its disks
 // with the deploy agent; CleanEraseDefault leaves it to the node's
@@ -271,6 +271,9 @@ type Node struct {
 	// what the controller last read of them from the BMC.
 	Settings HardwareSettings
 	Observed HardwareObserved
+	// Health is what the controller last read of the node's hardware
+	// health (a FaultHardwareCritical when critical).
+	Health Health
 
 	// CleanErase, when set, wins over the resource class's and the
 	// controller's erase mode for this node's cleanings.

@@ -95,6 +95,7 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 		"InstanceCreate.deploy_method":               api.DeployMethods(),
 		"GET /v1/capacity ?deploy_method":            api.DeployMethods(),
 		"Volume.raid_level":                          api.RAIDLevels(),
+		"NodeHealth.state":                           api.HealthStates(),
 		"Volume.media_type":                          api.VolumeMediaTypes(),
 		"UnmetRequirement.requirement":               api.UnmetRequirements(),
 		"AgentCommand.erase":                         api.AgentEraseMethods(),
@@ -136,7 +137,7 @@ func TestOpenAPIEnumsAreTheAPIs(t *testing.T) {
 func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 	types := map[string]any{
 		"Problem": api.Problem{}, "Capacity": api.Capacity{}, "UnmetRequirement": api.UnmetRequirement{},
-		"Requirements": api.Requirements{}, "CapacityReport": api.CapacityReport{}, "NodeHardware": api.NodeHardware{},
+		"Requirements": api.Requirements{}, "CapacityReport": api.CapacityReport{}, "NodeHardware": api.NodeHardware{}, "NodeHealth": api.NodeHealth{},
 		"Volume": api.Volume{}, "ObservedVolume": api.ObservedVolume{}, "Firmware": api.Firmware{}, "Properties": api.Properties{},
 		"PropertiesPatch": api.PropertiesPatch{},
 		"BMC":             api.BMC{}, "BMCInput": api.BMCInput{}, "BMCPatch": api.BMCPatch{},
@@ -216,6 +217,7 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		"agent purposes":     {strs(baremetal.AgentPurposes), api.AgentPurposes()},
 		"unmet requirements": {baremetal.UnmetKinds, api.UnmetRequirements()},
 		"raid levels":        {slices.Sorted(maps.Keys(baremetal.RAIDLevels)), api.RAIDLevels()},
+		"health states":      {baremetal.HealthStates, api.HealthStates()},
 	} {
 		if !sameSet(c.domain, c.wire) {
 			t.Errorf("%s: the domain has %q, the API %q", what, sorted(c.domain), sorted(c.wire))

@@ -31,6 +31,8 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 		Fault: api.Fault(n.Fault), LastError: n.LastError, FaultSince: n.FaultSince, BMCFailures: n.BMCFailures,
 		InstanceID: n.InstanceID, InspectedAt: n.InspectedAt, CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Version: n.Version,
 		Flow: flowOut(n.Flow), Ports: []api.NodePort{},
+		Health: api.NodeHealth{State: n.Health.StateOrUnknown(), Reasons: append([]string{}, n.Health.Reasons...), HottestC: n.Health.HottestC,
+			FansFailed: n.Health.FansFailed, PSUsFailed: n.Health.PSUsFailed, ReadAt: n.Health.ReadAt},
 	}
 	out.BIOSSettings = map[string]string{}
 	if !c.Admin() {

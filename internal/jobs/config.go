@@ -21,6 +21,10 @@ const DefaultPowerSyncInterval = 60 * time.Second
 // the hardware settings of nodes that declare some.
 const DefaultSettingsSyncInterval = 10 * time.Minute
 
+// DefaultHealthInterval is how often a controller should read its nodes'
+// hardware health.
+const DefaultHealthInterval = 5 * time.Minute
+
 // Config configures a Runner. Zero durations and counts take the defaults
 // documented on each field, so a Config with only Store and BMC works
 // (PowerSyncInterval excepted).
@@ -151,6 +155,9 @@ type Config struct {
 	// that declare some are read back from their BMCs (drift); 0 turns
 	// the periodic read off.
 	SettingsSyncInterval time.Duration
+	// HealthInterval is how often every node's hardware health and BMC
+	// event log are read; 0 turns it off.
+	HealthInterval time.Duration
 
 	// agentStallAfter replaces agentStall's five minutes in tests.
 	agentStallAfter time.Duration
@@ -172,7 +179,8 @@ type ImageChecker interface {
 // settings table (app.Config.Settings) says the same; an app test holds
 // them together.
 func Defaults() Config {
-	c := Config{PowerSyncInterval: DefaultPowerSyncInterval, SettingsSyncInterval: DefaultSettingsSyncInterval}.withDefaults()
+	c := Config{PowerSyncInterval: DefaultPowerSyncInterval, SettingsSyncInterval: DefaultSettingsSyncInterval,
+		HealthInterval: DefaultHealthInterval}.withDefaults()
 	c.AgentTimeout = c.agentTimeout()
 	c.ConfigureTimeout = c.configureTimeout()
 	return c
@@ -230,7 +238,7 @@ func (c Config) validate() error {
 		"MaintenancePoll": c.MaintenancePoll, "BusyPoll": c.BusyPoll,
 		"PowerSyncInterval": c.PowerSyncInterval, "FetchCooldown": c.FetchCooldown, "FetchPollInterval": c.FetchPollInterval,
 		"HeartbeatInterval": c.HeartbeatInterval, "ReplicaTimeout": c.ReplicaTimeout,
-		"ConfigureTimeout": c.ConfigureTimeout, "SettingsSyncInterval": c.SettingsSyncInterval,
+		"ConfigureTimeout": c.ConfigureTimeout, "SettingsSyncInterval": c.SettingsSyncInterval, "HealthInterval": c.HealthInterval,
 	} {
 		if d < 0 {
 			errs = append(errs, errors.New(name+" must not be negative"))

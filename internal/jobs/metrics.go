@@ -134,7 +134,7 @@ var queuedStates = []string{"available", "scheduled", "retryable", "running", "p
 // jobKinds are every kind the runner works.
 var jobKinds = []string{VerifyArgs{}.Kind(), DeployArgs{}.Kind(), CleanupArgs{}.Kind(), PowerArgs{}.Kind(),
 	RetireArgs{}.Kind(), SyncNodeArgs{}.Kind(), InspectArgs{}.Kind(), ConfigureArgs{}.Kind(), PowerSyncArgs{}.Kind(), PowerSyncBatchArgs{}.Kind(),
-	SettingsSyncArgs{}.Kind(), ReadSettingsArgs{}.Kind()}
+	SettingsSyncArgs{}.Kind(), ReadSettingsArgs{}.Kind(), HealthSyncArgs{}.Kind(), ReadHealthArgs{}.Kind()}
 
 func newJobCollector(st store.Store, log interface{ Warn(string, ...any) }) *jobCollector {
 	return &jobCollector{st: st, log: log, depth: prometheus.NewDesc("baremetal_jobs",

@@ -107,6 +107,8 @@ func New(cfg Config) (*Runner, error) {
 	river.AddWorker(workers, &configureWorker{nodeWorker[ConfigureArgs]{nodeWork: r.nodeWork}})
 	river.AddWorker(workers, &readSettingsWorker{nodeWork: r.nodeWork})
 	river.AddWorker(workers, &settingsSyncWorker{r: r})
+	river.AddWorker(workers, &readHealthWorker{nodeWork: r.nodeWork})
+	river.AddWorker(workers, &healthSyncWorker{r: r})
 	river.AddWorker(workers, &powerSyncWorker{r: r})
 	river.AddWorker(workers, &powerSyncBatchWorker{r: r})
 
@@ -162,6 +164,19 @@ func New(cfg Config) (*Runner, error) {
 				return SettingsSyncArgs{}, &opts
 			},
 			&river.PeriodicJobOpts{ID: "settings_sync", RunOnStart: true},
+		))
+	}
+	if iv := cfg.HealthInterval; iv > 0 {
+		rcfg.PeriodicJobs = append(rcfg.PeriodicJobs, river.NewPeriodicJob(
+			river.PeriodicInterval(iv),
+			func() (river.JobArgs, *river.InsertOpts) {
+				opts := HealthSyncArgs{}.InsertOpts()
+				if iv >= time.Second {
+					opts.UniqueOpts = river.UniqueOpts{ByPeriod: iv}
+				}
+				return HealthSyncArgs{}, &opts
+			},
+			&river.PeriodicJobOpts{ID: "health_sync", RunOnStart: true},
 		))
 	}
 	q, err := newQueue(cfg.Store, rcfg)

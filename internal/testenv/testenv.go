@@ -59,6 +59,9 @@ type Options struct {
 	// controller's (app.Config): how often declared hardware settings are
 	// read back, how long a BMC may take to show them after a reset.
 	SettingsSyncInterval, ConfigureTimeout time.Duration
+	// HealthInterval, when set, replaces the controller's: how often
+	// node health and BMC event logs are read.
+	HealthInterval time.Duration
 	// InspectLLDPWait, when set, is how long an inspection's agent
 	// listens for LLDP (app.Config); zero keeps the controller's default.
 	InspectLLDPWait time.Duration
@@ -156,6 +159,9 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	if opts.ConfigureTimeout > 0 {
 		cfg.ConfigureTimeout = opts.ConfigureTimeout
+	}
+	if opts.HealthInterval > 0 {
+		cfg.HealthInterval = opts.HealthInterval
 	}
 	if opts.AgentHost != "" {
 		// The agent's URL names the controller's port, so the port is

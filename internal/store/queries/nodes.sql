@@ -17,7 +17,7 @@ INSERT INTO nodes (
     maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures,
     next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override, local_gb_override,
     cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch,
-    clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, bmc_key, created_at, updated_at, version, id
+    clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, bmc_key, created_at, updated_at, version, id
 ) VALUES (
     sqlc.arg(name), sqlc.arg(driver), sqlc.arg(bmc_address), sqlc.arg(bmc_username),
     sqlc.arg(bmc_password_sealed), sqlc.arg(bmc_insecure), sqlc.arg(bmc_system_id),
@@ -30,7 +30,7 @@ INSERT INTO nodes (
     sqlc.arg(inspected_cpus), sqlc.arg(inspected_memory_mb), sqlc.arg(inspected_local_gb),
     sqlc.arg(inspected_cpu_arch), sqlc.arg(clean_erase), sqlc.narg(inspect_on_enroll),
     sqlc.arg(flow), sqlc.arg(traits), sqlc.arg(derived_traits), sqlc.arg(owner),
-    sqlc.arg(hardware_settings), sqlc.arg(hardware_observed), sqlc.narg(bmc_key), sqlc.arg(now), sqlc.arg(now), CAST(sqlc.arg(version) AS BIGINT) + 1,
+    sqlc.arg(hardware_settings), sqlc.arg(hardware_observed), sqlc.arg(health), sqlc.narg(bmc_key), sqlc.arg(now), sqlc.arg(now), CAST(sqlc.arg(version) AS BIGINT) + 1,
     sqlc.arg(id)
 );
 
@@ -60,6 +60,7 @@ UPDATE nodes SET
     inspect_on_enroll = sqlc.narg(inspect_on_enroll), flow = sqlc.arg(flow),
     traits = sqlc.arg(traits), derived_traits = sqlc.arg(derived_traits), owner = sqlc.arg(owner),
     hardware_settings = sqlc.arg(hardware_settings), hardware_observed = sqlc.arg(hardware_observed),
+    health = sqlc.arg(health),
     bmc_key = CASE
         WHEN bmc_key IS NULL AND driver = sqlc.arg(driver) AND bmc_address = sqlc.arg(bmc_address)
             AND bmc_system_id = sqlc.arg(bmc_system_id) THEN NULL

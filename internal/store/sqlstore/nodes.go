@@ -118,6 +118,11 @@ func (q Queries) node(r *NodeRow) (*baremetal.Node, error) {
 			return nil, fmt.Errorf("node %s: hardware observed: %w", n.ID, err)
 		}
 	}
+	if r.Health != "" {
+		if err := json.Unmarshal([]byte(r.Health), &n.Health); err != nil {
+			return nil, fmt.Errorf("node %s: health: %w", n.ID, err)
+		}
+	}
 	if r.Flow != "" {
 		n.Flow = new(baremetal.Flow)
 		if err := json.Unmarshal([]byte(r.Flow), n.Flow); err != nil {
@@ -182,6 +187,14 @@ func (q Queries) nodeWrite(n *baremetal.Node) (NodeWrite, error) {
 		}
 		observed = string(b)
 	}
+	health := ""
+	if h := n.Health; h.ReadAt != nil || h.State != "" || h.LogAfter != "" {
+		b, err := json.Marshal(h)
+		if err != nil {
+			return NodeWrite{}, fmt.Errorf("node %s: health: %w", n.Name, err)
+		}
+		health = string(b)
+	}
 	return NodeWrite{
 		Name: n.Name, Driver: string(n.Driver), BMCAddress: n.BMC.Address, BMCUsername: n.BMC.Username,
 		BMCPasswordSealed: sealed, BMCInsecure: n.BMC.Insecure, BMCSystemID: n.BMC.SystemID,
@@ -196,7 +209,7 @@ func (q Queries) nodeWrite(n *baremetal.Node) (NodeWrite, error) {
 		InspectedMemoryMB: int64(n.Inspected.MemoryMB), InspectedLocalGB: int64(n.Inspected.LocalGB),
 		InspectedCPUArch: n.Inspected.CPUArch, CleanErase: string(n.CleanErase), InspectOnEnroll: n.InspectOnEnroll,
 		Flow: flow, Traits: joinTraits(n.Traits), DerivedTraits: joinTraits(n.DerivedTraits), Owner: n.Owner,
-		HardwareSettings: settings, HardwareObserved: observed, BMCKey: key,
+		HardwareSettings: settings, HardwareObserved: observed, Health: health, BMCKey: key,
 	}, nil
 }
 

@@ -55,6 +55,7 @@ type NodeRow struct {
 	Owner             string
 	HardwareSettings  string
 	HardwareObserved  string
+	Health            string
 	InspectedAt       Time
 }
 
@@ -102,6 +103,7 @@ type NodeWrite struct {
 	Owner             string
 	HardwareSettings  string
 	HardwareObserved  string
+	Health            string
 	BMCKey            *string
 	Now               Time
 	Version           int64

@@ -230,8 +230,11 @@ func testHardwareSettingsRoundTrip(t *testing.T, s store.Store) {
 	n.Settings = baremetal.HardwareSettings{BIOS: map[string]string{"ProcVirtualization": "Enabled", "NumaNodesPerSocket": "2"}, SecureBoot: &on}
 	n.Observed = baremetal.HardwareObserved{BIOS: map[string]string{"ProcVirtualization": "Disabled"}, Registry: "BiosAttributeRegistry.v1_0_0",
 		Lacks: []string{"Secure Boot"}, ReadAt: &at}
+	n.Health = baremetal.Health{State: baremetal.HealthWarning, Reasons: []string{"fan Fan3: Warning (900 RPM)"}, HottestC: 71.5,
+		FansFailed: 1, LogAfter: "0000000042", ReadAt: &at}
 	insertNode(t, s, n)
 	got := getNode(t, s, n.ID)
+	same(t, "health", n.Health, got.Health)
 	same(t, "hardware settings", n.Settings, got.Settings)
 	same(t, "hardware observed", n.Observed, got.Observed)
 	got.Settings, got.Observed = baremetal.HardwareSettings{}, baremetal.HardwareObserved{}

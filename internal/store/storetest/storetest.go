@@ -431,6 +431,8 @@ func undoNodeColumns(t *testing.T, s store.Store, version int, columns ...string
 	rawExec(t, s, `ALTER TABLE nodes DROP COLUMN hardware_observed`)
 	rawExec(t, s, `DROP TABLE bios_registries`)
 	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 20`)
+	rawExec(t, s, `ALTER TABLE nodes DROP COLUMN health`)
+	rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 21`)
 	if version < 14 {
 		rawExec(t, s, `DELETE FROM schema_migrations WHERE version = 14`)
 		columns = append(columns, "flow")

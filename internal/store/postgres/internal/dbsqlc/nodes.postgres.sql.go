@@ -12,7 +12,7 @@ import (
 )
 
 const claimNode = `-- name: ClaimNode :one
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
   AND CASE WHEN $1::text = '' THEN true ELSE resource_class = $1 END
   AND CASE WHEN $2::text = '' THEN true ELSE driver = $2 END
@@ -101,6 +101,7 @@ func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver st
 		&i.Owner,
 		&i.HardwareSettings,
 		&i.HardwareObserved,
+		&i.Health,
 		&i.InspectedAt,
 	)
 	return &i, err
@@ -136,7 +137,7 @@ func (q *Queries) GetInventories(ctx context.Context, idsJson string) ([]*NodeIn
 
 const getNode = `-- name: GetNode :one
 
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id = $1 OR name = $1
 ORDER BY id = $1 DESC
 LIMIT 1
@@ -195,13 +196,14 @@ func (q *Queries) GetNode(ctx context.Context, idOrName string) (*NodeRow, error
 		&i.Owner,
 		&i.HardwareSettings,
 		&i.HardwareObserved,
+		&i.Health,
 		&i.InspectedAt,
 	)
 	return &i, err
 }
 
 const getNodeForUpdate = `-- name: GetNodeForUpdate :one
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id = $1 OR name = $1
 ORDER BY id = $1 DESC
 LIMIT 1
@@ -259,13 +261,14 @@ func (q *Queries) GetNodeForUpdate(ctx context.Context, idOrName string) (*NodeR
 		&i.Owner,
 		&i.HardwareSettings,
 		&i.HardwareObserved,
+		&i.Health,
 		&i.InspectedAt,
 	)
 	return &i, err
 }
 
 const getNodes = `-- name: GetNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id IN (SELECT jsonb_array_elements_text($1::text::jsonb))
 ORDER BY id
 `
@@ -326,6 +329,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 			&i.Owner,
 			&i.HardwareSettings,
 			&i.HardwareObserved,
+			&i.Health,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -339,7 +343,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 }
 
 const listNodes = `-- name: ListNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id > $1 AND provision_state <> $2
 ORDER BY id
 LIMIT $3::bigint
@@ -401,6 +405,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 			&i.Owner,
 			&i.HardwareSettings,
 			&i.HardwareObserved,
+			&i.Health,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -414,7 +419,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 }
 
 const listNodesFiltered = `-- name: ListNodesFiltered :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id > $1 AND provision_state <> $2
   AND CASE WHEN $3::text = '' THEN true ELSE provision_state = $3 END
   AND CASE WHEN $4::boolean IS NULL THEN true ELSE maintenance = $4 END
@@ -535,6 +540,7 @@ func (q *Queries) ListNodesFiltered(ctx context.Context, arg ListNodesFilteredPa
 			&i.Owner,
 			&i.HardwareSettings,
 			&i.HardwareObserved,
+			&i.Health,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err

@@ -151,6 +151,7 @@ type NodeRow struct {
 	Owner             string
 	HardwareSettings  string
 	HardwareObserved  string
+	Health            string
 	InspectedAt       sqlstore.Time
 }
 

@@ -76,7 +76,7 @@ INSERT INTO nodes (
     maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures,
     next_check_at, last_seen_at, instance_id, cpus_override, memory_mb_override, local_gb_override,
     cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch,
-    clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, bmc_key, created_at, updated_at, version, id
+    clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, bmc_key, created_at, updated_at, version, id
 ) VALUES (
     ?1, ?2, ?3, ?4,
     ?5, ?6, ?7,
@@ -89,8 +89,8 @@ INSERT INTO nodes (
     ?29, ?30, ?31,
     ?32, ?33, ?34,
     ?35, ?36, ?37, ?38,
-    ?39, ?40, ?41, ?42, ?42, CAST(?43 AS BIGINT) + 1,
-    ?44
+    ?39, ?40, ?41, ?42, ?43, ?43, CAST(?44 AS BIGINT) + 1,
+    ?45
 )
 `
 
@@ -135,6 +135,7 @@ type InsertNodeParams struct {
 	Owner             string
 	HardwareSettings  string
 	HardwareObserved  string
+	Health            string
 	BMCKey            *string
 	Now               sqlstore.Time
 	Version           int64
@@ -186,6 +187,7 @@ func (q *Queries) InsertNode(ctx context.Context, arg InsertNodeParams) (int64, 
 		arg.Owner,
 		arg.HardwareSettings,
 		arg.HardwareObserved,
+		arg.Health,
 		arg.BMCKey,
 		arg.Now,
 		arg.Version,
@@ -356,13 +358,14 @@ UPDATE nodes SET
     inspect_on_enroll = ?34, flow = ?35,
     traits = ?36, derived_traits = ?37, owner = ?38,
     hardware_settings = ?39, hardware_observed = ?40,
+    health = ?41,
     bmc_key = CASE
         WHEN bmc_key IS NULL AND driver = ?2 AND bmc_address = ?3
             AND bmc_system_id = ?7 THEN NULL
-        ELSE CAST(?41 AS TEXT)
+        ELSE CAST(?42 AS TEXT)
     END,
-    updated_at = ?42, version = version + 1
-WHERE version = ?43 AND id = ?44
+    updated_at = ?43, version = version + 1
+WHERE version = ?44 AND id = ?45
 `
 
 type UpdateNodeParams struct {
@@ -406,6 +409,7 @@ type UpdateNodeParams struct {
 	Owner             string
 	HardwareSettings  string
 	HardwareObserved  string
+	Health            string
 	BMCKey            *string
 	Now               sqlstore.Time
 	Version           int64
@@ -458,6 +462,7 @@ func (q *Queries) UpdateNode(ctx context.Context, arg UpdateNodeParams) (int64, 
 		arg.Owner,
 		arg.HardwareSettings,
 		arg.HardwareObserved,
+		arg.Health,
 		arg.BMCKey,
 		arg.Now,
 		arg.Version,

@@ -12,7 +12,7 @@ import (
 )
 
 const claimNode = `-- name: ClaimNode :one
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE provision_state = 'available' AND NOT maintenance AND fault = '' AND instance_id = ''
   AND (CAST(?1 AS TEXT) = '' OR resource_class = ?1)
   AND (CAST(?2 AS TEXT) = '' OR driver = ?2)
@@ -91,6 +91,7 @@ func (q *Queries) ClaimNode(ctx context.Context, resourceClass string, driver st
 		&i.Owner,
 		&i.HardwareSettings,
 		&i.HardwareObserved,
+		&i.Health,
 		&i.InspectedAt,
 	)
 	return &i, err
@@ -129,7 +130,7 @@ func (q *Queries) GetInventories(ctx context.Context, idsJson string) ([]*NodeIn
 
 const getNode = `-- name: GetNode :one
 
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id = ?1 OR name = ?1
 ORDER BY id = ?1 DESC
 LIMIT 1
@@ -189,13 +190,14 @@ func (q *Queries) GetNode(ctx context.Context, idOrName string) (*NodeRow, error
 		&i.Owner,
 		&i.HardwareSettings,
 		&i.HardwareObserved,
+		&i.Health,
 		&i.InspectedAt,
 	)
 	return &i, err
 }
 
 const getNodes = `-- name: GetNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY id
 `
@@ -256,6 +258,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 			&i.Owner,
 			&i.HardwareSettings,
 			&i.HardwareObserved,
+			&i.Health,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -272,7 +275,7 @@ func (q *Queries) GetNodes(ctx context.Context, idsJson string) ([]*NodeRow, err
 }
 
 const listNodes = `-- name: ListNodes :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id > ?1 AND provision_state <> ?2
 ORDER BY id
 LIMIT ?3
@@ -334,6 +337,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 			&i.Owner,
 			&i.HardwareSettings,
 			&i.HardwareObserved,
+			&i.Health,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
@@ -350,7 +354,7 @@ func (q *Queries) ListNodes(ctx context.Context, after string, hideState string,
 }
 
 const listNodesFiltered = `-- name: ListNodesFiltered :many
-SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, inspected_at FROM node_rows
+SELECT id, name, driver, bmc_address, bmc_username, bmc_password_sealed, bmc_insecure, bmc_system_id, bmc_cipher_suite, resource_class, cpus, memory_mb, local_gb, cpu_arch, maintenance, maintenance_reason, power_state, provision_state, fault, last_error, fault_since, bmc_failures, next_check_at, last_seen_at, instance_id, created_at, updated_at, version, cpus_override, memory_mb_override, local_gb_override, cpu_arch_override, inspected_cpus, inspected_memory_mb, inspected_local_gb, inspected_cpu_arch, clean_erase, inspect_on_enroll, flow, traits, derived_traits, owner, hardware_settings, hardware_observed, health, inspected_at FROM node_rows
 WHERE id > ?1 AND provision_state <> ?2
   AND (CAST(?3 AS TEXT) = '' OR provision_state = ?3)
   AND (maintenance = CAST(?4 AS BOOLEAN) OR ?4 IS NULL)
@@ -469,6 +473,7 @@ func (q *Queries) ListNodesFiltered(ctx context.Context, arg ListNodesFilteredPa
 			&i.Owner,
 			&i.HardwareSettings,
 			&i.HardwareObserved,
+			&i.Health,
 			&i.InspectedAt,
 		); err != nil {
 			return nil, err
