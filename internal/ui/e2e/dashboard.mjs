@@ -216,6 +216,7 @@ try {
     // derived (here from the BMC at verify), and who may use the node.
     assert((await admin.locator('#f-derived-traits').textContent()).includes('HW_ARCH_X86_64'), 'derived traits: ' + await admin.locator('#f-derived-traits').textContent());
     assert(await admin.locator('#f-owner').textContent() === 'any project', 'the owner: ' + await admin.locator('#f-owner').textContent());
+    assert(/^(unknown|ok)/.test(await admin.locator('#f-health').textContent()), 'the health: ' + await admin.locator('#f-health').textContent());
     await admin.screenshot({ path: join(SHOTS, 'node-inventory.png') });
     // This controller serves no deploy agent: the API refuses (422), and
     // its problem document says why, on the page.

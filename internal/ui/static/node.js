@@ -253,6 +253,8 @@ export function nodeDetail(root, { params, role }) {
       ['Maintenance', h('span', { id: 'f-maintenance' }, n.maintenance ? `yes: ${n.maintenance_reason}` : 'no')],
       ['Fault', h('span', { id: 'f-fault', class: n.fault ? 'bad' : '' }, n.fault || 'none')],
       n.fault_since ? ['Fault since', h('span', null, timeEl(n.fault_since), ` (${ago(n.fault_since)})`)] : null,
+      ['Health', h('span', { id: 'f-health', class: n.health && n.health.state === 'critical' ? 'bad' : '' },
+        n.health ? [n.health.state, ...(n.health.reasons || [])].join(': ') + (n.health.hottest_c ? ` (hottest ${Math.round(n.health.hottest_c)} °C)` : '') : '')],
       admin ? ['Last error', h('span', { id: 'f-last-error' }, n.last_error || '')] : null,
       ['Instance', instanceCell(n)],
     ]));
