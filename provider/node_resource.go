@@ -97,7 +97,10 @@ func (r *NodeResource) Create(ctx context.Context, req resource.CreateRequest, r
 	node, err = waitVerified(ctx, r.client, node.ID, timeout)
 	// Declared hardware settings are applied before the node is ever
 	// available (after its inspection, when it is inspected on enroll).
-	waited := false
+	// A new node's hardware settings are this create's: whatever the
+	// node says of them once verified is their outcome, even when the
+	// controller applied (or refused) them before the wait looked.
+	waited := err == nil && plan.declaresSettings()
 	if err == nil && plan.declaresSettings() && settingsPending(node) {
 		var last *api.Node
 		last, err = waitConfigured(ctx, r.client, node.ID, timeout)
