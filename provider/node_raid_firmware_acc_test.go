@@ -244,3 +244,65 @@ func TestAccNodeFirmware(t *testing.T) {
 		},
 	})
 }
+
+// TestAccNodeDataSourcesHardware: baremetal_node and baremetal_nodes
+// show the node's declared BIOS settings and Secure Boot, and what the
+// controller read of them (hardware), drift included.
+func TestAccNodeDataSourcesHardware(t *testing.T) {
+	t.Parallel()
+	env := accEnv(t, testenv.Options{Systems: 1, SettingsSyncInterval: 500 * time.Millisecond})
+	c := accClient(t, env, env.AdminToken)
+	sys := env.Sim.SystemIDs()[0]
+	cfg := func(lifecycle string) string {
+		return providerConfig(env, env.AdminToken) + nodeHCL(env, "hw", "hw", "rc", 0, `
+  bios_settings = { ProcVirtualization = "Disabled" }
+  secure_boot   = true
+`+lifecycle) + `
+data "baremetal_node" "hw" {
+  name       = "hw"
+  depends_on = [baremetal_node.hw]
+}
+data "baremetal_nodes" "all" {
+  depends_on = [baremetal_node.hw]
+}
+`
+	}
+	const one, all = "data.baremetal_node.hw", "data.baremetal_nodes.all"
+	check := func(unmet ...string) resource.TestCheckFunc {
+		var checks []resource.TestCheckFunc
+		for _, ds := range []struct{ addr, prefix string }{{one, ""}, {all, "nodes.0."}} {
+			checks = append(checks,
+				resource.TestCheckResourceAttr(ds.addr, ds.prefix+"bios_settings.%", "1"),
+				resource.TestCheckResourceAttr(ds.addr, ds.prefix+"bios_settings.ProcVirtualization", "Disabled"),
+				resource.TestCheckResourceAttr(ds.addr, ds.prefix+"secure_boot", "true"),
+				resource.TestCheckResourceAttrSet(ds.addr, ds.prefix+"hardware.read_at"),
+				resource.TestCheckResourceAttr(ds.addr, ds.prefix+"hardware.waiting", "false"),
+				resource.TestCheckResourceAttr(ds.addr, ds.prefix+"hardware.lacks.#", "0"),
+				resource.TestCheckResourceAttr(ds.addr, ds.prefix+"hardware.unmet.#", fmt.Sprint(len(unmet))),
+			)
+			for i, u := range unmet {
+				checks = append(checks, resource.TestCheckResourceAttr(ds.addr, fmt.Sprintf("%shardware.unmet.%d", ds.prefix, i), u))
+			}
+		}
+		return resource.ComposeAggregateTestCheckFunc(checks...)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		CheckDestroy:             checkNodesGone(c),
+		Steps: []resource.TestStep{
+			{Config: cfg(""), Check: check()},
+			{
+				// Changed at the console, left so by the resource: the
+				// data sources show the drift.
+				PreConfig: func() {
+					if err := env.Sim.SetBIOSAttribute(sys, "ProcVirtualization", "Enabled"); err != nil {
+						t.Fatal(err)
+					}
+					waitUnmet(t, c, "hw", "bios_settings.ProcVirtualization: want Disabled, is Enabled")
+				},
+				Config: cfg("  lifecycle {\n    ignore_changes = [bios_settings]\n  }\n"),
+				Check:  check("bios_settings.ProcVirtualization: want Disabled, is Enabled"),
+			},
+		},
+	})
+}
