@@ -58,8 +58,8 @@ var firmwareAttrTypes = map[string]attr.Type{
 var firmwareObjectType = types.ObjectType{AttrTypes: firmwareAttrTypes}
 
 const raidDesc = "Every logical (RAID) volume the node's storage controller is to have. The controller makes the declared " +
-	"volumes that are missing and deletes the volumes the BMC has that are not declared (so `raid = []` deletes them " +
-	"all), in `configuring`, like `bios_settings`; the apply waits for it (unless `wait_for_available` is `false`). A " +
+	"volumes that are missing and deletes the volumes the BMC has that are not declared, or not as declared (with " +
+	"their data; `raid = []` deletes them all), in `configuring`, like `bios_settings`; the apply waits for it (unless `wait_for_available` is `false`). A " +
 	"volume's drives are `drive_count` drives not in another volume, of `media_type` when set, the smallest first; or the " +
 	"drives `drive_ids` names. The plan shows the volumes the BMC has as the controller last read them (every " +
 	"`--settings-sync-interval`): when they are what is declared, the declaration; otherwise the volumes the BMC has, so a " +
@@ -102,9 +102,10 @@ func raidAttribute() schema.ListNestedAttribute {
 				Optional:            true,
 			},
 			"drive_ids": schema.ListAttribute{
-				MarkdownDescription: "The drives, by their id on the BMC's storage controller. Either this or `drive_count`.",
-				ElementType:         types.StringType,
-				Optional:            true,
+				MarkdownDescription: "The drives, by their Redfish `@odata.id` (as the BMC's storage lists them, e.g. " +
+					"`/redfish/v1/Systems/1/Storage/RAID.1/Drives/Disk.0`). Either this or `drive_count`.",
+				ElementType: types.StringType,
+				Optional:    true,
 			},
 		}},
 	}
