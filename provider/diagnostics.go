@@ -40,6 +40,7 @@ const (
 	attrPlain  attrKind = iota // string, bool, number: no children
 	attrObject                 // single nested: children by name
 	attrMap                    // map: children by key
+	attrList                   // list of objects: children by index, then name
 )
 
 // fieldPath maps the API's JSON path of an offending field ("bmc.address",
@@ -52,6 +53,18 @@ func fieldPath(field string, attrs map[string]attrKind) (path.Path, bool) {
 	}
 	root, rest, nested := strings.Cut(field, ".")
 	kind, ok := attrs[root]
+	if name, idx, isElem := strings.Cut(root, "["); !ok && isElem && attrs[name] == attrList {
+		// An element of a list of objects ("raid[1].drive_count").
+		i, err := strconv.Atoi(strings.TrimSuffix(idx, "]"))
+		if err != nil {
+			return path.Root(name), true
+		}
+		p := path.Root(name).AtListIndex(i)
+		if nested {
+			p = p.AtName(strings.Split(rest, "[")[0])
+		}
+		return p, true
+	}
 	if !ok {
 		// An element of a set ("traits[2]"): sets have no index in
 		// Terraform, the diagnostic points at the whole attribute.

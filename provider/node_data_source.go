@@ -117,6 +117,41 @@ func nodeDataAttributes() map[string]schema.Attribute {
 		},
 		"inventory": inventoryDataSourceAttribute(),
 		"ports":     portsDataSourceAttribute(),
+		"bios_settings": schema.MapAttribute{
+			MarkdownDescription: "The BIOS attributes the node declares, with the values declared (`hardware.unmet` says which the BMC " +
+				"does not show). Empty when none, and for a caller who is not an admin.",
+			ElementType: types.StringType,
+			Computed:    true,
+		},
+		"secure_boot": schema.BoolAttribute{
+			MarkdownDescription: "Whether the node declares UEFI Secure Boot on (`true`) or off (`false`); null when it leaves it as it is.",
+			Computed:            true,
+		},
+		"hardware": schema.SingleNestedAttribute{
+			MarkdownDescription: "What the controller last read from the BMC of the hardware settings the node declares.",
+			Computed:            true,
+			Attributes: map[string]schema.Attribute{
+				"read_at": schema.StringAttribute{
+					MarkdownDescription: "When the settings were last read (RFC 3339), null if never.",
+					Computed:            true,
+				},
+				"unmet": schema.ListAttribute{
+					MarkdownDescription: "The declared settings the BMC does not show (e.g. `raid.data: want RAID 5, is missing`): " +
+						"drift, or what is still being applied. Empty when every setting is in effect.",
+					ElementType: types.StringType,
+					Computed:    true,
+				},
+				"lacks": schema.ListAttribute{
+					MarkdownDescription: "What the BMC lacks of what the settings need (`BIOS settings`, `Secure Boot`).",
+					ElementType:         types.StringType,
+					Computed:            true,
+				},
+				"waiting": schema.BoolAttribute{
+					MarkdownDescription: "The settings were asked for while the node was busy: the controller applies them once it is free.",
+					Computed:            true,
+				},
+			},
+		},
 	}
 }
 

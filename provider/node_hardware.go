@@ -174,13 +174,13 @@ func badBIOSValue(v string) string {
 }
 
 // hardwareUnlessSettingsChange plans hardware as the refresh read it
-// unless the update changes bios_settings or secure_boot, which makes
-// the controller apply and read them again.
+// unless the update changes bios_settings, secure_boot, raid or
+// firmware, which makes the controller apply and read them again.
 type hardwareUnlessSettingsChange struct{}
 
 var _ planmodifier.Object = hardwareUnlessSettingsChange{}
 
-const hardwareUnlessSettingsChangeDesc = "Keeps the value the refresh read unless the update changes bios_settings or secure_boot."
+const hardwareUnlessSettingsChangeDesc = "Keeps the value the refresh read unless the update changes bios_settings, secure_boot, raid or firmware."
 
 func (hardwareUnlessSettingsChange) Description(context.Context) string {
 	return hardwareUnlessSettingsChangeDesc
@@ -203,7 +203,16 @@ func (hardwareUnlessSettingsChange) PlanModifyObject(ctx context.Context, req pl
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if _, changed := biosPatch(planBIOS, stateBIOS); !changed && planSB.Equal(stateSB) {
+	var planRAID, stateRAID, planFW, stateFW types.List
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("raid"), &planRAID)...)
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("raid"), &stateRAID)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("firmware"), &planFW)...)
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("firmware"), &stateFW)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if _, changed := biosPatch(planBIOS, stateBIOS); !changed && planSB.Equal(stateSB) &&
+		!raidChanged(planRAID, stateRAID) && !firmwareChanged(planFW, stateFW) {
 		resp.PlanValue = req.StateValue
 	}
 }
@@ -253,6 +262,17 @@ func settingsPatch(p *api.NodePatch, plan, state *nodeResourceModel) bool {
 	if !plan.SecureBoot.Equal(state.SecureBoot) {
 		p.SecureBoot, changed = &api.Nullable[bool]{Value: plan.SecureBoot.ValueBoolPointer()}, true
 	}
+	if raidChanged(plan.RAID, state.RAID) {
+		p.RAID, changed = &api.Nullable[[]api.Volume]{Value: volumesFrom(plan.RAID)}, true
+	}
+	if firmwareChanged(plan.Firmware, state.Firmware) {
+		// The whole list, or null: none managed any more.
+		var fw *[]api.Firmware
+		if l := firmwareFrom(plan.Firmware); len(l) > 0 {
+			fw = &l
+		}
+		p.Firmware, changed = &api.Nullable[[]api.Firmware]{Value: fw}, true
+	}
 	return changed
 }
 
@@ -287,6 +307,7 @@ func (m *nodeResourceModel) setSettingsFromAPI(n *api.Node) diag.Diagnostics {
 	if n.SecureBoot != nil && hw.SecureBoot != nil {
 		m.SecureBoot = types.BoolValue(*hw.SecureBoot)
 	}
+	diags.Append(m.setRAIDFirmwareFromAPI(n, hw)...)
 	return diags
 }
 
@@ -322,7 +343,7 @@ func hardwareObject(n *api.Node) (types.Object, diag.Diagnostics) {
 
 // declaresSettings reports whether the plan manages hardware settings.
 func (m *nodeResourceModel) declaresSettings() bool {
-	return len(biosMap(m.BIOSSettings)) > 0 || !m.SecureBoot.IsNull()
+	return len(biosMap(m.BIOSSettings)) > 0 || !m.SecureBoot.IsNull() || !m.RAID.IsNull() || len(firmwareFrom(m.Firmware)) > 0
 }
 
 // settingsPending reports whether the controller is applying n's
@@ -420,8 +441,9 @@ func addSettingsOutcome(diags *diag.Diagnostics, n *api.Node, plan *nodeResource
 
 // settingsErrorPath is the attribute a refusal names: the declared BIOS
 // attribute its text names first (as bios_settings.Name or by its name
-// alone), else secure_boot when it names that, else the whole of
-// bios_settings.
+// alone), else the volume or firmware component it names (or raid or
+// firmware as a whole), else secure_boot when it names that, else the
+// whole of bios_settings.
 func settingsErrorPath(msg string, plan *nodeResourceModel) path.Path {
 	best, at := -1, path.Root("bios_settings")
 	for k := range biosMap(plan.BIOSSettings) {
@@ -429,9 +451,22 @@ func settingsErrorPath(msg string, plan *nodeResourceModel) path.Path {
 			best, at = i, path.Root("bios_settings").AtMapKey(k)
 		}
 	}
+	if best < 0 {
+		if at, ok := raidFirmwareErrorPath(msg, plan); ok {
+			return at
+		}
+	}
 	if best < 0 && !plan.SecureBoot.IsNull() && (strings.Contains(msg, "secure_boot") || strings.Contains(msg, "Secure Boot") ||
 		len(biosMap(plan.BIOSSettings)) == 0) {
 		return path.Root("secure_boot")
+	}
+	if best < 0 && len(biosMap(plan.BIOSSettings)) == 0 {
+		switch {
+		case !plan.RAID.IsNull():
+			return path.Root("raid")
+		case len(firmwareFrom(plan.Firmware)) > 0:
+			return path.Root("firmware")
+		}
 	}
 	return at
 }

@@ -52,6 +52,8 @@ type nodeResourceModel struct {
 	CleanErase        types.String   `tfsdk:"clean_erase"`
 	BIOSSettings      types.Map      `tfsdk:"bios_settings"`
 	SecureBoot        types.Bool     `tfsdk:"secure_boot"`
+	RAID              types.List     `tfsdk:"raid"`
+	Firmware          types.List     `tfsdk:"firmware"`
 	Hardware          types.Object   `tfsdk:"hardware"`
 	WaitForAvailable  types.Bool     `tfsdk:"wait_for_available"`
 	ForceDestroy      types.Bool     `tfsdk:"force_destroy"`
@@ -76,6 +78,9 @@ type nodeDataModel struct {
 	MaintenanceReason types.String `tfsdk:"maintenance_reason"`
 	CleanErase        types.String `tfsdk:"clean_erase"`
 	FaultSince        types.String `tfsdk:"fault_since"`
+	BIOSSettings      types.Map    `tfsdk:"bios_settings"`
+	SecureBoot        types.Bool   `tfsdk:"secure_boot"`
+	Hardware          types.Object `tfsdk:"hardware"`
 }
 
 // nodeAttrs lets API field paths find their attribute.
@@ -83,7 +88,7 @@ var nodeAttrs = map[string]attrKind{
 	"name": attrPlain, "driver": attrPlain, "bmc": attrObject, "resource_class": attrPlain,
 	"properties": attrObject, "maintenance": attrPlain, "maintenance_reason": attrPlain,
 	"clean_erase": attrPlain, "inspect_on_enroll": attrPlain, "traits": attrPlain, "owner": attrPlain,
-	"bios_settings": attrMap, "secure_boot": attrPlain,
+	"bios_settings": attrMap, "secure_boot": attrPlain, "raid": attrList, "firmware": attrList,
 }
 
 var propertiesAttrTypes = map[string]attr.Type{
@@ -168,6 +173,17 @@ func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
 	if n.FaultSince != nil {
 		m.FaultSince = types.StringValue(n.FaultSince.UTC().Format(time.RFC3339))
 	}
+	// Declared, not observed: hardware.unmet says what the BMC lacks of it.
+	bios := make(map[string]attr.Value, len(n.BIOSSettings))
+	for k, v := range n.BIOSSettings {
+		bios[k] = types.StringValue(v)
+	}
+	var d diag.Diagnostics
+	m.BIOSSettings, d = types.MapValue(types.StringType, bios)
+	diags.Append(d...)
+	m.SecureBoot = types.BoolPointerValue(n.SecureBoot)
+	m.Hardware, d = hardwareObject(n)
+	diags.Append(d...)
 	return diags
 }
 
@@ -255,6 +271,8 @@ func nodeCreate(plan *nodeResourceModel) api.NodeCreate {
 		Owner:             plan.Owner.ValueString(),
 		BIOSSettings:      biosMap(plan.BIOSSettings),
 		SecureBoot:        plan.SecureBoot.ValueBoolPointer(),
+		RAID:              volumesFrom(plan.RAID),
+		Firmware:          firmwareFrom(plan.Firmware),
 	}
 }
 

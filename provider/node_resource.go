@@ -235,7 +235,7 @@ func (r *NodeResource) Update(ctx context.Context, req resource.UpdateRequest, r
 	}
 	// A patch that names the hardware settings makes the controller
 	// apply them: waited for like a verification.
-	if patch.BIOSSettings == nil && patch.SecureBoot == nil {
+	if patch.BIOSSettings == nil && patch.SecureBoot == nil && patch.RAID == nil && patch.Firmware == nil {
 		return
 	}
 	waited := false

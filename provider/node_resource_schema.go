@@ -272,6 +272,8 @@ func (r *NodeResource) Schema(ctx context.Context, _ resource.SchemaRequest, res
 			},
 			"bios_settings": biosSettingsAttribute(),
 			"secure_boot":   secureBootAttribute(),
+			"raid":          raidAttribute(),
+			"firmware":      firmwareAttribute(),
 			"hardware":      hardwareAttribute(),
 			"wait_for_available": schema.BoolAttribute{
 				MarkdownDescription: "Wait, on create (and after a BMC change), until the controller has verified the BMC and the node is `available`. " +

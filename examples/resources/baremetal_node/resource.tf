@@ -24,12 +24,12 @@ resource "baremetal_node" "web01" {
   }
 }
 
-# A GPU server whose BIOS and Secure Boot are declared here. The
-# controller applies them before the node is first available (provision
-# state configuring: write, reset, read back) and reads them back
-# periodically: a change made at the console shows as drift in the plan,
-# and the next apply sets it again. Values are text, as the BMC's attribute
-# registry names them.
+# A GPU server whose BIOS, Secure Boot, RAID volumes and firmware are
+# declared here. The controller applies them before the node is first
+# available (provision state configuring: write, reset, read back) and
+# reads them back periodically: a change made at the console shows as
+# drift in the plan, and the next apply sets it again. BIOS values are
+# text, as the BMC's attribute registry names them.
 resource "baremetal_node" "gpu02" {
   name           = "gpu02"
   driver         = "redfish"
@@ -47,6 +47,20 @@ resource "baremetal_node" "gpu02" {
     NumaNodesPerSocket = "2"
   }
   secure_boot = true
+
+  # Every volume the storage is to have: undeclared ones are deleted.
+  # Drives by count and media type (the smallest free ones first), or by
+  # drive_ids.
+  raid = [
+    { name = "os", raid_level = "1", drive_count = 2, media_type = "ssd" },
+    { name = "scratch", raid_level = "0", drive_count = 2, media_type = "hdd" },
+  ]
+
+  # Flashed through the BMC's SimpleUpdate when its inventory shows
+  # another version (a BIOS image is applied at the reset that follows).
+  firmware = [
+    { component = "BIOS", version = "2.1.0", image_url = "https://repo.example.com/gpu/bios-2.1.0.bin" },
+  ]
 }
 
 output "gpu02_settings_unmet" {
