@@ -67,6 +67,13 @@
 //     another RAID type, drives or size (sushy-tools ignores RAIDType and
 //     the drives), is KindRefused, as is a 400 (naming the properties the
 //     BMC's messages relate to).
+//   - Health (health.go) is the worst of the system's and its chassis'
+//     Status (Health, HealthRollup) and of their sensors, read through
+//     ThermalSubsystem/PowerSubsystem and the chassis' Sensors where
+//     linked, else Thermal/Power; an Absent PSU counts as failed only
+//     when a redundancy group names it. EventLog follows LogServices
+//     from the system, then its managers (iDRAC's Sel), and pages
+//     through the entries in either order, numeric ids zero-padded.
 //   - Firmware (firmware.go) is the FirmwareInventory entries whose
 //     RelatedItem is the client's system or its Manager (a multi-system
 //     service lists all), or, without an inventory (sushy-tools), the

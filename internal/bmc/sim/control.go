@@ -177,6 +177,8 @@ func (f *Fleet) control(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			writeJSON(w, http.StatusOK, s.status())
+		case len(segs) == 3 && (segs[2] == "sensors" || segs[2] == "health" || segs[2] == "log") && r.Method == http.MethodPost:
+			f.controlHealth(w, r, s, segs[2], fail)
 		case len(segs) >= 3 && (segs[2] == "storage" || segs[2] == "volumes"):
 			f.controlStorage(w, r, s, segs[2:], fail)
 		case len(segs) == 3 && segs[2] == "secure-boot" && r.Method == http.MethodPost:

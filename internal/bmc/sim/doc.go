@@ -46,6 +46,14 @@
 //	                                       a volume made at once, as in the controller's setup
 //	                                       utility (drift); checked like a POST of Volumes
 //	DELETE /sim/systems/{id}/volumes/{vid} a volume deleted at once
+//	POST /sim/systems/{id}/sensors         {"kind":"fan","name":"Fan3","reading":0}
+//	                                       a sensor changed (kind temperature, fan or
+//	                                       psu; reading °C, RPM or volts; "health";
+//	                                       "absent":true pulls a PSU)
+//	POST /sim/systems/{id}/health          {"health":"OK","rollup":"Critical"}
+//	                                       the system's Status.Health, a forced rollup
+//	POST /sim/systems/{id}/log             {"severity":"Critical","message":"..."}
+//	                                       an event log entry (answers its id)
 //	POST /sim/fault                        {"fault":"down"}   every system
 //
 // Virtual media: inserting into a slot that holds an image answers 409
@@ -154,6 +162,17 @@
 // DELETE. StorageQuirks.None and CreateIgnored (acknowledged, nothing
 // made) are for tests. Fleet.Storage, Volumes, CreateVolumeOOB and
 // DeleteVolumeOOB reach them from Go.
+//
+// Hardware health (health.go): every system links a Chassis
+// (/redfish/v1/Chassis/<system id>) with temperatures, fans and a
+// redundant pair of power supplies, through Thermal and Power or through
+// ThermalSubsystem, PowerSubsystem and Sensors, and an event log
+// (LogServices, entries inline). The system's and the chassis' Status
+// carry Health and HealthRollup, worst of their sensors. Dialects differ
+// (HealthQuirks): iDRAC serves both sensor forms and its log as the
+// Manager's Sel, newest first, 50 a page; OpenBMC only the new forms and
+// Systems/system/LogServices/EventLog. Fleet.SetSensor, SetHealth and
+// AddLogEntry break them from Go.
 //
 // VM-backed systems (Options.VM, `controller sim --qemu-vm`): each system
 // is a real qemu virtual machine (TCG, no KVM; user-mode networking, so

@@ -18,6 +18,7 @@ import (
 const (
 	rootPath        = "/redfish/v1"
 	systemsPath     = rootPath + "/Systems"
+	chassisPath     = rootPath + "/Chassis"
 	managersPath    = rootPath + "/Managers"
 	sessionSvcPath  = rootPath + "/SessionService"
 	sessionsPath    = sessionSvcPath + "/Sessions"
@@ -89,6 +90,33 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveUpdate(w, r, segs[1:])
 	case "Registries":
 		f.serveRegistries(w, r, segs[1:])
+	case "Chassis":
+		if f.q.Health.NoChassis {
+			if f.checkAuth(w, r) {
+				writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", p))
+			}
+			return
+		}
+		if len(segs) == 1 {
+			if allow(w, r, http.MethodGet) && f.checkAuth(w, r) {
+				w.Header().Set("Content-Type", "application/json; charset=utf-8")
+				w.Header().Set("OData-Version", "4.0")
+				_, _ = w.Write(f.chassisColl)
+			}
+			return
+		}
+		// A chassis is its system's: its id is the system's, and the
+		// system's fault applies to it.
+		s := f.systems[segs[1]]
+		if s == nil {
+			if f.checkAuth(w, r) {
+				writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", p))
+			}
+			return
+		}
+		if f.systemPreamble(w, r, s) {
+			f.serveChassis(w, r, s, segs[2:])
+		}
 	case "Systems", "Managers":
 		if len(segs) == 1 {
 			if !allow(w, r, http.MethodGet) || !f.checkAuth(w, r) {
@@ -384,6 +412,9 @@ func (f *Fleet) buildStatic() {
 	if !f.q.Update.None {
 		root["UpdateService"] = odataID(updateServicePath)
 	}
+	if !f.q.Health.NoChassis {
+		root["Chassis"] = odataID(chassisPath)
+	}
 	f.q.fixIDs(root)
 	f.rootJSON = mustJSON(root)
 
@@ -393,6 +424,13 @@ func (f *Fleet) buildStatic() {
 		sys[i] = odataID(s.path)
 		mgr[i] = odataID(s.mgrPath)
 	}
+	ch := make([]any, len(f.order))
+	for i, s := range f.order {
+		ch[i] = odataID(s.chassisPath())
+	}
+	cc := collection(chassisPath, "#ChassisCollection.ChassisCollection", "Chassis Collection", ch)
+	f.q.fixIDs(cc)
+	f.chassisColl = mustJSON(cc)
 	sc := collection(systemsPath, "#ComputerSystemCollection.ComputerSystemCollection", "Computer System Collection", sys)
 	mc := collection(managersPath, "#ManagerCollection.ManagerCollection", "Manager Collection", mgr)
 	f.q.fixIDs(sc)

@@ -122,6 +122,8 @@ type Quirks struct {
 	Update UpdateQuirks
 	// Storage: RAID controller, drives and volumes (storage.go).
 	Storage StorageQuirks
+	// Health: chassis, sensors and the event log (health.go).
+	Health HealthQuirks
 }
 
 // BIOSQuirks are the ways BMCs differ in their Bios, attribute registry

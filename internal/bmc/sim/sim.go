@@ -123,7 +123,9 @@ type Fleet struct {
 	sysColl  []byte // precomputed Systems collection
 	mgrColl  []byte // precomputed Managers collection
 	rootJSON []byte
-	uuid     string
+	// chassisColl is the Chassis collection (health.go).
+	chassisColl []byte
+	uuid        string
 
 	total atomic.Int64
 
@@ -208,6 +210,8 @@ type system struct {
 	fw firmwareState
 	// storage is the RAID controller (storage.go), made on first use.
 	storage *storageState
+	// health is the sensors and event log (health.go), made on first use.
+	health *healthState
 	// version counts the changes of the system's state: its ETag.
 	version uint64
 	slots   []*mediaSlot // fixed at Start; their state is guarded by mu
@@ -256,6 +260,7 @@ func Start(opts Options) (*Fleet, error) {
 	}
 	quirks := DialectQuirks(dialect)
 	quirks.Storage = dialectStorage(dialect)
+	quirks.Health = dialectHealth(dialect)
 	if opts.TrailingSlashIDs {
 		quirks.TrailingSlash = true
 	}

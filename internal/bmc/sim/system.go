@@ -41,6 +41,8 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 		f.serveBIOS(w, r, s, rest[1:])
 	case len(rest) == 1 && rest[0] == "SecureBoot" && !s.q.BIOS.NoSecureBoot:
 		f.serveSecureBoot(w, r, s)
+	case len(rest) >= 1 && rest[0] == "LogServices" && !s.q.Health.NoLog && !s.q.Health.LogOnManager:
+		f.serveLogServices(w, r, s, rest[1:])
 	case len(rest) >= 1 && rest[0] == "Storage" && !s.q.Storage.None:
 		f.serveStorage(w, r, s, rest[1:])
 	case len(rest) == 2 && rest[0] == "Actions" && rest[1] == "ComputerSystem.Reset":
@@ -138,6 +140,7 @@ func (s *system) systemJSON(ctx context.Context) (map[string]any, string) {
 	power, bootTarget, bootEnabled, bootMode, etag := powerString(s.power), s.bootTarget, s.bootEnabled, s.bootMode, s.etagLocked()
 	on := s.power
 	biosVersion := s.fw.current[CompBIOS]
+	status := s.systemStatusLocked()
 	s.mu.Unlock()
 	c := s.cpu
 	var procs map[string]any
@@ -182,7 +185,7 @@ func (s *system) systemJSON(ctx context.Context) (map[string]any, string) {
 		"UUID":             s.uuid,
 		"PowerState":       power,
 		"BiosVersion":      biosVersion,
-		"Status":           map[string]any{"State": "Enabled", "Health": "OK"},
+		"Status":           status,
 		"ProcessorSummary": procs,
 		"MemorySummary":    map[string]any{"TotalSystemMemoryGiB": memGiB},
 		"Boot": map[string]any{
@@ -208,6 +211,12 @@ func (s *system) systemJSON(ctx context.Context) (map[string]any, string) {
 	}
 	if !s.q.Storage.None {
 		d["Storage"] = odataID(s.storageColl())
+	}
+	if !s.q.Health.NoChassis {
+		d["Links"].(map[string]any)["Chassis"] = []any{odataID(s.chassisPath())}
+	}
+	if !s.q.Health.NoLog && !s.q.Health.LogOnManager {
+		d["LogServices"] = odataID(s.logServicesPath())
 	}
 	if s.q.BootViaSettings {
 		d["@Redfish.Settings"] = map[string]any{"@odata.type": "#Settings.v1_3_5.Settings", "SettingsObject": odataID(s.path + "/Settings")}
@@ -561,7 +570,12 @@ func (f *Fleet) serveManager(w http.ResponseWriter, r *http.Request, s *system, 
 		if mediaHere {
 			mgr["VirtualMedia"] = odataID(vmPath)
 		}
+		if !s.q.Health.NoLog && s.q.Health.LogOnManager {
+			mgr["LogServices"] = odataID(s.logServicesPath())
+		}
 		f.writeDoc(w, http.StatusOK, mgr, "")
+	case len(rest) >= 1 && rest[0] == "LogServices" && !s.q.Health.NoLog && s.q.Health.LogOnManager:
+		f.serveLogServices(w, r, s, rest[1:])
 	default:
 		writeError(w, http.StatusNotFound, "ResourceMissingAtURI", fmt.Sprintf("The resource at the URI %s was not found.", r.URL.Path))
 	}
