@@ -127,6 +127,26 @@ func nodeDataAttributes() map[string]schema.Attribute {
 			MarkdownDescription: "Whether the node declares UEFI Secure Boot on (`true`) or off (`false`); null when it leaves it as it is.",
 			Computed:            true,
 		},
+		"health": schema.SingleNestedAttribute{
+			MarkdownDescription: "The hardware's health as the node's BMC last reported it (read every `--health-interval`, apart " +
+				"from the power sync). `critical` is the `hardware_critical` fault, which keeps the node out of scheduling and clears itself.",
+			Computed: true,
+			Attributes: map[string]schema.Attribute{
+				"state": schema.StringAttribute{
+					MarkdownDescription: "`ok`, `warning`, `critical`, or `unknown` (never read, or the BMC reports none).",
+					Computed:            true,
+				},
+				"reasons": schema.ListAttribute{
+					MarkdownDescription: "What is not ok, worst first (e.g. `power supply PSU2: Critical`).",
+					ElementType:         types.StringType,
+					Computed:            true,
+				},
+				"hottest_c":   schema.Float64Attribute{MarkdownDescription: "The highest temperature read, °C (0: none).", Computed: true},
+				"fans_failed": schema.Int64Attribute{MarkdownDescription: "Failed fans.", Computed: true},
+				"psus_failed": schema.Int64Attribute{MarkdownDescription: "Failed power supplies.", Computed: true},
+				"read_at":     schema.StringAttribute{MarkdownDescription: "When it was read (RFC 3339), null if never.", Computed: true},
+			},
+		},
 		"hardware": schema.SingleNestedAttribute{
 			MarkdownDescription: "What the controller last read from the BMC of the hardware settings the node declares.",
 			Computed:            true,

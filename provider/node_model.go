@@ -81,6 +81,38 @@ type nodeDataModel struct {
 	BIOSSettings      types.Map    `tfsdk:"bios_settings"`
 	SecureBoot        types.Bool   `tfsdk:"secure_boot"`
 	Hardware          types.Object `tfsdk:"hardware"`
+	Health            types.Object `tfsdk:"health"`
+}
+
+// healthAttrTypes are the data sources' health attribute's.
+var healthAttrTypes = map[string]attr.Type{
+	"state": types.StringType, "reasons": types.ListType{ElemType: types.StringType}, "hottest_c": types.Float64Type,
+	"fans_failed": types.Int64Type, "psus_failed": types.Int64Type, "read_at": types.StringType,
+}
+
+// healthObject is a node's health as the data sources show it.
+func healthObject(h api.NodeHealth) (types.Object, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	reasons := make([]attr.Value, len(h.Reasons))
+	for i, r := range h.Reasons {
+		reasons[i] = types.StringValue(r)
+	}
+	l, d := types.ListValue(types.StringType, reasons)
+	diags.Append(d...)
+	readAt := types.StringNull()
+	if h.ReadAt != nil {
+		readAt = types.StringValue(h.ReadAt.UTC().Format(time.RFC3339))
+	}
+	state := h.State
+	if state == "" {
+		state = "unknown"
+	}
+	obj, d := types.ObjectValue(healthAttrTypes, map[string]attr.Value{
+		"state": types.StringValue(state), "reasons": l, "hottest_c": types.Float64Value(h.HottestC),
+		"fans_failed": types.Int64Value(int64(h.FansFailed)), "psus_failed": types.Int64Value(int64(h.PSUsFailed)), "read_at": readAt,
+	})
+	diags.Append(d...)
+	return obj, diags
 }
 
 // nodeAttrs lets API field paths find their attribute.
@@ -183,6 +215,8 @@ func (m *nodeDataModel) setFromAPI(n *api.Node) diag.Diagnostics {
 	diags.Append(d...)
 	m.SecureBoot = types.BoolPointerValue(n.SecureBoot)
 	m.Hardware, d = hardwareObject(n)
+	diags.Append(d...)
+	m.Health, d = healthObject(n.Health)
 	diags.Append(d...)
 	return diags
 }
