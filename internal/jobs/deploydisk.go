@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -24,11 +25,31 @@ func writeCommand(inst *baremetal.Instance) string {
 // disk the root device hints choose, and its config drive after it.
 func writeImageCommand(r *flowRun, inst *baremetal.Instance) *api.AgentCommand {
 	cmd := &api.AgentCommand{ID: writeCommand(inst), Kind: api.AgentWriteImage,
-		Image: &api.Image{URL: inst.Image.URL, Checksum: inst.Image.Checksum}, RootDeviceHints: inst.RootDevice}
+		Image: &api.Image{URL: inst.Image.URL, Checksum: inst.Image.Checksum}, RootDeviceHints: rootHints(r.node, inst)}
 	if inst.NeedsConfigDrive() {
 		cmd.ConfigDriveURL = r.cfg.agentURL() + api.ConfigDrivePath(inst.ID, configdrive.Key(inst.ReadyToken))
 	}
 	return cmd
+}
+
+// rootHints are the root device hints of inst's deploy on n: the
+// instance's own, else, on a node that declares RAID volumes, the first
+// declared volume the BMC reports, by its size (the OS sees a volume as
+// a disk of that size; the agent matches sizes in whole GiB, as the
+// controller reports them), so the image goes on the volume the operator
+// made for it rather than the largest disk. None: the agent's default.
+func rootHints(n *baremetal.Node, inst *baremetal.Instance) map[string]string {
+	if len(inst.RootDevice) > 0 || n == nil || n.Settings.RAID == nil {
+		return inst.RootDevice
+	}
+	for _, v := range *n.Settings.RAID {
+		for _, o := range n.Observed.Volumes {
+			if o.Name == v.Name && o.SizeGB > 0 && v.VolumeFits(o) {
+				return map[string]string{"size_gb": strconv.Itoa(o.SizeGB)}
+			}
+		}
+	}
+	return nil
 }
 
 // bootWriteAgent boots the deploy agent with the write command, unless

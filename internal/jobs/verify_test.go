@@ -130,3 +130,25 @@ func TestDerivedTraitsFollowInspection(t *testing.T) {
 		t.Fatalf("operator traits changed: %q", n.Traits)
 	}
 }
+
+// A deploy on a node that declares RAID volumes writes the first declared
+// volume the BMC reports (by its size), unless the instance says where.
+func TestRootHintsDefaultToTheFirstVolume(t *testing.T) {
+	raid := []baremetal.VolumeSettings{{Name: "os", RAIDLevel: "1", DriveCount: 2}, {Name: "data", RAIDLevel: "0", DriveCount: 2}}
+	n := &baremetal.Node{Settings: baremetal.HardwareSettings{RAID: &raid}, Observed: baremetal.HardwareObserved{Volumes: []baremetal.ObservedVolume{
+		{Name: "data", RAIDLevel: "0", SizeGB: 7450, Drives: []string{"a", "b"}}, {Name: "os", RAIDLevel: "1", SizeGB: 893, Drives: []string{"c", "d"}}}}}
+	if got := rootHints(n, &baremetal.Instance{}); got["size_gb"] != "893" || len(got) != 1 {
+		t.Fatalf("hints %v, want size_gb 893 (the os volume)", got)
+	}
+	own := map[string]string{"serial": "S1"}
+	if got := rootHints(n, &baremetal.Instance{RootDevice: own}); got["serial"] != "S1" || len(got) != 1 {
+		t.Fatalf("the instance's own hints: %v", got)
+	}
+	n.Observed.Volumes = n.Observed.Volumes[:1] // os not reported: the next declared volume that is
+	if got := rootHints(n, &baremetal.Instance{}); got["size_gb"] != "7450" {
+		t.Fatalf("only data made: %v, want data's size", got)
+	}
+	if got := rootHints(&baremetal.Node{}, &baremetal.Instance{}); got != nil {
+		t.Fatalf("no RAID declared: %v", got)
+	}
+}
