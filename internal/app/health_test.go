@@ -64,7 +64,9 @@ func TestHardwareHealth(t *testing.T) {
 		// The log is read in the same pass as the health: one more pass at most.
 		time.Sleep(time.Second)
 		evs, _, _ = env.App.Store.ListEvents(ctx, n.ID, store.Page{Limit: 500})
-		i = slices.IndexFunc(evs, func(e *baremetal.Event) bool { return e.Type == "bmc_log" && strings.Contains(e.Message, "CPU1 Temp crossed") })
+		i = slices.IndexFunc(evs, func(e *baremetal.Event) bool {
+			return e.Type == "bmc_log" && strings.Contains(e.Message, "CPU1 Temp crossed")
+		})
 	}
 	if i < 0 {
 		t.Fatalf("no bmc_log event for the new entry among %d events", len(evs))
