@@ -451,6 +451,8 @@ var (
 		{name: "list", args: 0, define: tokenList, use: []cliUse{{"list", "every token (never its secret)"}}},
 		{name: "create", args: 0, define: tokenCreate, use: []cliUse{
 			{"create --name WHO --role admin", "an admin token"},
+			{"create --name WHO --role monitor", "a read-only token for monitoring: lists nodes and\n" +
+				"scrapes the per-node metrics (GET /v1/metrics/nodes)"},
 			{"create --name WHO --role member --project P", "a member token, for project P's instances;\n" +
 				"prints the secret (shown this once) on stdout; --name\n" +
 				"says who or what uses it: events name it; --expires 720h\n" +
@@ -1093,7 +1095,7 @@ func tokenList(f *cliFlags) cliAction {
 
 func tokenCreate(f *cliFlags) cliAction {
 	name := f.String("name", "", "who or what uses the token (required; events name it)")
-	role := f.String("role", "", "admin or member (required)")
+	role := f.String("role", "", "admin, member, or monitor (read-only: lists nodes and reads the per-node metrics) (required)")
 	project := f.String("project", "", "the project of a member token (required for members; admins have none)")
 	expires := f.Duration("expires", 0, "lifetime, e.g. 720h (default: does not expire)")
 	return func(ctx context.Context, c *apiclient.Client, _ []string) error {
@@ -1111,8 +1113,8 @@ func tokenCreate(f *cliFlags) cliAction {
 		switch {
 		case api.Role(*role) == api.RoleMember && *project == "":
 			return errors.New("--project is required for a member token: the project whose instances it manages")
-		case api.Role(*role) == api.RoleAdmin && *project != "":
-			return errors.New("--project applies only to member tokens: an admin token sees every project")
+		case api.Role(*role) != api.RoleMember && *project != "":
+			return errors.New("--project applies only to member tokens: an admin or monitor token sees every project")
 		}
 		in := api.TokenCreate{Name: *name, Role: api.Role(*role), Project: *project}
 		if *expires < 0 {

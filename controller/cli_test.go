@@ -389,6 +389,8 @@ func TestCLIUsageMistakes(t *testing.T) {
 	}{
 		{[]string{"create", "--name", "ci", "--role", "member"}, "--project is required for a member token"},
 		{[]string{"create", "--name", "ops", "--role", "admin", "--project", "p1"}, "--project applies only to member tokens"},
+		{[]string{"create", "--name", "prom", "--role", "monitor", "--project", "p1"}, "--project applies only to member tokens"},
+		{[]string{"create", "--name", "x", "--role", "root"}, "monitor"}, // the error lists every role
 	} {
 		if _, err := cliRun(t, runToken, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("token %q: %v; want %q", c.args, err, c.want)

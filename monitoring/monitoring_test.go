@@ -182,16 +182,24 @@ func balanced(q string) bool {
 	return len(stack) == 0
 }
 
-// scrape reads /metrics: every series name with the label names it has.
-func scrape(t *testing.T, url string) map[string]map[string]bool {
+// scrape reads a metrics endpoint (/metrics, or with a token
+// /v1/metrics/nodes): every series name with the label names it has.
+func scrape(t *testing.T, url, path, token string) map[string]map[string]bool {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %d", resp.StatusCode)
+		t.Fatalf("GET %s: %d", path, resp.StatusCode)
 	}
 	out := map[string]map[string]bool{}
 	sample := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s`)
@@ -218,12 +226,13 @@ func scrape(t *testing.T, url string) map[string]map[string]bool {
 
 // TestDashboardAndAlertsUseServedMetrics runs a controller through what
 // makes its metrics appear (enrolment, power sync passes, a BMC fault,
-// API requests), then checks every metric and label that a dashboard
-// query or an alert names against its /metrics.
+// API requests, health reads), then checks every metric and label that a
+// dashboard query or an alert names against its /metrics and, for the
+// per-node series, GET /v1/metrics/nodes.
 func TestDashboardAndAlertsUseServedMetrics(t *testing.T) {
 	exprs := append(dashboardExprs(t), ruleExprs(t)...)
 
-	env := testenv.Start(t, testenv.Options{Systems: 2, PowerSyncInterval: 300 * time.Millisecond})
+	env := testenv.Start(t, testenv.Options{Systems: 2, PowerSyncInterval: 300 * time.Millisecond, HealthInterval: 300 * time.Millisecond})
 	nodes := env.EnrollNodes(t, 2, "mon", "baremetal")
 	// A faulted node exports baremetal_nodes_faulted and failed BMC calls.
 	if err := env.Sim.SetFault(env.Sim.SystemIDs()[0], sim.FaultDown); err != nil {
@@ -237,15 +246,31 @@ func TestDashboardAndAlertsUseServedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
+	// The healthy node's health is read: its temperatures, fans and
+	// power supplies become per-node series.
+	env.WaitNode(t, nodes[1].ID, 30*time.Second, func(n *baremetal.Node) bool { return n.Health.ReadAt != nil })
 	// The pass histogram is observed when a whole pass has finished.
 	var served map[string]map[string]bool
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		served = scrape(t, env.URL)
+		served = scrape(t, env.URL, "/metrics", "")
 		if served["baremetal_power_sync_pass_duration_seconds_count"] != nil || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// The public /metrics names no node, even with node health recorded.
+	for name, labels := range served {
+		if labels["node"] || strings.HasPrefix(name, "baremetal_node_") {
+			t.Errorf("the public /metrics serves %s with labels %v: a per-node series", name, labels)
+		}
+	}
+	perNode := scrape(t, env.URL, "/v1/metrics/nodes", env.AdminToken)
+	for name, labels := range perNode {
+		if served[name] != nil {
+			t.Errorf("%s is both in /metrics and in /v1/metrics/nodes", name)
+		}
+		served[name] = labels
 	}
 
 	used := map[string]bool{}

@@ -130,10 +130,12 @@ type Role string
 const (
 	RoleAdmin  Role = "admin"
 	RoleMember Role = "member"
+	// RoleMonitor may only list nodes and scrape per-node metrics.
+	RoleMonitor Role = "monitor"
 )
 
 // Roles lists every role.
-func Roles() []string { return []string{string(RoleAdmin), string(RoleMember)} }
+func Roles() []string { return []string{string(RoleAdmin), string(RoleMember), string(RoleMonitor)} }
 
 // JobStates lists the states of a durable job (River's), the values of
 // GET /v1/jobs?state= and of Job.State.

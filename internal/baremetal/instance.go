@@ -127,10 +127,14 @@ type Role string
 const (
 	RoleAdmin  Role = "admin"
 	RoleMember Role = "member"
+	// RoleMonitor is read-only, for monitoring systems: it may list the
+	// nodes (as a member sees them, fleet-wide) and scrape the per-node
+	// metrics, and nothing else. It has no project.
+	RoleMonitor Role = "monitor"
 )
 
 // Roles lists every role.
-var Roles = []Role{RoleAdmin, RoleMember}
+var Roles = []Role{RoleAdmin, RoleMember, RoleMonitor}
 
 // Token is an API credential. Only the hash of its secret is stored.
 type Token struct {

@@ -527,6 +527,7 @@ func testTokens(t *testing.T, e *env) {
 		{"GET", "/v1/tokens", e.member, "", 403, ""},
 		{"POST", "/v1/tokens", adminSecret, `{"role":"root"}`, 400, "role"},
 		{"POST", "/v1/tokens", adminSecret, `{"role":"member"}`, 400, "project"},
+		{"POST", "/v1/tokens", adminSecret, `{"role":"monitor","project":"p1","name":"prom"}`, 400, "project"},
 		{"POST", "/v1/tokens", adminSecret, `{"role":"admin","x":1}`, 400, "x"},
 		{"POST", "/v1/tokens", adminSecret, `{"role":"admin","expires_at":"2001-01-01T00:00:00Z"}`, 400, "expires_at"},
 		{"POST", "/v1/tokens", adminSecret, `{"role":"admin"}`, 400, "name"}, // events name the token: a name is required

@@ -15,25 +15,29 @@ import (
 // fails the test.
 
 // The callers, in the order of authzRule.want.
-var authzCallers = []string{"no token", "bad token", "member of the owning project", "member of another project", "admin"}
+var authzCallers = []string{"no token", "bad token", "member of the owning project", "member of another project", "admin", "monitor"}
 
 type authzRule struct {
 	// body returns a valid request body for case i ("" for none), so that
 	// a caller who is allowed gets the route's success status.
 	body func(i int) string
-	want [5]int
+	want [6]int
 }
 
-func adminOnly(ok int) [5]int           { return [5]int{401, 401, 403, 403, ok} }
-func anyMember(ok int) [5]int           { return [5]int{401, 401, ok, ok, ok} }
-func ownerOrAdmin(ok, other int) [5]int { return [5]int{401, 401, ok, other, ok} }
-func public(status int) [5]int          { return [5]int{status, status, status, status, status} }
+// A monitor token opens only the routes that say so (monitorRoutes):
+// every other route refuses it (403), reads and writes alike.
+func adminOnly(ok int) [6]int           { return [6]int{401, 401, 403, 403, ok, 403} }
+func anyMember(ok int) [6]int           { return [6]int{401, 401, ok, ok, ok, 403} }
+func ownerOrAdmin(ok, other int) [6]int { return [6]int{401, 401, ok, other, ok, 403} }
+func anyRole(ok int) [6]int             { return [6]int{401, 401, ok, ok, ok, ok} }
+func adminOrMonitor(ok int) [6]int      { return [6]int{401, 401, 403, 403, ok, ok} }
+func public(status int) [6]int          { return [6]int{status, status, status, status, status, status} }
 
 func fixed(body string) func(int) string { return func(int) string { return body } }
 
 // authzRules: one per route, keyed like the route table ("METHOD pattern").
 var authzRules = map[string]authzRule{
-	"GET /v1/nodes":             {want: anyMember(200)},
+	"GET /v1/nodes":             {want: anyRole(200)},
 	"POST /v1/nodes":            {body: func(i int) string { return nodeBody(fmt.Sprintf("authz-new-%d", i)) }, want: adminOnly(201)},
 	"GET /v1/nodes/{id}":        {want: anyMember(200)},
 	"PATCH /v1/nodes/{id}":      {body: fixed(`{"resource_class":"cpu"}`), want: adminOnly(200)},
@@ -45,7 +49,7 @@ var authzRules = map[string]authzRule{
 	"POST /v1/nodes/{id}/inspect":  {want: adminOnly(422)},
 	"GET /v1/nodes/{id}/inventory": {want: adminOnly(404)},
 	// An admin names the project (400 without one); a member asks for its own.
-	"GET /v1/capacity":  {want: [5]int{401, 401, 200, 200, 400}},
+	"GET /v1/capacity":  {want: [6]int{401, 401, 200, 200, 400, 403}},
 	"GET /v1/instances": {want: anyMember(200)},
 	"POST /v1/instances": {body: func(i int) string {
 		return fmt.Sprintf(`{"name":"authz-new-%d","project":"p1","resource_class":"gpu","image":{"url":"https://images.example/u.iso"}}`, i)
@@ -76,10 +80,12 @@ var authzRules = map[string]authzRule{
 	"GET /v1/quotas/{project}": {want: ownerOrAdmin(200, 403)},
 	"PUT /v1/quotas/{project}": {body: fixed(`{"instances":-1}`), want: adminOnly(200)}, // unlimited: no effect on the other cases
 	"GET /v1/jobs":             {want: adminOnly(200)},
-	"GET /healthz":             {want: public(200)},
-	"GET /readyz":              {want: public(200)},
-	"GET /openapi.json":        {want: public(200)},
-	"GET /metrics":             {want: public(200)},
+	// Per-node series name every node of the fleet: not a member's.
+	"GET /v1/metrics/nodes": {want: adminOrMonitor(200)},
+	"GET /healthz":          {want: public(200)},
+	"GET /readyz":           {want: public(200)},
+	"GET /openapi.json":     {want: public(200)},
+	"GET /metrics":          {want: public(200)},
 	// Every role reads address pools (instance networks name them).
 	"GET /v1/ip-pools": {want: anyMember(200)},
 	"POST /v1/ip-pools": {body: func(i int) string {
@@ -158,7 +164,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, open)
-			tokens := []string{"", "bmt_not-a-real-token", e.member, e.other, adminSecret}
+			monitor := e.createToken(`{"role":"monitor","name":"authz-monitor"}`)
+			tokens := []string{"", "bmt_not-a-real-token", e.member, e.other, adminSecret, monitor}
 			n := 0
 			for _, rt := range routes {
 				key := rt.Method + " " + rt.Pattern

@@ -252,6 +252,7 @@ func TestDomainValuesAreTheAPIs(t *testing.T) {
 		{string(baremetal.InstanceDeploying), string(api.InstanceDeploying)}, {string(baremetal.InstanceActive), string(api.InstanceActive)},
 		{string(baremetal.InstanceError), string(api.InstanceError)},
 		{string(baremetal.RoleAdmin), string(api.RoleAdmin)}, {string(baremetal.RoleMember), string(api.RoleMember)},
+		{string(baremetal.RoleMonitor), string(api.RoleMonitor)},
 		{string(baremetal.AgentInspect), string(api.AgentPurposeInspect)}, {string(baremetal.AgentDeploy), string(api.AgentPurposeDeploy)},
 		{string(baremetal.AgentClean), string(api.AgentPurposeClean)},
 		{string(baremetal.CodeInvalid), string(api.CodeInvalid)}, {string(baremetal.CodeUnauthorized), string(api.CodeUnauthorized)},

@@ -198,8 +198,10 @@ func (s *Service) GetNode(ctx context.Context, c Caller, idOrName string) (*bare
 
 // ListNodes returns a page of nodes.
 func (s *Service) ListNodes(ctx context.Context, c Caller, f store.NodeFilter) ([]*baremetal.Node, string, error) {
-	if !c.Admin() {
-		// Members see the nodes no project owns and their own project's.
+	if !c.Admin() && !c.Monitor() {
+		// Members see the nodes no project owns and their own project's;
+		// a monitor sees the whole fleet (its health is what it watches),
+		// as a member sees a node and with no instance ids.
 		f.VisibleTo = c.Project
 	}
 	nodes, next, err := s.store.ListNodes(ctx, f)
@@ -221,6 +223,10 @@ func (s *Service) hideOthersInstances(ctx context.Context, c Caller, nodes ...*b
 	}
 	for _, n := range nodes {
 		if n.InstanceID == "" {
+			continue
+		}
+		if c.Monitor() { // no instance is a monitor's
+			n.InstanceID = ""
 			continue
 		}
 		mine, err := s.ownInstance(ctx, s.store, c, n.InstanceID)

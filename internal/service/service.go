@@ -33,6 +33,11 @@ type Caller struct {
 // Admin reports whether the caller has the admin role.
 func (c Caller) Admin() bool { return c.Role == baremetal.RoleAdmin }
 
+// Monitor reports whether the caller has the read-only monitor role.
+// The HTTP layer lets a monitor through to its few routes only, so the
+// service never treats one as a member of the project "".
+func (c Caller) Monitor() bool { return c.Role == baremetal.RoleMonitor }
+
 // Actor is how events name the caller: by the token's name, which says
 // who, and its id, as a name is free again once its token is revoked;
 // then the client the request came through, e.g. "token:alice (<id>) via

@@ -125,7 +125,7 @@ func (s *Service) CreateToken(ctx context.Context, c Caller, in TokenInput) (*ba
 		return nil, "", err
 	}
 	switch in.Role {
-	case baremetal.RoleAdmin:
+	case baremetal.RoleAdmin, baremetal.RoleMonitor:
 		if in.Project != "" {
 			return nil, "", baremetal.FieldErrorf("project", "project applies only to role member")
 		}
@@ -137,7 +137,7 @@ func (s *Service) CreateToken(ctx context.Context, c Caller, in TokenInput) (*ba
 			return nil, "", err
 		}
 	default:
-		return nil, "", baremetal.FieldErrorf("role", "role %q must be \"admin\" or \"member\"", in.Role)
+		return nil, "", baremetal.FieldErrorf("role", "role %q must be \"admin\", \"member\" or \"monitor\"", in.Role)
 	}
 	if err := baremetal.ValidateLine("name", in.Name, 128); err != nil {
 		return nil, "", err
