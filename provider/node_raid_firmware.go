@@ -483,10 +483,9 @@ func (m *nodeResourceModel) setRAIDFirmwareFromAPI(n *api.Node, hw *api.NodeHard
 			prior[volumeFrom(e).Name] = e
 		}
 	}
-	switch {
-	case n.RAID == nil:
+	if n.RAID == nil {
 		m.RAID = types.ListNull(volumeObjectType)
-	default:
+	} else {
 		vols := *n.RAID
 		if hw != nil && hw.ReadAt != nil && raidUnmet(hw.Unmet) {
 			vols = observedVolumes(vols, hw.Volumes)
@@ -499,7 +498,7 @@ func (m *nodeResourceModel) setRAIDFirmwareFromAPI(n *api.Node, hw *api.NodeHard
 		m.RAID, d = types.ListValue(volumeObjectType, elems)
 		diags.Append(d...)
 	}
-	if len(n.Firmware) == 0 && !(known(m.Firmware) && len(m.Firmware.Elements()) == 0) {
+	if len(n.Firmware) == 0 && (!known(m.Firmware) || len(m.Firmware.Elements()) != 0) {
 		// firmware = [] stays as written; none declared is null.
 		m.Firmware = types.ListNull(firmwareObjectType)
 		return diags
