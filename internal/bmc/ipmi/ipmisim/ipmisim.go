@@ -7,12 +7,18 @@
 //
 //   - lan.conf (ipmi_lan(5)): one LAN channel on 127.0.0.1:PORT, one
 //     admin user, a GUID (RMCP+ needs one), and a chassis_control program;
-//   - cmds (ipmi_sim_cmd(5)): a BMC at IPMB address 0x20, enabled;
+//   - cmds (ipmi_sim_cmd(5)): a BMC at IPMB address 0x20, enabled, with
+//     a System Event Log and three sensors in its SDR repository (see
+//     Sensor);
 //   - chassis: the chassis_control program. ipmi_sim runs it as
 //     "chassis 0x20 get power" (expects "power:0|1") and
 //     "chassis 0x20 set power 1|0", "set reset 1", "set shutdown 1",
 //     "set boot none|pxe|default|cdrom|bios". Without one, Chassis Control
 //     fails and Get Chassis Status always says off.
+//
+// lan.conf also opens ipmi_sim's console on a loopback TCP port, through
+// which Command runs emulator commands while it runs: sensor values and
+// SEL entries change as they would on a real machine.
 //
 // ipmi_sim offers cipher suites 0 to 3 only and never answers Get Channel
 // Cipher Suites: clients must pin a suite (ipmitool -C 3).
@@ -50,6 +56,8 @@ type Sim struct {
 	Username string
 	Password string
 	Port     int
+	// ConsolePort is ipmi_sim's console (TCP, loopback); see Command.
+	ConsolePort int
 
 	dir      string
 	cmd      *exec.Cmd
@@ -172,7 +180,11 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lastErr = s.start(port); lastErr == nil {
+		console, err := freeTCPPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lastErr = s.start(port, console); lastErr == nil {
 			t.Cleanup(s.Stop)
 			if s.machine != nil {
 				s.startBridge()
@@ -265,9 +277,9 @@ func (s *Sim) Stop() {
 	})
 }
 
-// start launches ipmi_sim on port and waits until it answers an RMCP
+// start launches ipmi_sim on port (its console on console) and waits until it answers an RMCP
 // presence ping.
-func (s *Sim) start(port int) error {
+func (s *Sim) start(port, console int) error {
 	guid := randomHex(16)
 	if s.machine != nil {
 		u, err := hex.DecodeString(strings.ReplaceAll(s.machine.UUID(), "-", ""))
@@ -280,7 +292,7 @@ func (s *Sim) start(port int) error {
 		slices.Reverse(u)
 		guid = hex.EncodeToString(u)
 	}
-	conf := lanConf(s.dir, port, s.Username, s.Password, guid)
+	conf := lanConf(s.dir, port, console, s.Username, s.Password, guid)
 	if err := os.WriteFile(filepath.Join(s.dir, "lan.conf"), []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -308,7 +320,7 @@ func (s *Sim) start(port int) error {
 		default:
 		}
 		if ping(port, 50*time.Millisecond) == nil {
-			s.Port, s.cmd, s.exited = port, cmd, exited
+			s.Port, s.ConsolePort, s.cmd, s.exited = port, console, cmd, exited
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -347,6 +359,15 @@ func freeUDPPort() (int, error) {
 	return pc.LocalAddr().(*net.UDPAddr).Port, nil
 }
 
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -361,7 +382,7 @@ func writeAtomic(path, body string) error {
 	return os.Rename(tmp, path)
 }
 
-func lanConf(dir string, port int, user, pass, guid string) string {
+func lanConf(dir string, port, console int, user, pass, guid string) string {
 	return fmt.Sprintf(`# Written by ipmisim.Start; see ipmi_lan(5).
 name "ipmisim"
 set_working_mc 0x20
@@ -374,17 +395,21 @@ set_working_mc 0x20
     allowed_auths_admin none md2 md5 straight
     guid %s
   endlan
+  # Emulator commands at run time (Sim.Command); loopback only.
+  console 127.0.0.1 %d
   chassis_control "%s/chassis 0x20"
   # num enabled name password max-priv max-sessions auths
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, port, guid, dir, user, pass)
+`, port, guid, console, dir, user, pass)
 }
 
-// emulatorCommands sets up one BMC at IPMB address 0x20 (ipmi_sim_cmd(5)).
-const emulatorCommands = `# Written by ipmisim.Start; see ipmi_sim_cmd(5).
+// emulatorCommands sets up one BMC at IPMB address 0x20 (ipmi_sim_cmd(5))
+// with a SEL of up to 1000 entries and the sensors of sensors.go.
+var emulatorCommands = `# Written by ipmisim.Start; see ipmi_sim_cmd(5).
 mc_setbmc 0x20
 mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
-mc_enable 0x20
+sel_enable 0x20 1000 0x0a
+` + sensorCommands() + `mc_enable 0x20
 `
 
 // chassisScript is the chassis_control program. ipmi_sim blocks while it
