@@ -266,3 +266,38 @@ func TestEventLogNamesSensors(t *testing.T) {
 		t.Fatalf("SEL after the CPU overheated: %q", msgs)
 	}
 }
+
+// A BMC with 200 sensors: the first Health walks the repository (a Get
+// SDR and a Get Sensor Thresholds per sensor), later ones read the
+// sensors only. Both stay well within one call's deadline.
+func TestHealthManySensors(t *testing.T) {
+	t.Parallel()
+	sim := ipmisim.StartWith(t, ipmisim.Config{ExtraTemperatures: 200})
+	hg, _ := healthClient(t, sim)
+	ctx := ctxTimeout(t, 60*time.Second)
+	start := time.Now()
+	h, err := hg.Health(ctx)
+	first := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.State != bmc.HealthOK || h.HottestC != 45 || h.Fans != 1 || h.PSUs != 1 {
+		t.Fatalf("Health = %+v", h)
+	}
+	if _, err := sim.Command(ctx, "sensor_set_value 0x20 0 215 99 0"); err != nil { // "Temp 200"
+		t.Fatal(err)
+	}
+	start = time.Now()
+	h, err = hg.Health(ctx)
+	again := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.State != bmc.HealthCritical || !slices.Equal(h.Reasons, []string{"temperature Temp 200: 99 °C, above its critical 95 °C"}) || h.HottestC != 99 {
+		t.Fatalf("Temp 200 at 99 °C: Health = %+v", h)
+	}
+	t.Logf("203 sensors: first Health %v, then %v", first, again)
+	if first > 5*time.Second || again > 3*time.Second {
+		t.Fatalf("Health too slow for 203 sensors: first %v, then %v", first, again)
+	}
+}

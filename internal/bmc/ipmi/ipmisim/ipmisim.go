@@ -104,6 +104,10 @@ type Config struct {
 	// doc); the BMC's system GUID is then its UUID, bytes reversed (IPMI's
 	// order).
 	Machine Machine
+	// ExtraTemperatures adds this many temperature sensors ("Temp 1",
+	// ...; sensor numbers from 16, 30 °C, critical at 95 °C), for a
+	// large SDR repository. At most 200.
+	ExtraTemperatures int
 }
 
 // Machine is a computer behind the simulated BMC.
@@ -139,6 +143,9 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 	if cfg.Password == "" {
 		cfg.Password = "pw-" + randomHex(6)
 	}
+	if cfg.ExtraTemperatures < 0 || cfg.ExtraTemperatures > 200 {
+		t.Fatalf("ipmisim: ExtraTemperatures %d out of 0-200", cfg.ExtraTemperatures)
+	}
 	if len(cfg.Username) > 16 || len(cfg.Password) > 20 || strings.ContainsAny(cfg.Username+cfg.Password, "\"\n\\") {
 		t.Fatalf("ipmisim: user name must be at most 16 bytes, password at most 20, neither with quotes, backslashes or newlines")
 	}
@@ -162,7 +169,7 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 		{"power", "0\n", 0o644},
 		{"boot", "default\n", 0o644},
 		{"resets", "0\n", 0o644},
-		{"cmds", emulatorCommands, 0o644},
+		{"cmds", emulatorCommands(cfg.ExtraTemperatures), 0o644},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.body), f.mode); err != nil {
 			t.Fatal(err)
@@ -405,12 +412,14 @@ set_working_mc 0x20
 
 // emulatorCommands sets up one BMC at IPMB address 0x20 (ipmi_sim_cmd(5))
 // with a SEL of up to 1000 entries and the sensors of sensors.go.
-var emulatorCommands = `# Written by ipmisim.Start; see ipmi_sim_cmd(5).
+func emulatorCommands(extraTemperatures int) string {
+	return `# Written by ipmisim.Start; see ipmi_sim_cmd(5).
 mc_setbmc 0x20
 mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
 sel_enable 0x20 1000 0x0a
-` + sensorCommands() + `mc_enable 0x20
+` + sensorCommands(extraTemperatures) + `mc_enable 0x20
 `
+}
 
 // chassisScript is the chassis_control program. ipmi_sim blocks while it
 // runs, so it only reads and writes small files. With a machine, every

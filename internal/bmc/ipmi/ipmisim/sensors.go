@@ -110,10 +110,16 @@ func (s simSensor) sdr() string {
 	return out.String()
 }
 
-// sensorCommands adds the sensors and their SDRs.
-func sensorCommands() string {
+// sensorCommands adds the sensors and their SDRs, and extra temperature
+// sensors.
+func sensorCommands(extraTemperatures int) string {
+	all := append([]simSensor(nil), sensors...)
+	for i := range extraTemperatures {
+		all = append(all, simSensor{num: byte(16 + i), sensorType: 0x01, eventType: 0x01, entity: 0x07, name: fmt.Sprintf("Temp %d", i+1),
+			unit: 1, m: 1, thresholds: [6]byte{0, 95, 0, 0, 0, 0}, enabled: "010000", initial: 30, events: "000001000000000"})
+	}
 	var out strings.Builder
-	for _, s := range sensors {
+	for _, s := range all {
 		fmt.Fprintf(&out, "sensor_add 0x20 0 %d 0x%02x 0x%02x\n", s.num, s.sensorType, s.eventType)
 		fmt.Fprintf(&out, "main_sdr_add 0x20%s\n", s.sdr())
 		if s.analog() {
