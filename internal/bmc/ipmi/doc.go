@@ -56,6 +56,20 @@
 // its per-try timeout and retries are derived from the budget (see
 // perTry), so a silent BMC is declared unreachable after 3 × perTry.
 //
+// # Hardware health
+//
+// Health reads the sensors of the SDR repository (full and compact
+// sensor records): threshold sensors against the thresholds they crossed,
+// power supply sensors by their states (health.go). The sensor list and
+// each sensor's thresholds are read once per BMC and kept on its
+// connection state, across sessions, for 10 minutes or until Get SDR
+// Repository Info says the repository changed; a Health call then costs
+// one exchange for that info and one Get Sensor Reading per sensor (a BMC
+// with 200 sensors: ~200 exchanges, under a second on a LAN). The first
+// read of a large repository (Get SDR plus Get Sensor Thresholds per
+// sensor) is bounded by the call's deadline like any call. EventLog walks
+// the SEL with Get SEL Entry from the record after the one last seen.
+//
 // # Errors
 //
 // Errors are *bmc.Error: no answer, timeouts, refused or unroutable
@@ -78,6 +92,9 @@
 //   - A session's keep-alive (every 30 s) may race a call for the
 //     request sequence number; the call then sees a timeout and the
 //     reconnect above absorbs it.
+//   - GetSELEntry asks Get SEL Info before every entry, and GetSDRs reads
+//     every sensor while walking the repository: the SEL and SDR walks
+//     here exchange the bare requests instead.
 //   - The host:port is built with Sprintf, so IPv6 literals are passed in
 //     brackets.
 package ipmi

@@ -757,27 +757,3 @@ func TestNoBIOSSettings(t *testing.T) {
 	_, err = c.(bmc.BIOSSettings).SetBIOS(context.Background(), bmc.BIOSValues{"ProcVirtualization": "Enabled"})
 	wantKind(t, err, bmc.KindUnsupported)
 }
-
-// The IPMI driver does not read the SDR's sensors nor the SEL yet
-// (issue 31): Capability says so, without a request to the BMC, and the
-// client's methods answer the same.
-func TestNoHealthYet(t *testing.T) {
-	t.Parallel()
-	o := newOpener(t, Options{})
-	c, err := bmc.Drivers{"ipmi": o}.Open(context.Background(), bmc.Endpoint{Driver: "ipmi", Address: "ipmi://127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = bmc.Capability[bmc.HealthGetter](c)
-	wantKind(t, err, bmc.KindUnsupported)
-	if !strings.Contains(err.Error(), "the ipmi driver has no hardware health") {
-		t.Fatalf("unclear: %v", err)
-	}
-	_, err = bmc.Capability[bmc.EventLogReader](c)
-	wantKind(t, err, bmc.KindUnsupported)
-	if !strings.Contains(err.Error(), "the ipmi driver has no event log") {
-		t.Fatalf("unclear: %v", err)
-	}
-	_, err = c.(bmc.EventLogReader).EventLog(context.Background(), "", 10)
-	wantKind(t, err, bmc.KindUnsupported)
-}

@@ -92,6 +92,7 @@ type bmcConn struct {
 	sem      chan struct{} // 1-slot lock that a context can abandon
 	sess     *session      // nil when not connected
 	lastUsed time.Time
+	sdr      *sdrCache // the BMC's sensors, once Health read them
 }
 
 func (c *bmcConn) lock(ctx context.Context) error {

@@ -163,9 +163,7 @@ func TestEventLogDialects(t *testing.T) {
 	}
 }
 
-// Without LogServices the event log is unsupported, and the IPMI driver
-// has neither capability (checked through Drivers, as the controller
-// reaches them).
+// Without LogServices the event log is unsupported.
 func TestEventLogUnsupported(t *testing.T) {
 	_, c, _ := healthClient(t, sim.Options{Tweak: func(q *sim.Quirks) { q.Health.NoLog = true }})
 	_, err := c.EventLog(context.Background(), "", 5)

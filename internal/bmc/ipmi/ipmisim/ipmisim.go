@@ -7,12 +7,18 @@
 //
 //   - lan.conf (ipmi_lan(5)): one LAN channel on 127.0.0.1:PORT, one
 //     admin user, a GUID (RMCP+ needs one), and a chassis_control program;
-//   - cmds (ipmi_sim_cmd(5)): a BMC at IPMB address 0x20, enabled;
+//   - cmds (ipmi_sim_cmd(5)): a BMC at IPMB address 0x20, enabled, with
+//     a System Event Log and three sensors in its SDR repository (see
+//     Sensor);
 //   - chassis: the chassis_control program. ipmi_sim runs it as
 //     "chassis 0x20 get power" (expects "power:0|1") and
 //     "chassis 0x20 set power 1|0", "set reset 1", "set shutdown 1",
 //     "set boot none|pxe|default|cdrom|bios". Without one, Chassis Control
 //     fails and Get Chassis Status always says off.
+//
+// lan.conf also opens ipmi_sim's console on a loopback TCP port, through
+// which Command runs emulator commands while it runs: sensor values and
+// SEL entries change as they would on a real machine.
 //
 // ipmi_sim offers cipher suites 0 to 3 only and never answers Get Channel
 // Cipher Suites: clients must pin a suite (ipmitool -C 3).
@@ -50,6 +56,8 @@ type Sim struct {
 	Username string
 	Password string
 	Port     int
+	// ConsolePort is ipmi_sim's console (TCP, loopback); see Command.
+	ConsolePort int
 
 	dir      string
 	cmd      *exec.Cmd
@@ -96,6 +104,10 @@ type Config struct {
 	// doc); the BMC's system GUID is then its UUID, bytes reversed (IPMI's
 	// order).
 	Machine Machine
+	// ExtraTemperatures adds this many temperature sensors ("Temp 1",
+	// ...; sensor numbers from 16, 30 °C, critical at 95 °C), for a
+	// large SDR repository. At most 200.
+	ExtraTemperatures int
 }
 
 // Machine is a computer behind the simulated BMC.
@@ -131,6 +143,9 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 	if cfg.Password == "" {
 		cfg.Password = "pw-" + randomHex(6)
 	}
+	if cfg.ExtraTemperatures < 0 || cfg.ExtraTemperatures > 200 {
+		t.Fatalf("ipmisim: ExtraTemperatures %d out of 0-200", cfg.ExtraTemperatures)
+	}
 	if len(cfg.Username) > 16 || len(cfg.Password) > 20 || strings.ContainsAny(cfg.Username+cfg.Password, "\"\n\\") {
 		t.Fatalf("ipmisim: user name must be at most 16 bytes, password at most 20, neither with quotes, backslashes or newlines")
 	}
@@ -154,7 +169,7 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 		{"power", "0\n", 0o644},
 		{"boot", "default\n", 0o644},
 		{"resets", "0\n", 0o644},
-		{"cmds", emulatorCommands, 0o644},
+		{"cmds", emulatorCommands(cfg.ExtraTemperatures), 0o644},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.body), f.mode); err != nil {
 			t.Fatal(err)
@@ -172,7 +187,11 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lastErr = s.start(port); lastErr == nil {
+		console, err := freeTCPPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lastErr = s.start(port, console); lastErr == nil {
 			t.Cleanup(s.Stop)
 			if s.machine != nil {
 				s.startBridge()
@@ -265,9 +284,9 @@ func (s *Sim) Stop() {
 	})
 }
 
-// start launches ipmi_sim on port and waits until it answers an RMCP
+// start launches ipmi_sim on port (its console on console) and waits until it answers an RMCP
 // presence ping.
-func (s *Sim) start(port int) error {
+func (s *Sim) start(port, console int) error {
 	guid := randomHex(16)
 	if s.machine != nil {
 		u, err := hex.DecodeString(strings.ReplaceAll(s.machine.UUID(), "-", ""))
@@ -280,7 +299,7 @@ func (s *Sim) start(port int) error {
 		slices.Reverse(u)
 		guid = hex.EncodeToString(u)
 	}
-	conf := lanConf(s.dir, port, s.Username, s.Password, guid)
+	conf := lanConf(s.dir, port, console, s.Username, s.Password, guid)
 	if err := os.WriteFile(filepath.Join(s.dir, "lan.conf"), []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -308,7 +327,7 @@ func (s *Sim) start(port int) error {
 		default:
 		}
 		if ping(port, 50*time.Millisecond) == nil {
-			s.Port, s.cmd, s.exited = port, cmd, exited
+			s.Port, s.ConsolePort, s.cmd, s.exited = port, console, cmd, exited
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -347,6 +366,15 @@ func freeUDPPort() (int, error) {
 	return pc.LocalAddr().(*net.UDPAddr).Port, nil
 }
 
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -361,7 +389,7 @@ func writeAtomic(path, body string) error {
 	return os.Rename(tmp, path)
 }
 
-func lanConf(dir string, port int, user, pass, guid string) string {
+func lanConf(dir string, port, console int, user, pass, guid string) string {
 	return fmt.Sprintf(`# Written by ipmisim.Start; see ipmi_lan(5).
 name "ipmisim"
 set_working_mc 0x20
@@ -374,18 +402,24 @@ set_working_mc 0x20
     allowed_auths_admin none md2 md5 straight
     guid %s
   endlan
+  # Emulator commands at run time (Sim.Command); loopback only.
+  console 127.0.0.1 %d
   chassis_control "%s/chassis 0x20"
   # num enabled name password max-priv max-sessions auths
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, port, guid, dir, user, pass)
+`, port, guid, console, dir, user, pass)
 }
 
-// emulatorCommands sets up one BMC at IPMB address 0x20 (ipmi_sim_cmd(5)).
-const emulatorCommands = `# Written by ipmisim.Start; see ipmi_sim_cmd(5).
+// emulatorCommands sets up one BMC at IPMB address 0x20 (ipmi_sim_cmd(5))
+// with a SEL of up to 1000 entries and the sensors of sensors.go.
+func emulatorCommands(extraTemperatures int) string {
+	return `# Written by ipmisim.Start; see ipmi_sim_cmd(5).
 mc_setbmc 0x20
 mc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr
-mc_enable 0x20
+sel_enable 0x20 1000 0x0a
+` + sensorCommands(extraTemperatures) + `mc_enable 0x20
 `
+}
 
 // chassisScript is the chassis_control program. ipmi_sim blocks while it
 // runs, so it only reads and writes small files. With a machine, every

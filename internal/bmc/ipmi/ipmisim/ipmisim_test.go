@@ -158,3 +158,55 @@ func TestMachineGetsEveryCommandInOrder(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestSensorsAndSEL(t *testing.T) {
+	if _, err := exec.LookPath("ipmitool"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("ipmitool not installed")
+	}
+	sim := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := sim.IPMITool(ctx, "sensor")
+	if err != nil {
+		t.Fatalf("ipmitool sensor: %v\n%s", err, out)
+	}
+	for _, want := range []string{CPUTempName + " ", FanName + " ", PSUName + " ", "| 45.000 ", "| 5000.000 ", "| 0x0100|"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("ipmitool sensor lacks %q:\n%s", want, out)
+		}
+	}
+	if err := sim.SetTemperature(ctx, 98); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetFanRPM(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetPSU(ctx, true, true); err != nil {
+		t.Fatal(err)
+	}
+	id, err := sim.AddSEL(ctx, SELEvent{SensorType: 0x08, SensorNumber: SensorPSU, EventType: 0x6f, Data: [3]byte{0x03, 0xff, 0xff}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = sim.IPMITool(ctx, "sensor")
+	if err != nil {
+		t.Fatalf("ipmitool sensor: %v\n%s", err, out)
+	}
+	for _, want := range []string{"| 98.000 ", "| 0.000 ", "| 0x0300|", "| cr "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("after the changes, ipmitool sensor lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = sim.IPMITool(ctx, "sel", "elist")
+	if err != nil {
+		t.Fatalf("ipmitool sel elist: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Upper Critical going high", "Lower Critical going low", "Power Supply AC lost", fmt.Sprintf("%4x |", id)} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("SEL lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := sim.Command(ctx, "no_such_command"); err == nil {
+		t.Fatal("an unknown command did not fail")
+	}
+}
