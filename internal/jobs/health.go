@@ -147,10 +147,9 @@ func (r *nodeWork) readHealth(ctx context.Context, n *baremetal.Node) error {
 	_, err = r.ledger.Update(ctx, n.ID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		next := healthOf(h, healthKnown)
 		next.LogAfter, next.ReadAt = n.Health.LogAfter, &now
+		// The driver returns what came after LogAfter (all of a log
+		// cleared since, whose ids start again): recorded as given.
 		for _, e := range entries {
-			if e.ID <= next.LogAfter && next.LogAfter != "" {
-				continue
-			}
 			next.LogAfter = e.ID
 			c.Events = append(c.Events, &baremetal.Event{Type: "bmc_log", Field: "health",
 				New: strings.ToLower(e.Severity), Message: logMessage(n, e)})

@@ -387,7 +387,7 @@ func (c *Client) EventLog(ctx context.Context, after string, max int) ([]bmc.Log
 		if conn.sdr != nil { // conn is locked by do
 			names = conn.sdr.byOwnerAndName
 		}
-		start := uint16(0)
+		start, cleared := uint16(0), false
 		// Record id 0 is no record's (it asks for the first): after
 		// it, everything.
 		if afterID != 0 {
@@ -398,7 +398,9 @@ func (c *Client) EventLog(ctx context.Context, after string, max int) ([]bmc.Log
 			case err == nil:
 				start = res.NextRecordID
 			case isNotPresent(err):
-				// Cleared since: everything there is, is newer.
+				// Cleared since: everything there is, is newer, whatever
+				// its id (a cleared SEL numbers its records from 1 again).
+				cleared = true
 			default:
 				return fmt.Errorf("get SEL entry %d: %w", afterID, err)
 			}
@@ -412,7 +414,7 @@ func (c *Client) EventLog(ctx context.Context, after string, max int) ([]bmc.Log
 				}
 				return fmt.Errorf("get SEL entry %d: %w", id, err)
 			}
-			if e, ok := logEntry(res.Data, names); ok && (after == "" || e.ID > selID(uint16(afterID))) {
+			if e, ok := logEntry(res.Data, names); ok && (after == "" || cleared || e.ID > selID(uint16(afterID))) {
 				out = append(out, e)
 				if after != "" && max > 0 && len(out) >= max {
 					return nil
