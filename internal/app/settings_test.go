@@ -339,3 +339,60 @@ func TestFirmwareUpdate(t *testing.T) {
 		t.Fatalf("a failed update changed the version: %v", fw)
 	}
 }
+
+// TestSettingsChangedWhileConfiguring: settings changed while the
+// controller applies them are applied again by the same configure job
+// (not left in configuring with no job), and a BMC changed meanwhile
+// stops the configure: the node is verified again, and its settings are
+// applied to the machine it reaches now.
+func TestSettingsChangedWhileConfiguring(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Systems: 2, PowerSyncInterval: time.Hour,
+		SimOptions: sim.Options{PowerDelay: 1500 * time.Millisecond}})
+	ctx := context.Background()
+	spec := env.NodeSpec(0, "busy-hw", "gpu")
+	spec.Settings = baremetal.HardwareSettings{BIOS: map[string]string{"ProcTurboMode": "Disabled"}}
+	n, err := env.App.Service.CreateNode(ctx, env.Admin(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.WaitNode(t, n.ID, 30*time.Second, func(n *baremetal.Node) bool { return n.ProvisionState == baremetal.StateConfiguring })
+	if _, err := env.App.Service.UpdateNode(ctx, env.Admin(), n.ID, 0, func(cur *baremetal.Node) (service.NodeSpec, error) {
+		s := service.SpecOf(cur)
+		s.Settings.BIOS = map[string]string{"ProcTurboMode": "Disabled", "LogicalProc": "Disabled"}
+		s.ApplySettings = true
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n = env.WaitNode(t, n.ID, time.Minute, func(n *baremetal.Node) bool {
+		return n.ProvisionState == baremetal.StateAvailable && n.Observed.ReadAt != nil && len(n.Settings.Unmet(n.Observed)) == 0
+	})
+	if attrs, _, _ := env.Sim.BIOS(env.Sim.SystemIDs()[0]); attrs["LogicalProc"] != "Disabled" || attrs["ProcTurboMode"] != "Disabled" {
+		t.Fatalf("the BMC shows %v", attrs)
+	}
+
+	// The BMC changed while configuring: verified again, then applied there.
+	if _, err := env.App.Service.UpdateNode(ctx, env.Admin(), n.ID, 0, func(cur *baremetal.Node) (service.NodeSpec, error) {
+		s := service.SpecOf(cur)
+		s.Settings.BIOS = map[string]string{"ProcTurboMode": "Enabled"}
+		s.ApplySettings = true
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitNode(t, n.ID, 30*time.Second, func(n *baremetal.Node) bool { return n.ProvisionState == baremetal.StateConfiguring })
+	moved, err := env.App.Service.UpdateNode(ctx, env.Admin(), n.ID, 0, func(cur *baremetal.Node) (service.NodeSpec, error) {
+		s := service.SpecOf(cur)
+		s.BMC.SystemID = env.Sim.SystemIDs()[1]
+		return s, nil
+	})
+	if err != nil || moved.ProvisionState != baremetal.StateEnroll || !moved.Settings.Waiting {
+		t.Fatalf("BMC changed while configuring: %v, state %s, waiting %v", err, moved.ProvisionState, moved.Settings.Waiting)
+	}
+	env.WaitNode(t, n.ID, time.Minute, func(n *baremetal.Node) bool {
+		return n.ProvisionState == baremetal.StateAvailable && len(n.Settings.Unmet(n.Observed)) == 0 && !n.Settings.Waiting
+	})
+	if attrs, _, _ := env.Sim.BIOS(env.Sim.SystemIDs()[1]); attrs["ProcTurboMode"] != "Enabled" {
+		t.Fatalf("the new machine's BMC shows %v", attrs["ProcTurboMode"])
+	}
+}

@@ -70,3 +70,19 @@ func (n *Node) RecordHealth(h Health, now time.Time) bool {
 	}
 	return false
 }
+
+// RestoreHealthFault raises hardware_critical again on a node whose last
+// health read was critical and whose other fault (which had the say) just
+// cleared: the hardware is not known to be better, and the node must not
+// be scheduled until a read says so.
+func (n *Node) RestoreHealthFault(now time.Time) {
+	if n.Fault != FaultNone || n.Health.State != HealthCritical {
+		return
+	}
+	n.Fault, n.FaultSince = FaultHardwareCritical, &now
+	msg := "hardware health critical"
+	if len(n.Health.Reasons) > 0 {
+		msg += ": " + n.Health.Reasons[0]
+	}
+	n.LastError = ClipError(msg)
+}

@@ -37,3 +37,21 @@ func TestRecordHealth(t *testing.T) {
 		t.Error("a node with critical health is schedulable")
 	}
 }
+
+// A node whose last health read was critical gets hardware_critical back
+// when another fault that had the say clears: it is not schedulable until
+// a read says the hardware is better.
+func TestHealthFaultRestored(t *testing.T) {
+	n := &Node{ProvisionState: StateAvailable, Health: Health{State: HealthCritical, Reasons: []string{"fan Fan1: Critical"}}}
+	n.Fault = FaultPowerMismatch
+	n.ClearFault(FaultPowerMismatch)
+	if n.Fault != FaultHardwareCritical || n.Schedulable() || n.LastError != "hardware health critical: fan Fan1: Critical" {
+		t.Fatalf("after power_mismatch cleared: fault %q last_error %q", n.Fault, n.LastError)
+	}
+	n.Health.State = HealthOK
+	n.Fault = FaultBMCRefused
+	n.ClearFault(FaultBMCRefused)
+	if n.Fault != FaultNone {
+		t.Fatalf("healthy: fault %q", n.Fault)
+	}
+}

@@ -43,6 +43,7 @@ func (n *Node) ClearFault(f ...Fault) {
 			n.LastError = ""
 		}
 	}
+	n.RestoreHealthFault(time.Now())
 }
 
 // SetActionFault records a fault about an action's outcome with msg

@@ -67,6 +67,9 @@ var configuration = &flow{
 		{"done", settingsDone},
 	},
 	fail: configureFailed,
+	// A synchronous BMC goes round the raid step once per volume change
+	// and the firmware step once per component.
+	extraRuns: 2*maxVolumes + 2*32,
 }
 
 func (w *configureWorker) Work(ctx context.Context, job *river.Job[ConfigureArgs]) error {
@@ -83,12 +86,28 @@ const settingsPoll = 3 * time.Second
 // machine is powered off when it was reset, and the node made available
 // with why in its last_error.
 func endConfigure(r *flowRun, why string) stepResult {
+	why = redactImages(r.node, why)
 	r.note("failure", why)
 	r.note("failed_step", r.stepName())
 	if r.notes["reset"] != "" {
 		return goTo("power_off")
 	}
 	return goTo("done")
+}
+
+// redactImages replaces the node's firmware image URLs, which may carry
+// credentials in their query or user info, by their redacted form in a
+// message (a BMC's task messages quote the URL it fetched).
+func redactImages(n *baremetal.Node, msg string) string {
+	for _, fw := range n.Settings.Firmware {
+		if fw.ImageURL != "" {
+			msg = strings.ReplaceAll(msg, fw.ImageURL, baremetal.RedactURL(fw.ImageURL))
+			if i := strings.IndexAny(fw.ImageURL, "?#"); i > 0 {
+				msg = strings.ReplaceAll(msg, fw.ImageURL[i:], "?…")
+			}
+		}
+	}
+	return msg
 }
 
 // configureFailed: what retrying cannot help (a refusal, a capability
@@ -232,6 +251,13 @@ func (f *fnv) sum() uint64 { return uint64(*f) }
 // recordObserved stores what was read of n's settings (and the registry,
 // once per content), on the node as the flow has it.
 func (r *nodeWork) recordObserved(ctx context.Context, nodeID string, obs baremetal.HardwareObserved, reg baremetal.BIOSRegistry) (*baremetal.Node, error) {
+	return r.recordObservedFrom(ctx, nodeID, obs, reg, true)
+}
+
+// recordObservedFrom is recordObserved; a read from outside the
+// configure flow (inFlow false) is not written over a configure under
+// way, whose own reads are newer than one that started before it.
+func (r *nodeWork) recordObservedFrom(ctx context.Context, nodeID string, obs baremetal.HardwareObserved, reg baremetal.BIOSRegistry, inFlow bool) (*baremetal.Node, error) {
 	if reg != nil {
 		obs.Registry = registryName(reg)
 		if err := r.store.PutBIOSRegistry(ctx, obs.Registry, reg); err != nil {
@@ -239,6 +265,9 @@ func (r *nodeWork) recordObserved(ctx context.Context, nodeID string, obs bareme
 		}
 	}
 	n, err := r.ledger.Update(ctx, nodeID, ledger.Controller, func(_ store.Tx, n *baremetal.Node, _ *ledger.Change) error {
+		if !inFlow && n.ProvisionState == baremetal.StateConfiguring {
+			return ledger.ErrSkip
+		}
 		n.Observed = obs
 		return nil
 	})
@@ -442,6 +471,7 @@ func settingsPowerOff(ctx context.Context, r *flowRun) (stepResult, error) {
 // last_error when the settings were not applied.
 func settingsDone(ctx context.Context, r *flowRun) (stepResult, error) {
 	failure, failedStep := r.notes["failure"], r.notes["failed_step"]
+	again := false
 	_, err := r.ledger.Update(ctx, r.node.ID, ledger.Controller, func(tx store.Tx, n *baremetal.Node, c *ledger.Change) error {
 		if n.ProvisionState != baremetal.StateConfiguring {
 			return ledger.ErrSkip
@@ -467,8 +497,21 @@ func settingsDone(ctx context.Context, r *flowRun) (stepResult, error) {
 				n.LastError = ""
 			}
 		}
+		if n.Settings.Waiting && !n.Settings.IsZero() {
+			// Changed while they were being applied: this job applies
+			// them again, from its first step (a configure job queued
+			// here would be dropped as a duplicate of this running one).
+			n.Settings.Waiting = false
+			n.Flow = nil
+			c.Reason += "; the settings changed meanwhile: applying them again"
+			again = true
+			return nil
+		}
 		return r.becomeAvailable(ctx, tx, n, c)
 	})
+	if again && err == nil {
+		return waitFor(time.Millisecond), nil
+	}
 	return flowOver, ignoreGone(err)
 }
 

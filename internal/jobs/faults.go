@@ -116,6 +116,7 @@ func (r *nodeWork) noteSuccess(n *baremetal.Node, now time.Time) {
 		// longer describes the node.
 		n.LastError = ""
 	}
+	n.RestoreHealthFault(now)
 	n.BMCFailures = 0
 	n.NextCheckAt = nil
 	// LastSeenAt is refreshed only when it is unset or something else is

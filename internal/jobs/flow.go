@@ -45,6 +45,9 @@ type flow struct {
 	steps []flowStep
 	// fail decides what a step's error means (see flow's comment).
 	fail func(ctx context.Context, r *flowRun, err error) (stepResult, error)
+	// extraRuns raises the bound on steps run in one attempt, for a flow
+	// whose steps legitimately go round (one volume change per run).
+	extraRuns int
 }
 
 // flowStep is one small, idempotent piece of a flow.
@@ -140,7 +143,7 @@ func (r *flowRun) work(ctx context.Context) error {
 		r.notes = maps.Clone(f.Notes)
 	}
 	for ran := 0; r.at < len(r.flow.steps); ran++ {
-		if ran > 2*len(r.flow.steps) {
+		if ran > 2*len(r.flow.steps)+r.flow.extraRuns {
 			// Steps that send each other back and forth (a bug): fail the
 			// attempt, which River retries, rather than spin.
 			return fmt.Errorf("%s flow of node %s: its steps went round in circles (at %s)", r.flow.name, r.node.Name, r.stepName())

@@ -100,6 +100,6 @@ func (w *readSettingsWorker) Work(ctx context.Context, job *river.Job[ReadSettin
 	if err != nil {
 		return err
 	}
-	_, err = w.recordObserved(ctx, n.ID, obs, reg)
+	_, err = w.recordObservedFrom(ctx, n.ID, obs, reg, false)
 	return ignoreGone(err)
 }

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"strings"
 	"math"
 	"slices"
 	"testing"
@@ -150,5 +151,20 @@ func TestRootHintsDefaultToTheFirstVolume(t *testing.T) {
 	}
 	if got := rootHints(&baremetal.Node{}, &baremetal.Instance{}); got != nil {
 		t.Fatalf("no RAID declared: %v", got)
+	}
+}
+
+// A BMC's task message quoting a firmware image URL does not carry the
+// URL's credentials (user info, query) into last_error and events.
+func TestFirmwareImageURLRedacted(t *testing.T) {
+	url := "https://fw-user:pa55@fw.example/bios.bin?X-Amz-Signature=s3cret&X-Amz-Credential=AKIA"
+	n := &baremetal.Node{Settings: baremetal.HardwareSettings{Firmware: []baremetal.FirmwareSettings{{Component: "BIOS", Version: "2", ImageURL: url}}}}
+	for _, msg := range []string{"the image at " + url + " could not be fetched", "fetch bios.bin?X-Amz-Signature=s3cret&X-Amz-Credential=AKIA: 403"} {
+		got := redactImages(n, msg)
+		for _, secret := range []string{"pa55", "s3cret", "AKIA"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("%q still holds %s: %q", msg, secret, got)
+			}
+		}
 	}
 }

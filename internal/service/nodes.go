@@ -370,7 +370,14 @@ func (s *Service) UpdateNode(ctx context.Context, c Caller, idOrName string, ifM
 				// machine is asked again by the verify.
 				n.ClearFault(baremetal.FaultDuplicate)
 			}
-			if reverify && n.ProvisionState == baremetal.StateAvailable {
+			if reverify && (n.ProvisionState == baremetal.StateAvailable || n.ProvisionState == baremetal.StateConfiguring) {
+				// A configure under way stops (its flow ends with the
+				// state): its settings were for the machine the old
+				// settings reached; they are applied to this one once it
+				// is verified as the node's.
+				if n.ProvisionState == baremetal.StateConfiguring {
+					n.Settings.Waiting = true
+				}
 				if err := n.Transition(baremetal.StateEnroll); err != nil {
 					return err
 				}

@@ -10,6 +10,7 @@ package store
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
@@ -93,6 +94,14 @@ func (c NodeClaim) Fits(n *baremetal.Node) bool {
 // claim with one that is not matches no node.
 func (c NodeClaim) Storable() bool {
 	r := c.Requirements
+	for _, t := range append(append([]string{}, r.RequiredTraits...), r.ForbiddenTraits...) {
+		// The queries find a trait with its commas around it in the
+		// comma-joined column: an empty one, or one holding a comma,
+		// would match what no trait is (the domain refuses both).
+		if t == "" || strings.Contains(t, ",") {
+			return false
+		}
+	}
 	return Storable(append(append([]string{c.ResourceClass, string(c.Driver), c.Project, r.CPUArch}, r.RequiredTraits...), r.ForbiddenTraits...)...)
 }
 

@@ -321,6 +321,11 @@ func (q Queries) ListNodes(ctx context.Context, f store.NodeFilter) ([]*baremeta
 		return nil, "", err
 	}
 	r := f.Requirements
+	for _, t := range append(append([]string{}, r.RequiredTraits...), r.ForbiddenTraits...) {
+		if t == "" || strings.Contains(t, ",") {
+			return nil, "", nil // no trait is that (see store.NodeClaim.Storable)
+		}
+	}
 	if !store.Storable(append(append([]string{string(f.ProvisionState), f.Fault, f.ResourceClass, f.Owner, f.VisibleTo, r.CPUArch},
 		r.RequiredTraits...), r.ForbiddenTraits...)...) {
 		return nil, "", nil // no node matches
