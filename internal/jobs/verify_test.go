@@ -1,9 +1,9 @@
 package jobs
 
 import (
-	"strings"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
