@@ -47,31 +47,15 @@ type healthSyncWorker struct {
 	r *Runner
 }
 
-// Work queues a read of every node due, a page of the node list at a time.
+// Work queues a read of every node due (queueDue).
 func (w *healthSyncWorker) Work(ctx context.Context, _ *river.Job[HealthSyncArgs]) error {
 	iv := w.r.cfg.HealthInterval
-	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}}
-	for {
-		nodes, next, err := w.r.store.ListNodes(ctx, f)
-		if err != nil {
-			return err
-		}
-		var params []river.InsertManyParams
-		for _, n := range nodes {
-			if healthDue(n, iv, time.Now()) {
-				params = append(params, river.InsertManyParams{Args: ReadHealthArgs{NodeID: n.ID}})
-			}
-		}
-		if len(params) > 0 {
-			if _, err := w.r.q.InsertMany(ctx, params); err != nil {
-				return err
-			}
-		}
-		if next == "" {
+	return w.r.queueDue(ctx, func(n *baremetal.Node, now time.Time) river.JobArgs {
+		if !healthDue(n, iv, now) {
 			return nil
 		}
-		f.After = next
-	}
+		return ReadHealthArgs{NodeID: n.ID}
+	})
 }
 
 // healthDue reports whether n's health should be read now: not while its

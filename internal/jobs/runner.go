@@ -153,30 +153,30 @@ func New(cfg Config) (*Runner, error) {
 			&river.PeriodicJobOpts{ID: "power_sync", RunOnStart: true},
 		)}
 	}
-	if iv := cfg.SettingsSyncInterval; iv > 0 {
-		rcfg.PeriodicJobs = append(rcfg.PeriodicJobs, river.NewPeriodicJob(
-			river.PeriodicInterval(iv),
-			func() (river.JobArgs, *river.InsertOpts) {
-				opts := SettingsSyncArgs{}.InsertOpts()
-				if iv >= time.Second {
-					opts.UniqueOpts = river.UniqueOpts{ByPeriod: iv}
-				}
-				return SettingsSyncArgs{}, &opts
-			},
-			&river.PeriodicJobOpts{ID: "settings_sync", RunOnStart: true},
-		))
+	// The slower per-node passes, each at most once per period (see the
+	// power sync's above).
+	type periodicArgs interface {
+		river.JobArgs
+		InsertOpts() river.InsertOpts
 	}
-	if iv := cfg.HealthInterval; iv > 0 {
+	for _, p := range []struct {
+		id   string
+		iv   time.Duration
+		args periodicArgs
+	}{{"settings_sync", cfg.SettingsSyncInterval, SettingsSyncArgs{}}, {"health_sync", cfg.HealthInterval, HealthSyncArgs{}}} {
+		if p.iv <= 0 {
+			continue
+		}
 		rcfg.PeriodicJobs = append(rcfg.PeriodicJobs, river.NewPeriodicJob(
-			river.PeriodicInterval(iv),
+			river.PeriodicInterval(p.iv),
 			func() (river.JobArgs, *river.InsertOpts) {
-				opts := HealthSyncArgs{}.InsertOpts()
-				if iv >= time.Second {
-					opts.UniqueOpts = river.UniqueOpts{ByPeriod: iv}
+				opts := p.args.InsertOpts()
+				if p.iv >= time.Second {
+					opts.UniqueOpts = river.UniqueOpts{ByPeriod: p.iv}
 				}
-				return HealthSyncArgs{}, &opts
+				return p.args, &opts
 			},
-			&river.PeriodicJobOpts{ID: "health_sync", RunOnStart: true},
+			&river.PeriodicJobOpts{ID: p.id, RunOnStart: true},
 		))
 	}
 	q, err := newQueue(cfg.Store, rcfg)

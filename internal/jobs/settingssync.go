@@ -46,20 +46,32 @@ type settingsSyncWorker struct {
 // interval ago or more. It reads the node list a page at a time.
 func (w *settingsSyncWorker) Work(ctx context.Context, _ *river.Job[SettingsSyncArgs]) error {
 	iv := w.r.cfg.SettingsSyncInterval
+	return w.r.queueDue(ctx, func(n *baremetal.Node, now time.Time) river.JobArgs {
+		if !settingsDue(n, iv, now) {
+			return nil
+		}
+		return ReadSettingsArgs{NodeID: n.ID}
+	})
+}
+
+// queueDue queues, for every node of the list (read a page at a time),
+// the job due returns for it (nil: none), a page's in one insert: the
+// periodic passes that fan out per-node reads (settings, health).
+func (r *Runner) queueDue(ctx context.Context, due func(n *baremetal.Node, now time.Time) river.JobArgs) error {
 	f := store.NodeFilter{Page: store.Page{Limit: store.MaxPageLimit}}
 	for {
-		nodes, next, err := w.r.store.ListNodes(ctx, f)
+		nodes, next, err := r.store.ListNodes(ctx, f)
 		if err != nil {
 			return err
 		}
 		var params []river.InsertManyParams
 		for _, n := range nodes {
-			if settingsDue(n, iv, time.Now()) {
-				params = append(params, river.InsertManyParams{Args: ReadSettingsArgs{NodeID: n.ID}})
+			if args := due(n, time.Now()); args != nil {
+				params = append(params, river.InsertManyParams{Args: args})
 			}
 		}
 		if len(params) > 0 {
-			if _, err := w.r.q.InsertMany(ctx, params); err != nil {
+			if _, err := r.q.InsertMany(ctx, params); err != nil {
 				return err
 			}
 		}
