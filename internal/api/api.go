@@ -90,7 +90,8 @@ type Node struct {
 	Traits        []string `json:"traits"`
 	DerivedTraits []string `json:"derived_traits"`
 	// Owner is the project whose instances alone are placed on the node
-	// ("" for any project).
+	// ("" for any project; "another project" to a monitor token, which
+	// sees every project's nodes).
 	Owner string `json:"owner"`
 	// BIOSSettings and SecureBoot are the hardware settings the operator
 	// declares (admins only: {} and null for members); Hardware what the

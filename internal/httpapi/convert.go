@@ -35,6 +35,12 @@ func nodeOut(n *baremetal.Node, c service.Caller) api.Node {
 			FansFailed: n.Health.FansFailed, PSUsFailed: n.Health.PSUsFailed, ReadAt: n.Health.ReadAt},
 	}
 	out.BIOSSettings = map[string]string{}
+	if c.Monitor() && n.Owner != "" {
+		// A monitor watches the whole fleet, every project's nodes; which
+		// project owns one is the projects' business (members are not
+		// told either).
+		out.Owner = "another project"
+	}
 	if !c.Admin() {
 		// BMC errors name BMC addresses and URLs: infrastructure detail
 		// for operators. Members see the fault, which is what scheduling

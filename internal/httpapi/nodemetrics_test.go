@@ -142,6 +142,10 @@ func TestNodeMetrics(t *testing.T) {
 			if hot := names["hm-hot"]; hot.BMC != nil || hot.LastError != "" || hot.Health.State != "critical" || hot.Fault != api.Fault(baremetal.FaultHardwareCritical) {
 				t.Fatalf("monitor's view of hm-hot: %+v", hot)
 			}
+			// Owned, but not said by whom.
+			if p2 := names["hm-p2"]; p2.Owner != "another project" {
+				t.Fatalf("monitor's view of hm-p2's owner: %q", p2.Owner)
+			}
 			// And changes nothing, nor reads beyond its two routes.
 			for _, c := range []struct{ method, path, body string }{
 				{"POST", "/v1/nodes", nodeBody("hm-new")},
