@@ -3,6 +3,7 @@ package bmc
 import (
 	"context"
 	"fmt"
+	"io"
 	"reflect"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/redact"
@@ -90,6 +91,8 @@ func capabilityName(v any) string {
 		return "hardware health"
 	case *EventLogReader:
 		return "event log"
+	case *ConsoleOpener:
+		return "serial console (IPMI Serial-over-LAN)"
 	}
 	return reflect.TypeOf(v).Elem().String()
 }
@@ -115,7 +118,40 @@ var (
 	_ FirmwareUpdater  = (*guarded)(nil)
 	_ HealthGetter     = (*guarded)(nil)
 	_ EventLogReader   = (*guarded)(nil)
+	_ ConsoleOpener    = (*guarded)(nil)
 )
+
+func (g *guarded) OpenConsole(ctx context.Context) (Console, error) {
+	o, err := capable[ConsoleOpener](g)
+	var c Console
+	if err == nil {
+		c, err = o.OpenConsole(ctx)
+	}
+	if err != nil {
+		return nil, g.check("open console", err)
+	}
+	return &guardedConsole{Console: c, g: g}, nil
+}
+
+// guardedConsole redacts the errors of an open console, as guarded does
+// for calls.
+type guardedConsole struct {
+	Console
+	g *guarded
+}
+
+func (c *guardedConsole) Read(p []byte) (int, error) {
+	n, err := c.Console.Read(p)
+	if err != nil && err != io.EOF {
+		err = c.g.check("read console", err)
+	}
+	return n, err
+}
+
+func (c *guardedConsole) Write(p []byte) (int, error) {
+	n, err := c.Console.Write(p)
+	return n, c.g.check("write console", err)
+}
 
 func (g *guarded) Health(ctx context.Context) (Health, error) {
 	h, err := capable[HealthGetter](g)

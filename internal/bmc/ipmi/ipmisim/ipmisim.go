@@ -58,6 +58,9 @@ type Sim struct {
 	Port     int
 	// ConsolePort is ipmi_sim's console (TCP, loopback); see Command.
 	ConsolePort int
+	// Serial is the machine's serial port, which the BMC serves as
+	// Serial-over-LAN (payload instance 1).
+	Serial *Serial
 
 	dir      string
 	cmd      *exec.Cmd
@@ -124,6 +127,14 @@ type Machine interface {
 	SetBootDevice(dev string) error
 }
 
+// SerialLogger is a Machine whose serial console is written to a file
+// (a qemu VM's serial.log): the BMC's Serial-over-LAN then shows what is
+// appended to it. Keystrokes go nowhere (the file has no input side);
+// Serial.Input still records them.
+type SerialLogger interface {
+	SerialLog() string
+}
+
 // Start runs a simulated BMC, powered off, and stops it when the test
 // ends. It skips the test when ipmi_sim is not installed (fails under
 // CI=true).
@@ -161,6 +172,10 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 		t.Fatalf("ipmisim: temporary directory %q has characters unsafe for a shell command; set TMPDIR", dir)
 	}
 	s := &Sim{Username: cfg.Username, Password: cfg.Password, dir: dir, machine: cfg.Machine}
+	if s.Serial, err = newSerial(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Serial.close)
 	for _, f := range []struct {
 		name, body string
 		mode       os.FileMode
@@ -195,6 +210,11 @@ func StartWith(t testing.TB, cfg Config) *Sim {
 			t.Cleanup(s.Stop)
 			if s.machine != nil {
 				s.startBridge()
+			}
+			if sl, ok := s.machine.(SerialLogger); ok {
+				stop := make(chan struct{})
+				go s.Serial.tail(sl.SerialLog(), stop)
+				t.Cleanup(func() { close(stop) })
 			}
 			return s
 		}
@@ -299,7 +319,7 @@ func (s *Sim) start(port, console int) error {
 		slices.Reverse(u)
 		guid = hex.EncodeToString(u)
 	}
-	conf := lanConf(s.dir, port, console, s.Username, s.Password, guid)
+	conf := lanConf(s.dir, port, console, s.Serial.addr(), s.Username, s.Password, guid)
 	if err := os.WriteFile(filepath.Join(s.dir, "lan.conf"), []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -389,7 +409,7 @@ func writeAtomic(path, body string) error {
 	return os.Rename(tmp, path)
 }
 
-func lanConf(dir string, port, console int, user, pass, guid string) string {
+func lanConf(dir string, port, console int, serial, user, pass, guid string) string {
 	return fmt.Sprintf(`# Written by ipmisim.Start; see ipmi_lan(5).
 name "ipmisim"
 set_working_mc 0x20
@@ -405,9 +425,11 @@ set_working_mc 0x20
   # Emulator commands at run time (Sim.Command); loopback only.
   console 127.0.0.1 %d
   chassis_control "%s/chassis 0x20"
+  # Serial-over-LAN: the machine's serial port (Sim.Serial).
+  sol "tcp:%s" 115200
   # num enabled name password max-priv max-sessions auths
   user 2 true "%s" "%s" admin 10 none md2 md5 straight
-`, port, guid, console, dir, user, pass)
+`, port, guid, console, dir, serial, user, pass)
 }
 
 // emulatorCommands sets up one BMC at IPMB address 0x20 (ipmi_sim_cmd(5))
