@@ -199,6 +199,19 @@ type Queries interface {
 	// stored already is replaced).
 	GetBIOSRegistry(ctx context.Context, name string) (baremetal.BIOSRegistry, error)
 	PutBIOSRegistry(ctx context.Context, name string, reg baremetal.BIOSRegistry) error
+	// ClaimConsole makes holder (a controller process) the recorder of a
+	// node's console until until, unless another holder's lease runs
+	// after now; it reports whether holder has it. A holder renews its
+	// lease the same way. Not found when the node is gone.
+	ClaimConsole(ctx context.Context, nodeID, holder string, until time.Time) (bool, error)
+	// SaveConsoleLog replaces the node's console log and renews the
+	// lease, if holder still has it (false when another took it over).
+	SaveConsoleLog(ctx context.Context, nodeID, holder, log string, until time.Time) (bool, error)
+	// ReleaseConsole ends holder's lease, if it has it.
+	ReleaseConsole(ctx context.Context, nodeID, holder string) error
+	// GetConsoleLog returns a node's console log; not found when nothing
+	// was ever recorded.
+	GetConsoleLog(ctx context.Context, nodeID string) (*baremetal.ConsoleLog, error)
 	// GetInventories returns the inventories of the nodes with the given
 	// ids (at most MaxPageLimit: a page of nodes), ordered by node id; a
 	// node never inspected, or gone, has none in the list.

@@ -129,6 +129,11 @@ func (q querier) GetInventory(ctx context.Context, nodeID string) (*sqlstore.Inv
 	return inventory(q.Queries.GetInventory(ctx, nodeID))
 }
 
+func (q querier) GetConsole(ctx context.Context, nodeID string) (*sqlstore.ConsoleRow, error) {
+	r, err := q.Queries.GetConsole(ctx, nodeID)
+	return (*sqlstore.ConsoleRow)(r), err
+}
+
 func (q querier) GetInventories(ctx context.Context, idsJSON string) ([]*sqlstore.InventoryRow, error) {
 	rs, err := q.Queries.GetInventories(ctx, idsJSON)
 	return sqlstore.Rows(rs, err, inventory)

@@ -77,6 +77,11 @@ type Querier interface {
 	SetInventory(ctx context.Context, nodeID, data string, inspectedAt Time) error
 	GetInventory(ctx context.Context, nodeID string) (*InventoryRow, error)
 	GetBIOSRegistry(ctx context.Context, name string) (string, error)
+	// node_consoles.sql
+	ClaimConsole(ctx context.Context, nodeID, holder string, leaseUntil *Time, now Time) (int64, error)
+	SaveConsoleLog(ctx context.Context, log string, leaseUntil *Time, now Time, nodeID, holder string) (int64, error)
+	ReleaseConsole(ctx context.Context, nodeID, holder string) error
+	GetConsole(ctx context.Context, nodeID string) (*ConsoleRow, error)
 	PutBIOSRegistry(ctx context.Context, name, data string) error
 	// nodes.<dialect>.sql
 	GetInventories(ctx context.Context, idsJSON string) ([]*InventoryRow, error)

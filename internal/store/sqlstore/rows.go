@@ -251,6 +251,15 @@ type ActivityRow struct {
 	LastSeenAt *Time
 }
 
+// ConsoleRow is a node's console log and its recorder's lease.
+type ConsoleRow struct {
+	NodeID     string
+	Log        string
+	Holder     string
+	LeaseUntil *Time
+	UpdatedAt  Time
+}
+
 // InventoryRow is a node's inventory (GetInventory).
 type InventoryRow struct {
 	NodeID      string

@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeListPlacementFilters", testNodeListPlacementFilters},
 		{"NodeTraitsRoundTrip", testNodeTraitsRoundTrip},
 		{"HardwareSettingsRoundTrip", testHardwareSettingsRoundTrip},
+		{"ConsoleLog", testConsoleLog},
 		{"TxClaimNodeRace", testTxClaimNodeRace},
 		{"PasswordEncryptedAtRest", testPasswordAtRest},
 		{"Persistence", testPersistence},

@@ -100,6 +100,14 @@ type Instance struct {
 	Requirements     string
 }
 
+type NodeConsole struct {
+	NodeID     string
+	Log        string
+	Holder     string
+	LeaseUntil *sqlstore.Time
+	UpdatedAt  sqlstore.Time
+}
+
 type NodeInventory struct {
 	NodeID      string
 	Data        string
