@@ -1,0 +1,299 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
+)
+
+// fakeBMC hands out consoles whose machine side the test drives.
+type fakeBMC struct {
+	mu     sync.Mutex
+	opens  int
+	fail   error
+	cons   []*fakeConsole
+	noSOL  bool
+	opened chan *fakeConsole
+}
+
+func (f *fakeBMC) Open(context.Context, bmc.Endpoint) (bmc.Client, error) {
+	if f.noSOL {
+		return plainClient{}, nil
+	}
+	return &fakeClient{f}, nil
+}
+
+type plainClient struct{}
+
+func (plainClient) PowerState(context.Context) (bmc.PowerState, error)        { return bmc.PowerOn, nil }
+func (plainClient) SetPower(context.Context, bmc.PowerAction) error           { return nil }
+func (plainClient) SetBootDevice(context.Context, bmc.BootDevice, bool) error { return nil }
+
+type fakeClient struct{ f *fakeBMC }
+
+func (fakeClient) PowerState(context.Context) (bmc.PowerState, error)        { return bmc.PowerOn, nil }
+func (fakeClient) SetPower(context.Context, bmc.PowerAction) error           { return nil }
+func (fakeClient) SetBootDevice(context.Context, bmc.BootDevice, bool) error { return nil }
+
+func (c *fakeClient) OpenConsole(context.Context) (bmc.Console, error) {
+	f := c.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opens++
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	pr, pw := io.Pipe()
+	con := &fakeConsole{machine: pw, out: pr}
+	f.cons = append(f.cons, con)
+	if f.opened != nil {
+		f.opened <- con
+	}
+	return con, nil
+}
+
+type fakeConsole struct {
+	machine *io.PipeWriter // what the machine prints
+	out     *io.PipeReader
+	mu      sync.Mutex
+	typed   strings.Builder
+}
+
+func (c *fakeConsole) Read(p []byte) (int, error) { return c.out.Read(p) }
+func (c *fakeConsole) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.typed.Write(p)
+}
+func (c *fakeConsole) Close() error { return c.out.Close() }
+func (c *fakeConsole) print(t *testing.T, s string) {
+	t.Helper()
+	if _, err := c.machine.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setup(t *testing.T, state baremetal.ProvisionState, f *fakeBMC, opts Options) (store.Store, *baremetal.Node, *Recorder) {
+	t.Helper()
+	st := storetest.OpenSQLite(t)
+	n := &baremetal.Node{Name: "n1", Driver: baremetal.DriverIPMI, BMC: baremetal.BMC{Address: "ipmi://10.0.0.9", Username: "admin", Password: "Sup3r-Secret-pw"},
+		PowerState: baremetal.PowerOn, ProvisionState: state}
+	if err := st.InsertNode(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Flush == 0 {
+		opts.Flush = 20 * time.Millisecond
+	}
+	if opts.Retry == 0 {
+		opts.Retry = 20 * time.Millisecond
+	}
+	r := New(st, f, opts)
+	t.Cleanup(r.Close)
+	return st, n, r
+}
+
+func waitLog(t *testing.T, st store.Store, id, sub string) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := st.GetConsoleLog(context.Background(), id)
+		if err == nil && strings.Contains(c.Log, sub) {
+			return c.Log
+		}
+		if time.Now().After(deadline) {
+			got := ""
+			if c != nil {
+				got = c.Log
+			}
+			t.Fatalf("console log lacks %q (err %v):\n%s", sub, err, got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRecordsCleanLines: what the machine prints while it boots is saved
+// as clean lines, credentials hidden, and the recording ends Linger
+// after the node stops booting, giving its lease back.
+func TestRecordsCleanLines(t *testing.T) {
+	f := &fakeBMC{opened: make(chan *fakeConsole, 4)}
+	st, n, r := setup(t, baremetal.StateDeploying, f, Options{Linger: 100 * time.Millisecond})
+	r.Record(n.ID)
+	r.Record(n.ID) // once is enough
+	con := <-f.opened
+	con.print(t, "\x1b[2J\x1b[1;1HSeaBIOS (version 1.16)\r\n")
+	con.print(t, "iPXE http://10.0.2.2/v1/agent/boot/"+n.ID+"/0123456789abcdef0123456789abcdef/agent.iso ok\r\n")
+	con.print(t, "[    0.000000] Linux version 6.1.0 \x1b[32mOK\x1b[0m\r\n")
+	con.print(t, "login as admin:Sup3r-Secret-pw token agt_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefg\r\n")
+	con.print(t, "progress 10%\rprogress 100%\r\n")
+	con.print(t, "half a li")
+	con.print(t, "ne, ünïcode\r\n")
+	log := waitLog(t, st, n.ID, "ünïcode")
+	for _, want := range []string{"SeaBIOS (version 1.16)\n", "Linux version 6.1.0 OK\n", "progress 100%\n", "half a line, ünïcode\n"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	for _, bad := range []string{"\x1b", "\r", "Sup3r-Secret-pw", "agt_ABCDEF", "0123456789abcdef0123456789abcdef", "progress 10%"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("log holds %q:\n%s", bad, log)
+		}
+	}
+	if got := r.Tail(context.Background(), n.ID, 2); len(got) != 2 || got[1] != "half a line, ünïcode" {
+		t.Errorf("Tail: %q", got)
+	}
+	c, _ := st.GetConsoleLog(context.Background(), n.ID)
+	if !c.Recording(time.Now()) || c.Holder != r.Holder() {
+		t.Fatalf("recording lease: %+v", c)
+	}
+
+	// The node is deployed: the recording goes on for Linger, then ends.
+	n.ProvisionState = baremetal.StateActive
+	if err := st.UpdateNode(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	con.print(t, "Debian GNU/Linux 12 host ttyS0\r\n")
+	waitLog(t, st, n.ID, "Debian GNU/Linux 12 host ttyS0")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, _ := st.GetConsoleLog(context.Background(), n.ID)
+		if !c.Recording(time.Now()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recording did not end after the node stopped booting")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A later boot appends to the same log.
+	n.ProvisionState = baremetal.StateCleaning
+	if err := st.UpdateNode(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	r.Record(n.ID)
+	con2 := <-f.opened
+	con2.print(t, "second boot\r\n")
+	log = waitLog(t, st, n.ID, "second boot")
+	if !strings.Contains(log, "SeaBIOS") {
+		t.Errorf("the earlier boot's lines are gone:\n%s", log)
+	}
+}
+
+// TestReopensAndNotes: a console that fails is reopened, and the log says
+// what happened; a node without a console is not recorded at all.
+func TestReopensAndNotes(t *testing.T) {
+	f := &fakeBMC{opened: make(chan *fakeConsole, 4), fail: bmc.Errorf(bmc.KindUnreachable, "open console", "no answer")}
+	st, n, r := setup(t, baremetal.StateInspecting, f, Options{})
+	r.Record(n.ID)
+	waitLog(t, st, n.ID, "console unavailable, retrying: bmc open console: unreachable: no answer")
+	f.mu.Lock()
+	f.fail = nil
+	f.mu.Unlock()
+	con := <-f.opened
+	con.print(t, "agent up\r\n")
+	waitLog(t, st, n.ID, "agent up")
+	waitLog(t, st, n.ID, "console open again")
+	_ = con.machine.CloseWithError(errors.New("SOL deactivated by the BMC"))
+	waitLog(t, st, n.ID, "console lost, reopening: SOL deactivated by the BMC")
+	con2 := <-f.opened
+	con2.print(t, "after the reopen\r\n")
+	waitLog(t, st, n.ID, "after the reopen")
+
+	g := &fakeBMC{noSOL: true}
+	st2, n2, r2 := setup(t, baremetal.StateDeploying, g, Options{})
+	r2.Record(n2.ID)
+	time.Sleep(100 * time.Millisecond)
+	if _, err := st2.GetConsoleLog(context.Background(), n2.ID); !baremetal.IsCode(err, baremetal.CodeNotFound) {
+		t.Fatalf("a node without a console has a console log: %v", err)
+	}
+}
+
+// TestOneRecorderPerNode: a lease held by another replica keeps this one
+// from recording and attaching; once it runs out, this one takes over.
+func TestOneRecorderPerNode(t *testing.T) {
+	f := &fakeBMC{opened: make(chan *fakeConsole, 4)}
+	st, n, r := setup(t, baremetal.StateDeploying, f, Options{})
+	if ok, _ := st.ClaimConsole(context.Background(), n.ID, "other-replica", time.Now().Add(300*time.Millisecond)); !ok {
+		t.Fatal("claim")
+	}
+	r.Record(n.ID)
+	_, err := r.Attach(context.Background(), n.ID, "admin", true)
+	if !errors.Is(err, ErrRecordedElsewhere) {
+		t.Fatalf("Attach while another replica records: %v", err)
+	}
+	f.mu.Lock()
+	opens := f.opens
+	f.mu.Unlock()
+	if opens != 0 {
+		t.Fatalf("%d consoles opened while another replica holds the node's", opens)
+	}
+	time.Sleep(350 * time.Millisecond)
+	r.Record(n.ID)
+	con := <-f.opened
+	con.print(t, "taken over\r\n")
+	waitLog(t, st, n.ID, "taken over")
+}
+
+// TestAttach: viewers get the raw output; one has the keyboard, the
+// others watch; the keyboard is free again when its holder leaves.
+func TestAttach(t *testing.T) {
+	f := &fakeBMC{opened: make(chan *fakeConsole, 4)}
+	_, n, r := setup(t, baremetal.StateActive, f, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s1, err := r.Attach(ctx, n.ID, "alice", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := r.Attach(ctx, n.ID, "bob", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s1.Writer || s2.Writer {
+		t.Fatalf("writers: %v %v", s1.Writer, s2.Writer)
+	}
+	con := <-f.opened
+	con.print(t, "\x1b[1mlogin:\x1b[0m ")
+	for _, s := range []*Session{s1, s2} {
+		select {
+		case b := <-s.Output():
+			if string(b) != "\x1b[1mlogin:\x1b[0m " {
+				t.Errorf("viewer got %q, want the raw output", b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no output for a viewer")
+		}
+	}
+	if err := s1.Write([]byte("root\r")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Write([]byte("x")); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("a watcher wrote: %v", err)
+	}
+	con.mu.Lock()
+	typed := con.typed.String()
+	con.mu.Unlock()
+	if typed != "root\r" {
+		t.Fatalf("console got %q", typed)
+	}
+	s1.Close()
+	s3, err := r.Attach(ctx, n.ID, "carol", true)
+	if err != nil || !s3.Writer {
+		t.Fatalf("the keyboard was not free after its holder left: %v %v", err, s3 != nil && s3.Writer)
+	}
+	// An active node is recorded only while watched.
+	cancel()
+	select {
+	case <-s2.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a session outlived its context")
+	}
+}
