@@ -326,6 +326,18 @@ func IsControllerMedia(image string) bool {
 // machine to boot from its next device.
 const AgentNetbootPath = "/v1/agent/netboot"
 
+// NodeConsoleLog is what a node's serial console printed while the
+// controller recorded it (GET /v1/nodes/{id}/console/log): the last
+// lines, at most 64 KiB, cleaned of terminal escapes, credentials hidden.
+type NodeConsoleLog struct {
+	NodeID string `json:"node_id"`
+	// Recording is whether a controller records the console now.
+	Recording bool `json:"recording"`
+	// UpdatedAt is when the log last grew (RFC 3339).
+	UpdatedAt string `json:"updated_at"`
+	Log       string `json:"log"`
+}
+
 // NodeInventory is a node's hardware as the agent last reported it
 // (GET /v1/nodes/{id}/inventory).
 type NodeInventory struct {

@@ -31,6 +31,7 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/ipmi"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc/redfish"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/console"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/httpapi"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/imagecheck"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/jobs"
@@ -81,10 +82,13 @@ func readAgentCA(path string) (string, error) {
 
 // App is a running controller.
 type App struct {
-	cfg      Config
-	log      *slog.Logger
-	Store    store.Store
-	Jobs     *jobs.Runner
+	cfg   Config
+	log   *slog.Logger
+	Store store.Store
+	Jobs  *jobs.Runner
+	// Console records nodes' serial consoles while they boot, and serves
+	// them to interactive viewers.
+	Console  *console.Recorder
 	Service  *service.Service
 	http     *http.Server
 	listener net.Listener
@@ -198,6 +202,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		MaxConcurrentRequests: cfg.RedfishMaxConnections, MediaSettle: cfg.MediaSettle, OwnsMedia: api.IsControllerMedia})
 	a.ipmi = ipmi.NewOpener(ipmi.Options{Timeout: cfg.BMCTimeout, Logger: log})
 	drivers := bmc.Drivers{"redfish": a.redfish, "ipmi": a.ipmi}
+	a.Console = console.New(st, drivers, console.Options{Logger: log, Timeout: cfg.BMCTimeout})
 
 	byClass, _ := ParseCleanEraseClass(cfg.CleanEraseClass) // Validate read it
 	agentCA, err := readAgentCA(cfg.AgentCAFile)
@@ -260,6 +265,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		CleanEraseByClass: byClass,
 		AgentNetboot:      images != nil && cfg.AgentNetboot,
 		InspectOnEnroll:   cfg.InspectOnEnroll,
+		Console:           a.Console,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("jobs: %w", err))
@@ -375,6 +381,9 @@ func (a *App) closeAll(ctx context.Context) error {
 		if err := a.Jobs.Stop(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop jobs: %w", err))
 		}
+	}
+	if a.Console != nil {
+		a.Console.Close() // saves the recordings' last lines
 	}
 	if a.redfish != nil {
 		a.redfish.Close()

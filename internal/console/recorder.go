@@ -123,7 +123,7 @@ func (r *Recorder) Close() {
 // booting reports whether a node in state s boots the agent or an image.
 func booting(s baremetal.ProvisionState) bool {
 	switch s {
-	case baremetal.StateInspecting, baremetal.StateDeploying, baremetal.StateCleaning:
+	case baremetal.StateInspecting, baremetal.StateDeploying, baremetal.StateCleaning, baremetal.StateConfiguring:
 		return true
 	}
 	return false
@@ -160,6 +160,32 @@ func (r *Recorder) start(nodeID string) *recording {
 		rec.endViewers()
 	}()
 	return rec
+}
+
+// WaitOpen waits until the node's recording has its console open, at
+// most d: a caller about to power the node on waits so that the firmware's
+// and the kernel's first lines are recorded too. It reports whether the
+// console is open.
+func (r *Recorder) WaitOpen(ctx context.Context, nodeID string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		r.mu.Lock()
+		rec := r.recs[nodeID]
+		r.mu.Unlock()
+		if rec == nil {
+			return false
+		}
+		rec.mu.Lock()
+		open := rec.con != nil
+		rec.mu.Unlock()
+		if open {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Tail returns the last n lines the node's console printed, from this

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/agent"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
+	"github.com/baremetal-tf/terraform-provider-baremetal/internal/console"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/service"
 )
 
@@ -51,6 +53,35 @@ func (s *Server) nodeInventory(w http.ResponseWriter, r *http.Request, c service
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// nodeConsoleLog is the node's recorded console (admin only). With
+// ?lines=N only the last N lines.
+func (s *Server) nodeConsoleLog(w http.ResponseWriter, r *http.Request, c service.Caller) {
+	lines := 0
+	if v := r.URL.Query().Get("lines"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			s.writeError(w, r, baremetal.FieldErrorf("lines", "lines must be a whole number from 1 to 10000, not %q", v))
+			return
+		}
+		lines = n
+	}
+	n, log, err := s.svc.NodeConsoleLog(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	text := log.Log
+	if lines > 0 {
+		if t := console.Tail(text, lines); len(t) > 0 {
+			text = strings.Join(t, "\n") + "\n"
+		} else {
+			text = ""
+		}
+	}
+	writeJSON(w, http.StatusOK, api.NodeConsoleLog{NodeID: n.ID, Recording: log.Recording(time.Now()),
+		UpdatedAt: log.UpdatedAt.UTC().Format(time.RFC3339), Log: text})
 }
 
 // agentHeartbeat is the deploy agent's report. It is not behind the API's

@@ -46,8 +46,9 @@ var authzRules = map[string]authzRule{
 	"POST /v1/nodes/{id}/power": {body: fixed(`{"target":"on"}`), want: adminOnly(202)},
 	// This server serves no agent image: an admin is let through and
 	// told so (422 invalid_state); inventories exist only after an inspection (404).
-	"POST /v1/nodes/{id}/inspect":  {want: adminOnly(422)},
-	"GET /v1/nodes/{id}/inventory": {want: adminOnly(404)},
+	"POST /v1/nodes/{id}/inspect":    {want: adminOnly(422)},
+	"GET /v1/nodes/{id}/inventory":   {want: adminOnly(404)},
+	"GET /v1/nodes/{id}/console/log": {want: adminOnly(404)},
 	// An admin names the project (400 without one); a member asks for its own.
 	"GET /v1/capacity":  {want: [6]int{401, 401, 200, 200, 400, 403}},
 	"GET /v1/instances": {want: anyMember(200)},

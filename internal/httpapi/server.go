@@ -91,6 +91,7 @@ var routes = []route{
 	{"POST", "/v1/nodes/{id}/power", true, (*Server).powerNode},
 	{"POST", "/v1/nodes/{id}/inspect", true, (*Server).inspectNode},
 	{"GET", "/v1/nodes/{id}/inventory", true, (*Server).nodeInventory},
+	{"GET", "/v1/nodes/{id}/console/log", true, (*Server).nodeConsoleLog},
 	{"GET", "/v1/capacity", true, (*Server).getCapacity},
 	{"GET", "/v1/instances", true, (*Server).listInstances},
 	{"POST", "/v1/instances", true, (*Server).createInstance},

@@ -79,6 +79,12 @@ func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose ba
 	if err := w.store.PutAgentSession(ctx, sess); err != nil {
 		return "", err
 	}
+	if w.cfg.Console != nil {
+		// The firmware's and the kernel's first lines say most about a
+		// boot that fails: have the console open before the power goes on.
+		w.cfg.Console.Record(n.ID)
+		w.cfg.Console.WaitOpen(ctx, n.ID, consoleOpenWait)
+	}
 	if vm {
 		err = w.bootFromCD(ctx, n, w.cfg.PublicURL+api.AgentBootPath(n.ID, baremetal.AgentBootKey(token)))
 	} else {
@@ -90,6 +96,10 @@ func (w *nodeWork) startAgent(ctx context.Context, n *baremetal.Node, purpose ba
 	}
 	return how, nil
 }
+
+// consoleOpenWait bounds how long a boot waits for the node's console to
+// open; a BMC without SOL, or a slow one, delays no boot by more.
+const consoleOpenWait = 3 * time.Second
 
 // bootFromCD inserts url as virtual media, sets a one-time CD boot and
 // powers the node on (or resets it), waiting until on is observed.

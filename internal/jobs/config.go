@@ -166,6 +166,9 @@ type Config struct {
 	// deploy inserts it as virtual media (imagecheck.Checker): an image
 	// that is not there fails the instance at once, with the reason.
 	ImageCheck ImageChecker
+	// Console records the serial consoles of the nodes the flows boot
+	// (console.Recorder); nil records none.
+	Console ConsoleRecorder
 }
 
 // ImageChecker checks an image URL from the controller. Its errors are
@@ -323,4 +326,14 @@ func (c Config) eraseMode(n *baremetal.Node) string {
 		return m
 	}
 	return c.CleanErase
+}
+
+// ConsoleRecorder records nodes' serial consoles (console.Recorder).
+type ConsoleRecorder interface {
+	// Record makes sure the node's console is being recorded.
+	Record(nodeID string)
+	// WaitOpen waits at most d for the recording's console to be open.
+	WaitOpen(ctx context.Context, nodeID string, d time.Duration) bool
+	// Tail is the last n lines the node's console printed.
+	Tail(ctx context.Context, nodeID string, n int) []string
 }

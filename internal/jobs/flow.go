@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -125,6 +126,12 @@ func (r *nodeWork) runFlow(ctx context.Context, job *rivertype.JobRow, nodeID st
 	rn.flow = f
 	if !rn.current(n) {
 		return nil
+	}
+	// Every attempt of a flow (a resumed wait, a retry, on any replica)
+	// makes sure the node's console is being recorded: after a restart
+	// the recording resumes with the flow.
+	if r.cfg.Console != nil {
+		r.cfg.Console.Record(n.ID)
 	}
 	return rn.work(ctx)
 }
@@ -257,9 +264,43 @@ func (r *flowRun) note(key, value string) {
 
 // failedEvent is the event that says the flow failed for good at step
 // (what: why), for the write that records the failure.
+//
+// When the node's console was recorded, the event ends with its last
+// lines: what the machine printed is the first thing an operator asks
+// about a failed boot.
 func (r *flowRun) failedEvent(step, what string) *baremetal.Event {
-	return &baremetal.Event{Type: "step", Field: "flow", Old: r.flow.name + "/" + step,
-		Message: fmt.Sprintf("%s: step %s (%d of %d) failed: %s", r.flow.name, step, r.flow.index(step)+1, len(r.flow.steps), what)}
+	msg := fmt.Sprintf("%s: step %s (%d of %d) failed: %s", r.flow.name, step, r.flow.index(step)+1, len(r.flow.steps), what)
+	if lines := r.consoleTail(); len(lines) > 0 {
+		msg += "\n" + ConsoleTailHeader + "\n" + strings.Join(lines, "\n")
+	}
+	return &baremetal.Event{Type: "step", Field: "flow", Old: r.flow.name + "/" + step, Message: msg}
+}
+
+// ConsoleTailHeader introduces the console lines of a failure's event.
+const ConsoleTailHeader = "console (last lines):"
+
+// consoleTailLines and consoleTailBytes bound the console lines a failed
+// event carries: the screenful that shows a panic or a hung boot.
+const (
+	consoleTailLines = 25
+	consoleTailBytes = 4 << 10
+)
+
+func (r *flowRun) consoleTail() []string {
+	if r.cfg.Console == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	lines := r.cfg.Console.Tail(ctx, r.node.ID, consoleTailLines)
+	size := 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		size += len(lines[i]) + 1
+		if size > consoleTailBytes {
+			return lines[i+1:]
+		}
+	}
+	return lines
 }
 
 // stepName is the current step's name.

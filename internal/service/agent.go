@@ -355,3 +355,18 @@ func (s *Service) AgentHeartbeat(ctx context.Context, token string, hb api.Agent
 	}
 	return reply, nil
 }
+
+// NodeConsoleLog returns what the node's serial console printed while the
+// controller recorded it (admin only: a console shows what the machine
+// does, a login prompt's answers included).
+func (s *Service) NodeConsoleLog(ctx context.Context, c Caller, idOrName string) (*baremetal.Node, *baremetal.ConsoleLog, error) {
+	if err := requireAdmin(c, "read node console logs"); err != nil {
+		return nil, nil, err
+	}
+	n, err := s.store.GetNode(ctx, idOrName)
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := s.store.GetConsoleLog(ctx, n.ID)
+	return n, log, err
+}
