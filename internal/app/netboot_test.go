@@ -95,6 +95,13 @@ func (m fleetMachine) Powered() (bool, error) {
 }
 
 func (m fleetMachine) SetPower(on bool) error { return m.f.SetPower(m.id, on) }
+
+// SerialLog is the VM's serial port as qemu logs it: the simulated BMC's
+// Serial-over-LAN shows what the machine prints there.
+func (m fleetMachine) SerialLog() string {
+	st, _ := m.f.VM(m.id)
+	return st.Serial
+}
 func (m fleetMachine) Reset() error           { return m.f.ResetVM(m.id) }
 
 func (m fleetMachine) SetBootDevice(dev string) error {
