@@ -102,7 +102,7 @@ func (m fleetMachine) SerialLog() string {
 	st, _ := m.f.VM(m.id)
 	return st.Serial
 }
-func (m fleetMachine) Reset() error           { return m.f.ResetVM(m.id) }
+func (m fleetMachine) Reset() error { return m.f.ResetVM(m.id) }
 
 func (m fleetMachine) SetBootDevice(dev string) error {
 	switch dev {
