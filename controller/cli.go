@@ -438,6 +438,8 @@ var (
 				"(the node must be available, without an instance);\n" +
 				"--wait follows it and prints the inventory"}}},
 		{name: "inventory", args: 1, define: nodeInventory, use: []cliUse{{"inventory NODE", "the hardware the deploy agent last reported"}}},
+		{name: "console-log", args: 1, define: nodeConsoleLog, use: []cliUse{{"console-log NODE [--lines N]", "what the node's serial console printed while the\n" +
+			"controller recorded it (booting the agent or an image)"}}},
 		{name: "delete", args: 1, define: nodeDelete, use: []cliUse{{"delete NODE [--force]",
 			"retire the node (power off, then remove); --force removes\nthe record at once without touching the BMC"}}},
 	}}
@@ -763,6 +765,27 @@ func nodeInventory(f *cliFlags) cliAction {
 			return f.printJSON(inv)
 		}
 		return printInventory(stdout, n.Name, inv)
+	}
+}
+
+func nodeConsoleLog(f *cliFlags) cliAction {
+	lines := f.Int("lines", 0, "only the last N lines")
+	return func(ctx context.Context, c *apiclient.Client, pos []string) error {
+		log, err := c.GetNodeConsoleLog(ctx, pos[0], *lines)
+		if errors.Is(err, apiclient.ErrNotFound) {
+			if _, nerr := c.GetNode(ctx, pos[0]); nerr != nil {
+				return nerr
+			}
+			return fmt.Errorf("nothing was recorded of node %s's console: it has not booted the agent or an image since it was enrolled, or its BMC has no Serial-over-LAN the controller uses (Redfish nodes: --redfish-console)", pos[0])
+		}
+		if err != nil {
+			return err
+		}
+		if *f.output == "json" {
+			return f.printJSON(log)
+		}
+		_, err = io.WriteString(stdout, log.Log)
+		return err
 	}
 }
 

@@ -635,3 +635,35 @@ func TestCLINodeShowsItsFlow(t *testing.T) {
 		t.Errorf("node show of a node in no flow (%v):\n%s", err, b.String())
 	}
 }
+
+// TestCLIConsoleLog: node console-log prints what was recorded (the last
+// lines with --lines, JSON with -o json) and says why when nothing was.
+func TestCLIConsoleLog(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{Systems: 1})
+	nodes := env.EnrollNodes(t, 1, "clicon", "gpu")
+	t.Setenv("BAREMETAL_ENDPOINT", env.URL)
+	t.Setenv("BAREMETAL_TOKEN", env.AdminToken)
+	if _, err := cliRun(t, runNode, "console-log", "clicon-0"); err == nil || !strings.Contains(err.Error(), "nothing was recorded") {
+		t.Errorf("console-log of a node never recorded: %v", err)
+	}
+	if _, err := cliRun(t, runNode, "console-log", "nosuch"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("console-log of no node: %v; want the node's 404", err)
+	}
+	st := env.App.Store
+	ctx := t.Context()
+	if ok, err := st.ClaimConsole(ctx, nodes[0].ID, "test", time.Now().Add(time.Minute)); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, err := st.SaveConsoleLog(ctx, nodes[0].ID, "test", "SeaBIOS\nLinux version 6.1\nlogin: \n", time.Now().Add(time.Minute)); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if out := mustCLI(t, runNode, "console-log", "clicon-0"); out != "SeaBIOS\nLinux version 6.1\nlogin: \n" {
+		t.Errorf("console-log:\n%q", out)
+	}
+	if out := mustCLI(t, runNode, "console-log", "clicon-0", "--lines", "1"); out != "login: \n" {
+		t.Errorf("console-log --lines 1:\n%q", out)
+	}
+	if out := mustCLI(t, runNode, "console-log", "clicon-0", "-o", "json"); !strings.Contains(out, `"recording": true`) {
+		t.Errorf("console-log -o json:\n%s", out)
+	}
+}

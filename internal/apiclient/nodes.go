@@ -176,6 +176,20 @@ func (c *Client) GetNodeInventory(ctx context.Context, idOrName string) (*api.No
 	return &inv, nil
 }
 
+// GetNodeConsoleLog returns what the node's serial console printed while
+// the controller recorded it (lines > 0: only the last lines).
+func (c *Client) GetNodeConsoleLog(ctx context.Context, idOrName string, lines int) (*api.NodeConsoleLog, error) {
+	var out api.NodeConsoleLog
+	path := "/v1/nodes/" + escape(idOrName) + "/console/log"
+	if lines > 0 {
+		path += "?lines=" + strconv.Itoa(lines)
+	}
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: path, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // requirementValues adds r to a query as the API spells it.
 func requirementValues(v url.Values, r api.Requirements) {
 	for _, t := range r.RequiredTraits {

@@ -202,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		MaxConcurrentRequests: cfg.RedfishMaxConnections, MediaSettle: cfg.MediaSettle, OwnsMedia: api.IsControllerMedia})
 	a.ipmi = ipmi.NewOpener(ipmi.Options{Timeout: cfg.BMCTimeout, Logger: log})
 	drivers := bmc.Drivers{"redfish": a.redfish, "ipmi": a.ipmi}
-	a.Console = console.New(st, drivers, console.Options{Logger: log, Timeout: cfg.BMCTimeout})
+	a.Console = console.New(st, drivers, console.Options{Logger: log, Timeout: cfg.BMCTimeout, RedfishSOL: cfg.RedfishConsole})
 
 	byClass, _ := ParseCleanEraseClass(cfg.CleanEraseClass) // Validate read it
 	agentCA, err := readAgentCA(cfg.AgentCAFile)

@@ -103,6 +103,9 @@ type Config struct {
 	// nodes that declare some are read back (drift).
 	ConfigureTimeout     time.Duration
 	SettingsSyncInterval time.Duration
+	// RedfishConsole records the consoles of Redfish nodes through IPMI
+	// Serial-over-LAN on their BMC's host (UDP 623, the same credentials).
+	RedfishConsole bool
 	// HealthInterval is how often every node's hardware health and BMC
 	// event log are read.
 	HealthInterval time.Duration
@@ -226,6 +229,9 @@ func (c *Config) Settings() []Setting {
 		{Name: "health-interval", Value: &c.HealthInterval, Default: 5 * time.Minute, Check: notNegative,
 			Help: "how often every node's hardware health (system and chassis health, temperatures, fans, power supplies) and its BMC's new event log entries are read; critical health is the hardware_critical fault; 0 turns it off",
 			Doc:  "how often every node's hardware health (health rollups, temperatures, fans, power supplies) and its BMC's new event log entries (as node events) are read, apart from the power sync; critical health is the `hardware_critical` fault, which keeps the node out of scheduling and clears itself; `0` turns it off"},
+		{Name: "redfish-console", Value: &c.RedfishConsole,
+			Help: "record the serial consoles of Redfish nodes too, through IPMI Serial-over-LAN on their BMC's host (UDP 623, the node's BMC credentials; IPMI over LAN must be enabled on the BMC: iDRAC, iLO, XCC, Supermicro, CIMC and OpenBMC offer it); IPMI nodes' consoles are always recorded",
+			Doc:  "record Redfish nodes' serial consoles too, through IPMI Serial-over-LAN on their BMC's host (UDP 623, the node's credentials; IPMI over LAN enabled on the BMC). IPMI nodes' consoles are always recorded while they boot (see [Serial console](#serial-console))"},
 		{Name: "inspect-on-enroll", Value: &c.InspectOnEnroll,
 			Help: "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes only with --agent-netboot (they have no virtual media to boot the agent from)",
 			Doc:  "with `--agent-kernel`, inspect every node once its BMC is verified: `enroll` → `inspecting` → `available`, so inventory and properties are known before it is scheduled (IPMI nodes only with `--agent-netboot`: they have no virtual media for the agent)"},

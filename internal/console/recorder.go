@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -59,6 +61,11 @@ type Options struct {
 	Retry time.Duration
 	// Timeout bounds opening a console. Default 10 s.
 	Timeout time.Duration
+	// RedfishSOL records Redfish nodes' consoles through IPMI
+	// Serial-over-LAN on their BMC's host (UDP 623, the node's BMC
+	// credentials), as iDRAC, iLO, XCC, Supermicro, CIMC and OpenBMC
+	// offer it beside Redfish. Off, Redfish nodes are not recorded.
+	RedfishSOL bool
 	// Holder names this process in leases; default host, pid and a
 	// random suffix.
 	Holder string
@@ -363,12 +370,30 @@ func (rec *recording) watched() bool {
 }
 
 func (rec *recording) opener(ctx context.Context, n *baremetal.Node) (bmc.ConsoleOpener, error) {
-	c, err := rec.r.bmc.Open(ctx, bmc.Endpoint{Driver: string(n.Driver), Address: n.BMC.Address, Username: n.BMC.Username,
-		Password: n.BMC.Password, Insecure: n.BMC.Insecure, SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite})
+	ep := bmc.Endpoint{Driver: string(n.Driver), Address: n.BMC.Address, Username: n.BMC.Username,
+		Password: n.BMC.Password, Insecure: n.BMC.Insecure, SystemID: n.BMC.SystemID, CipherSuite: n.BMC.CipherSuite}
+	if n.Driver == baremetal.DriverRedfish && rec.r.opts.RedfishSOL {
+		var err error
+		if ep, err = SOLEndpoint(ep); err != nil {
+			return nil, err
+		}
+	}
+	c, err := rec.r.bmc.Open(ctx, ep)
 	if err != nil {
 		return nil, err
 	}
 	return bmc.Capability[bmc.ConsoleOpener](c)
+}
+
+// SOLEndpoint is the IPMI endpoint of a Redfish BMC's Serial-over-LAN:
+// the host of its Redfish URL, port 623, the same credentials.
+func SOLEndpoint(ep bmc.Endpoint) (bmc.Endpoint, error) {
+	u, err := url.Parse(ep.Address)
+	if err != nil || u.Hostname() == "" {
+		return bmc.Endpoint{}, bmc.Errorf(bmc.KindUnsupported, "open console", "the BMC address is not a URL with a host, so its Serial-over-LAN cannot be reached")
+	}
+	return bmc.Endpoint{Driver: "ipmi", Address: "ipmi://" + net.JoinHostPort(u.Hostname(), "623"),
+		Username: ep.Username, Password: ep.Password}, nil
 }
 
 // consoleCapable: the node's driver has a console (Open talks to no BMC).

@@ -297,3 +297,19 @@ func TestAttach(t *testing.T) {
 		t.Fatal("a session outlived its context")
 	}
 }
+
+func TestSOLEndpoint(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://10.1.2.3":                      "ipmi://10.1.2.3:623",
+		"https://idrac-r640.example:8443/":      "ipmi://idrac-r640.example:623",
+		"https://[fd00::5]/redfish/v1/Systems/1": "ipmi://[fd00::5]:623",
+	} {
+		ep, err := SOLEndpoint(bmc.Endpoint{Driver: "redfish", Address: in, Username: "root", Password: "calvin", Insecure: true})
+		if err != nil || ep.Address != want || ep.Driver != "ipmi" || ep.Username != "root" || ep.Password != "calvin" {
+			t.Errorf("%s: %+v %v, want %s", in, ep, err, want)
+		}
+	}
+	if _, err := SOLEndpoint(bmc.Endpoint{Address: "not a url"}); bmc.KindOf(err) != bmc.KindUnsupported {
+		t.Errorf("a bad address: %v", err)
+	}
+}
