@@ -300,8 +300,8 @@ func TestAttach(t *testing.T) {
 
 func TestSOLEndpoint(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://10.1.2.3":                      "ipmi://10.1.2.3:623",
-		"https://idrac-r640.example:8443/":      "ipmi://idrac-r640.example:623",
+		"https://10.1.2.3":                       "ipmi://10.1.2.3:623",
+		"https://idrac-r640.example:8443/":       "ipmi://idrac-r640.example:623",
 		"https://[fd00::5]/redfish/v1/Systems/1": "ipmi://[fd00::5]:623",
 	} {
 		ep, err := SOLEndpoint(bmc.Endpoint{Driver: "redfish", Address: in, Username: "root", Password: "calvin", Insecure: true})
