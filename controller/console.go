@@ -50,7 +50,7 @@ func nodeConsole(f *cliFlags) cliAction {
 		if err != nil {
 			return err
 		}
-		defer con.Close()
+		defer func() { _ = con.Close() }()
 		return runConsole(ctx, con, *watch)
 	}
 }

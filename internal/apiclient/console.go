@@ -54,7 +54,7 @@ func (c *Client) DialConsole(ctx context.Context, idOrName string, write bool) (
 	conn.SetReadLimit(1 << 20)
 	typ, b, err := conn.Read(ctx)
 	if err != nil || typ != websocket.MessageText {
-		conn.CloseNow()
+		_ = conn.CloseNow()
 		if err == nil {
 			err = errors.New("the first message is not the greeting")
 		}
@@ -62,7 +62,7 @@ func (c *Client) DialConsole(ctx context.Context, idOrName string, write bool) (
 	}
 	con := &Console{conn: conn}
 	if err := json.Unmarshal(b, &con.Hello); err != nil {
-		conn.CloseNow()
+		_ = conn.CloseNow()
 		return nil, fmt.Errorf("console of node %s: greeting: %w", idOrName, err)
 	}
 	return con, nil
