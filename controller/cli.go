@@ -174,6 +174,9 @@ type cliCommand struct {
 	// define declares the command's own flags on f and returns what the
 	// command does, which reads them once f is parsed.
 	define func(f *cliFlags) cliAction
+	// session: the command lasts as long as its user wants (a console);
+	// --timeout bounds only its start.
+	session bool
 }
 
 type cliUse struct{ synopsis, what string }
@@ -331,8 +334,14 @@ func (g cliGroup) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
+	if cmd.session {
+		ctx = withStartLimit(ctx, limit)
+	}
+	if !cmd.session {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
 	defer func(w io.Writer) { stdout = w }(stdout)
 	stdout = terminalSafe(stdout) // what it prints quotes the server
 	return do(ctx, c, pos)
@@ -440,6 +449,11 @@ var (
 		{name: "inventory", args: 1, define: nodeInventory, use: []cliUse{{"inventory NODE", "the hardware the deploy agent last reported"}}},
 		{name: "console-log", args: 1, define: nodeConsoleLog, use: []cliUse{{"console-log NODE [--lines N]", "what the node's serial console printed while the\n" +
 			"controller recorded it (booting the agent or an image)"}}},
+		{name: "console", args: 1, define: nodeConsole, session: true, use: []cliUse{{"console NODE [--watch]",
+			"the node's serial console, interactive (admins; IPMI\n" +
+				"Serial-over-LAN): the first session has the keyboard,\n" +
+				"others watch; --watch only watches; ~. at the start of\n" +
+				"a line quits (~~ types a ~)"}}},
 		{name: "delete", args: 1, define: nodeDelete, use: []cliUse{{"delete NODE [--force]",
 			"retire the node (power off, then remove); --force removes\nthe record at once without touching the BMC"}}},
 	}}

@@ -105,6 +105,10 @@ type Client struct {
 	waitMax    time.Duration
 	window     time.Duration
 	log        LogFunc
+	// token and http serve the console WebSocket (DialConsole), which
+	// resty does not speak.
+	token string
+	http  *http.Client
 	// now and sleep are the clock; tests replace them to run a minute of
 	// retries in no time.
 	now   func() time.Time
@@ -172,8 +176,13 @@ func New(endpoint string, opts Options) (*Client, error) {
 		waitMax:    opts.RetryWaitMax,
 		window:     opts.RetryWindow,
 		log:        opts.Log,
-		now:        time.Now,
-		sleep:      sleepCtx,
+		token:      opts.Token,
+		// No redirects: never hand the token to another URL.
+		http: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}},
+		now:   time.Now,
+		sleep: sleepCtx,
 	}
 	if c.maxRetries == 0 {
 		c.maxRetries = DefaultMaxRetries

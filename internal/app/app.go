@@ -91,6 +91,7 @@ type App struct {
 	Console  *console.Recorder
 	Service  *service.Service
 	http     *http.Server
+	api      *httpapi.Server
 	listener net.Listener
 	redfish  *redfish.Opener
 	ipmi     *ipmi.Opener
@@ -285,12 +286,16 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err := a.Jobs.Start(ctx); err != nil {
 		return fail(fmt.Errorf("start jobs: %w", err))
 	}
-	hopts := httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg, PublicURL: publicURL}
+	hopts := httpapi.Options{Service: a.Service, Jobs: a.Jobs, Logger: log, Registry: reg, PublicURL: publicURL,
+		Consoles: httpapi.RecorderConsoles(a.Console)}
 	if images != nil {
 		hopts.AgentImages, hopts.AgentURL, hopts.AgentCACerts = images, cfg.AgentURL, agentCA
 		hopts.AgentLLDPWait = cfg.InspectLLDPWait
 	}
 	handler := httpapi.New(hopts)
+	a.api = handler
+	// The timeouts are for requests: a console's WebSocket clears them
+	// for its connection (httpapi.nodeConsole).
 	a.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -370,6 +375,11 @@ func (a *App) Stop(ctx context.Context) error {
 		if err := a.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
+	}
+	if a.api != nil {
+		// Console WebSockets are hijacked connections, which Shutdown
+		// leaves alone: close them with a reason, their end recorded.
+		a.api.CloseConsoles(ctx)
 	}
 	errs = append(errs, a.closeAll(ctx))
 	return errors.Join(errs...)

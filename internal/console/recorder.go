@@ -575,6 +575,9 @@ type Session struct {
 	dropped int
 }
 
+// CanWrite is whether this viewer has the keyboard (Writer).
+func (s *Session) CanWrite() bool { return s.Writer }
+
 // Output is the console's raw output as it arrives (Done says when the
 // session ended: Close, ctx, or the recording ended).
 func (s *Session) Output() <-chan []byte { return s.out }
@@ -632,6 +635,14 @@ func (rec *recording) endViewers() {
 	for _, v := range vs {
 		v.Close()
 	}
+}
+
+// HasConsole reports whether the node's driver has a console the
+// controller can open (it asks no BMC): IPMI Serial-over-LAN.
+func (r *Recorder) HasConsole(ctx context.Context, n *baremetal.Node) bool {
+	rec := &recording{r: r, nodeID: n.ID}
+	_, err := rec.opener(ctx, n)
+	return err == nil
 }
 
 // ErrRecordedElsewhere is Attach's error when another controller replica

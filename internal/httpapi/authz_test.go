@@ -49,6 +49,9 @@ var authzRules = map[string]authzRule{
 	"POST /v1/nodes/{id}/inspect":    {want: adminOnly(422)},
 	"GET /v1/nodes/{id}/inventory":   {want: adminOnly(404)},
 	"GET /v1/nodes/{id}/console/log": {want: adminOnly(404)},
+	// A plain GET (no WebSocket upgrade) is refused once the caller is
+	// let through (400); console_test.go opens real sockets.
+	"GET /v1/nodes/{id}/console": {want: adminOnly(400)},
 	// An admin names the project (400 without one); a member asks for its own.
 	"GET /v1/capacity":  {want: [6]int{401, 401, 200, 200, 400, 403}},
 	"GET /v1/instances": {want: anyMember(200)},

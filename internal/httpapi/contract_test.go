@@ -148,7 +148,7 @@ func TestOpenAPISchemasAreTheAPITypes(t *testing.T) {
 		"InstanceList": api.InstanceList{}, "Accepted": api.Accepted{}, "PowerRequest": api.PowerRequest{},
 		"TokenCreate": api.TokenCreate{}, "Token": api.Token{}, "TokenCreated": api.TokenCreated{},
 		"TokenList": api.TokenList{}, "Quota": api.Quota{}, "Job": api.Job{}, "JobList": api.JobList{},
-		"InspectAccepted": api.InspectAccepted{}, "NodeInventory": api.NodeInventory{}, "NodeConsoleLog": api.NodeConsoleLog{},
+		"InspectAccepted": api.InspectAccepted{}, "NodeInventory": api.NodeInventory{}, "NodeConsoleLog": api.NodeConsoleLog{}, "ConsoleHello": api.ConsoleHello{},
 		"AgentInventory": api.AgentInventory{}, "AgentSystem": api.AgentSystem{}, "AgentDisk": api.AgentDisk{},
 		"AgentNIC": api.AgentNIC{}, "AgentHeartbeat": api.AgentHeartbeat{}, "AgentReply": api.AgentReply{},
 		"AgentCommand": api.AgentCommand{}, "AgentCommandStatus": api.AgentCommandStatus{}, "AgentErasedDisk": api.AgentErasedDisk{},

@@ -46,6 +46,12 @@ type Server struct {
 	// agentLLDPWait is how long an inspection's agent listens for LLDP
 	// (Options).
 	agentLLDPWait time.Duration
+	// consoleOpener serves interactive consoles (nil: none).
+	consoleOpener Consoles
+	// consoleTokenCheck is how often a console session checks that its
+	// token still holds.
+	consoleTokenCheck time.Duration
+	consoles          consoleSessions
 }
 
 // Options configure a Server.
@@ -71,6 +77,13 @@ type Options struct {
 	// listens for its switches' LLDP frames before it reports (0: it
 	// does not listen); deploys and cleanups never wait for them.
 	AgentLLDPWait time.Duration
+	// Consoles serves the nodes' interactive consoles (nil: the console
+	// route answers 503).
+	Consoles Consoles
+	// ConsoleTokenCheck is how often an interactive console session
+	// checks that its token was not revoked and has not expired
+	// (default 5 s): a revoked token's session closes within it.
+	ConsoleTokenCheck time.Duration
 }
 
 type route struct {
@@ -92,6 +105,7 @@ var routes = []route{
 	{"POST", "/v1/nodes/{id}/inspect", true, (*Server).inspectNode},
 	{"GET", "/v1/nodes/{id}/inventory", true, (*Server).nodeInventory},
 	{"GET", "/v1/nodes/{id}/console/log", true, (*Server).nodeConsoleLog},
+	{"GET", "/v1/nodes/{id}/console", true, (*Server).nodeConsole},
 	{"GET", "/v1/capacity", true, (*Server).getCapacity},
 	{"GET", "/v1/instances", true, (*Server).listInstances},
 	{"POST", "/v1/instances", true, (*Server).createInstance},
@@ -142,7 +156,7 @@ func New(o Options) *Server {
 	s := &Server{svc: o.Service, jobs: o.Jobs, log: log, mux: http.NewServeMux(), metrics: newMetrics(reg),
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), agentImages: o.AgentImages,
 		agentURL: strings.TrimSuffix(cmp.Or(o.AgentURL, o.PublicURL), "/"), agentCACerts: o.AgentCACerts,
-		agentLLDPWait: o.AgentLLDPWait}
+		agentLLDPWait: o.AgentLLDPWait, consoleOpener: o.Consoles, consoleTokenCheck: cmp.Or(o.ConsoleTokenCheck, 5*time.Second)}
 	s.outage = newOutage(log, o.Service.Ready)
 	for _, rt := range routes {
 		rt := rt
@@ -203,6 +217,10 @@ func (s *Server) allowed(r *http.Request) []string {
 func (s *Server) authenticate(r *http.Request) (service.Caller, error) {
 	secret, ok := bearerToken(r)
 	if !ok {
+		// A browser's WebSocket cannot carry an Authorization header.
+		secret, ok = consoleToken(r)
+	}
+	if !ok {
 		return service.Caller{}, baremetal.Errorf(baremetal.CodeUnauthorized, "an Authorization: Bearer <token> header is required")
 	}
 	c, err := s.svc.Authenticate(r.Context(), secret)
@@ -250,6 +268,10 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController and the WebSocket upgrade reach
+// the connection (deadlines, hijacking).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	w.wrote = true

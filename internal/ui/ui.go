@@ -34,6 +34,22 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; " +
 	"require-trusted-types-for 'script'; trusted-types 'none'"
 
+// ConsoleCSP is console.html's: CSP with inline styles allowed, as
+// xterm.js, the console's terminal widget, sizes and colours itself with
+// <style> elements and style attributes it writes. Scripts stay the
+// controller's own, and Trusted Types still block HTML sinks (xterm.js
+// uses none); the page shows the console's bytes through the widget,
+// which writes them as text.
+var ConsoleCSP = strings.Replace(CSP, "style-src 'self';", "style-src 'self' 'unsafe-inline';", 1)
+
+// cspOf is each page's policy.
+func cspOf(name string) string {
+	if name == "console.html" {
+		return ConsoleCSP
+	}
+	return CSP
+}
+
 //go:embed static
 var static embed.FS
 
@@ -69,16 +85,16 @@ func Handler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", CSP)
+		name := strings.TrimPrefix(r.URL.Path, Prefix)
+		if name == "" {
+			name = "index.html"
+		}
+		h.Set("Content-Security-Policy", cspOf(name))
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		name := strings.TrimPrefix(r.URL.Path, Prefix)
-		if name == "" {
-			name = "index.html"
-		}
 		a, ok := files[name]
 		if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 			http.Error(w, "not found", http.StatusNotFound)

@@ -27,7 +27,10 @@ export function nodeDetail(root, { params, role }) {
 
   replace(root,
     h('p', { class: 'crumbs' }, h('a', { href: '#/' }, 'Overview'), ' › ', h('span', { id: 'crumb' }, id)),
-    h('div', { class: 'titlebar' }, title, badge),
+    h('div', { class: 'titlebar' }, title, badge,
+      // Another document (its CSP lets xterm.js style itself), in this
+      // tab: the token is this tab's.
+      admin && h('a', { href: 'console.html#' + encodeURIComponent(id), id: 'node-console', class: 'button' }, 'Console')),
     h('div', { class: 'columns' },
       h('div', null,
         h('section', { 'aria-labelledby': 's-status' }, h('h2', { id: 's-status' }, 'Status'), status),
