@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// BenchmarkNodeAPI measures node GET and LIST (page of 100 out of 1,000)
+// BenchmarkNodeAPI measures node GET and LIST (page of 100 out of 1,000,
+// and all 1,000 in one page)
 // through the real HTTP stack, auth included, on SQLite and PostgreSQL.
 // It reports req/s; run with `make bench` or
 // go test -run '^$' -bench NodeAPI ./internal/httpapi.
@@ -54,6 +55,14 @@ func BenchmarkNodeAPI(b *testing.B) {
 					}
 				})
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+			})
+			// Every node in one page, one request at a time: what a
+			// dashboard or a refresh of the fleet asks.
+			b.Run("LIST1000", func(b *testing.B) {
+				for b.Loop() {
+					get(b, "/v1/nodes?limit=1000")
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/list")
 			})
 		})
 	}

@@ -53,7 +53,7 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, c service.Cal
 		o.Ports = portsOut(ports[n.ID])
 		out.Items = append(out.Items, o)
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeNodeList(w, http.StatusOK, &out)
 }
 
 func (s *Server) createNode(w http.ResponseWriter, r *http.Request, c service.Caller) {
@@ -77,7 +77,8 @@ func (s *Server) createNode(w http.ResponseWriter, r *http.Request, c service.Ca
 	}
 	w.Header().Set("ETag", etag(n.Version))
 	w.Header().Set("Location", "/v1/nodes/"+n.ID)
-	writeJSON(w, http.StatusCreated, nodeOut(n, c))
+	out := nodeOut(n, c)
+	writeNodeJSON(w, http.StatusCreated, &out)
 }
 
 func (s *Server) getNode(w http.ResponseWriter, r *http.Request, c service.Caller) {
@@ -107,7 +108,7 @@ func (s *Server) writeNode(w http.ResponseWriter, r *http.Request, c service.Cal
 	out.Agent = agentOut(acts[n.ID])
 	out.Ports = portsOut(ports[n.ID])
 	w.Header().Set("ETag", etag(n.Version))
-	writeJSON(w, http.StatusOK, out)
+	writeNodeJSON(w, http.StatusOK, &out)
 }
 
 // patchNode applies a JSON Merge Patch (RFC 7396) to the node's writable

@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/safetext"
@@ -38,10 +39,13 @@ const MinLen = 4
 
 // Secrets hides a set of values in every form they may take. It is
 // immutable, so safe for concurrent use; a nil *Secrets applies the rules
-// only.
+// only. The forms and their replacer are made at the first String, not
+// by New and With: most Secrets (one per BMC connection and session)
+// never redact anything, and the forms of three values are ~150 strings.
 type Secrets struct {
 	values []string
-	r      *strings.Replacer // every form of every value -> Mask
+	once   sync.Once
+	r      *strings.Replacer // every form of every value -> Mask; nil for none
 }
 
 // New returns Secrets hiding values (empty and short ones are ignored).
@@ -60,28 +64,35 @@ func (s *Secrets) With(values ...string) *Secrets {
 			out.values = append(out.values, v)
 		}
 	}
-	seen := map[string]bool{}
-	var forms []string
-	for _, v := range out.values {
-		for _, f := range Forms(v) {
-			if !seen[f] && len(f) >= MinLen {
-				seen[f] = true
-				forms = append(forms, f)
+	return out
+}
+
+// replacer returns the replacer of every form of s's values, made once.
+func (s *Secrets) replacer() *strings.Replacer {
+	s.once.Do(func() {
+		seen := map[string]bool{}
+		var forms []string
+		for _, v := range s.values {
+			for _, f := range Forms(v) {
+				if !seen[f] && len(f) >= MinLen {
+					seen[f] = true
+					forms = append(forms, f)
+				}
 			}
 		}
-	}
-	if len(forms) == 0 {
-		return out
-	}
-	// A Replacer tries its pairs in order at each position: longest
-	// first, so a form that starts with another goes whole.
-	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, Mask)
-	}
-	out.r = strings.NewReplacer(pairs...)
-	return out
+		if len(forms) == 0 {
+			return
+		}
+		// A Replacer tries its pairs in order at each position: longest
+		// first, so a form that starts with another goes whole.
+		sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+		pairs := make([]string, 0, 2*len(forms))
+		for _, f := range forms {
+			pairs = append(pairs, f, Mask)
+		}
+		s.r = strings.NewReplacer(pairs...)
+	})
+	return s.r
 }
 
 // Basic returns what an Authorization: Basic header carries for user and
@@ -195,8 +206,10 @@ var agentBootKey = regexp.MustCompile(`(?i)(agent` + slash + `boot` + slash + `[
 // the rules find (config drive and agent boot keys among them), replaced
 // by Mask or REDACTED; URL userinfo becomes Mask too.
 func (s *Secrets) String(text string) string {
-	if s != nil && s.r != nil {
-		text = s.r.Replace(text)
+	if s != nil {
+		if r := s.replacer(); r != nil {
+			text = r.Replace(text)
+		}
 	}
 	for _, r := range rules {
 		text = r.re.ReplaceAllString(text, r.repl)

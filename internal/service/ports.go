@@ -35,12 +35,16 @@ func (s *Service) NodePorts(ctx context.Context, nodes ...*baremetal.Node) (map[
 	}
 	out := make(map[string][]api.NodePort, len(invs))
 	for _, inv := range invs {
-		var data api.AgentInventory
+		// Only the NICs: the rest of an inventory (disks, DMI, each NIC's
+		// addresses kept) is skipped, not built, on every page of a list.
+		var data struct {
+			NICs []api.AgentNIC `json:"nics"`
+		}
 		if err := json.Unmarshal([]byte(inv.Data), &data); err != nil {
 			return nil, &baremetal.Error{Code: baremetal.CodeInternal, Message: "a stored inventory could not be read",
 				Err: fmt.Errorf("node %s: inventory: %w", inv.NodeID, err)}
 		}
-		out[inv.NodeID] = PortsOf(data)
+		out[inv.NodeID] = PortsOf(api.AgentInventory{NICs: data.NICs})
 	}
 	return out, nil
 }
