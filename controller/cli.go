@@ -743,14 +743,42 @@ func nodeEvents(f *cliFlags) cliAction {
 		if err != nil {
 			return err
 		}
-		return printList(f, evs, []string{"TIME", "ACTOR", "TYPE", "CHANGE", "MESSAGE"}, func(e api.Event) []string {
-			change := ""
-			if e.Field != "" && (e.Old != "" || e.New != "") {
-				change = fmt.Sprintf("%s: %s → %s", e.Field, e.Old, e.New)
-			}
-			return []string{e.Time.Format(time.RFC3339), e.Actor, e.Type, change, e.Message}
-		})
+		if *f.output == "json" {
+			return f.printJSON(evs)
+		}
+		return printEvents(stdout, evs)
 	}
+}
+
+// printEvents prints events as a table. A message of several lines (a
+// failed step's event ends with the node's console) shows its first line
+// in the table and the others below its row, indented, as the console
+// printed them.
+func printEvents(w io.Writer, evs []api.Event) error {
+	header := "TIME\tACTOR\tTYPE\tCHANGE\tMESSAGE"
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, e := range evs {
+		change := ""
+		if e.Field != "" && (e.Old != "" || e.New != "") {
+			change = fmt.Sprintf("%s: %s → %s", e.Field, e.Old, e.New)
+		}
+		first, more, multi := strings.Cut(e.Message, "\n")
+		fmt.Fprintln(tw, strings.Join([]string{e.Time.Format(time.RFC3339), e.Actor, e.Type, change, first}, "\t"))
+		if !multi {
+			continue
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, l := range strings.Split(more, "\n") {
+			if _, err := fmt.Fprintln(w, "    "+l); err != nil {
+				return err
+			}
+		}
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	}
+	return tw.Flush()
 }
 
 func nodeInspect(f *cliFlags) cliAction {
