@@ -21,6 +21,7 @@ const lineMax = 1024
 type cleaner struct {
 	esc     int // 0 none, 1 after ESC, 2 in CSI, 3 in OSC/DCS (to BEL or ST), 4 ESC seen in OSC
 	line    []rune
+	cr      bool   // a CR since the line's last character: the next one rewrites it
 	pending []byte // an incomplete UTF-8 sequence
 }
 
@@ -78,15 +79,12 @@ func (c *cleaner) write(p []byte) []string {
 		case '\n':
 			out = append(out, string(c.line))
 			c.line = c.line[:0]
+			c.cr = false
 		case '\r':
-			// A bare CR rewrites the line (progress bars); CR LF ends it.
-			if len(p) > 0 && p[0] == '\n' {
-				continue
-			}
-			if len(p) == 0 {
-				continue // the LF may be in the next read
-			}
-			c.line = c.line[:0]
+			// A bare CR rewrites the line (progress bars) when something
+			// is printed after it; CR LF (CR CR LF too) ends it as it is.
+			// The character after it may be in the next read.
+			c.cr = true
 		case '\b', 0x7f:
 			if len(c.line) > 0 {
 				c.line = c.line[:len(c.line)-1]
@@ -106,7 +104,19 @@ func (c *cleaner) write(p []byte) []string {
 	return out
 }
 
-func (c *cleaner) put(r rune) { c.line = append(c.line, r) }
+func (c *cleaner) put(r rune) {
+	if c.cr {
+		c.line = c.line[:0]
+		c.cr = false
+	}
+	c.line = append(c.line, r)
+}
+
+// reset forgets the line printed so far (it was taken as partial).
+func (c *cleaner) reset() {
+	c.line = c.line[:0]
+	c.cr = false
+}
 
 // partial is the line printed so far and not ended.
 func (c *cleaner) partial() string { return string(c.line) }

@@ -278,7 +278,7 @@ func (rec *recording) run(ctx context.Context) {
 		rec.done = true
 		if p := rec.clean.partial(); p != "" {
 			rec.ring.add(scrub(rec.secrets, p))
-			rec.clean.line = rec.clean.line[:0]
+			rec.clean.reset()
 			rec.dirty = true
 		}
 		rec.mu.Unlock()
@@ -528,7 +528,7 @@ func (rec *recording) note(msg string) {
 	}
 	if p := rec.clean.partial(); p != "" {
 		rec.ring.add(scrub(rec.secrets, p))
-		rec.clean.line = rec.clean.line[:0]
+		rec.clean.reset()
 	}
 	rec.ring.add(fmt.Sprintf("--- %s %s ---", time.Now().UTC().Format(time.RFC3339), scrub(rec.secrets, msg)))
 	rec.dirty = true
