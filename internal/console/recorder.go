@@ -628,8 +628,14 @@ func (s *Session) deliver(b []byte) {
 	}
 }
 
+// endViewers ends the sessions of a recording that ended. It marks the
+// recording done first, so that an Attach that found the recording
+// before it left r.recs (whatever way run returned) starts a new one
+// rather than joining this one after its viewers were ended, to wait
+// forever for output.
 func (rec *recording) endViewers() {
 	rec.mu.Lock()
+	rec.done = true
 	vs := slices.Clone(rec.viewers)
 	rec.mu.Unlock()
 	for _, v := range vs {
@@ -644,6 +650,10 @@ func (r *Recorder) HasConsole(ctx context.Context, n *baremetal.Node) bool {
 	_, err := rec.opener(ctx, n)
 	return err == nil
 }
+
+// testHookAttach, when set, runs in Attach between finding the node's
+// recording and joining it.
+var testHookAttach func()
 
 // ErrRecordedElsewhere is Attach's error when another controller replica
 // holds the node's console.
@@ -660,6 +670,9 @@ func (r *Recorder) Attach(ctx context.Context, nodeID, who string, write bool) (
 			return nil, errors.New("the controller is stopping")
 		}
 		s := &Session{rec: rec, who: who, out: make(chan []byte, 256), closed: make(chan struct{})}
+		if testHookAttach != nil {
+			testHookAttach()
+		}
 		rec.mu.Lock()
 		if rec.done {
 			rec.mu.Unlock()

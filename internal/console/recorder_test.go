@@ -313,3 +313,97 @@ func TestSOLEndpoint(t *testing.T) {
 		t.Errorf("a bad address: %v", err)
 	}
 }
+
+// claimGate holds the first ClaimConsole until release, then says the
+// lease is someone else's; later claims go to the store.
+type claimGate struct {
+	store.Store
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (g *claimGate) ClaimConsole(ctx context.Context, nodeID, holder string, until time.Time) (bool, error) {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		<-g.release
+		return false, nil
+	}
+	return g.Store.ClaimConsole(ctx, nodeID, holder, until)
+}
+
+// TestAttachToARecordingThatEnds: an Attach that found the node's
+// recording just before it ended without ever holding the lease (run
+// returned early, its viewers already ended) starts a new recording
+// rather than joining the dead one, whose session would never see output
+// nor end.
+func TestAttachToARecordingThatEnds(t *testing.T) {
+	f := &fakeBMC{opened: make(chan *fakeConsole, 4)}
+	st, n, _ := setup(t, baremetal.StateActive, f, Options{})
+	g := &claimGate{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+	r := New(g, f, Options{Flush: 20 * time.Millisecond, Retry: 20 * time.Millisecond})
+	t.Cleanup(r.Close)
+	r.Record(n.ID)
+	<-g.entered // the recording waits for its lease
+
+	found, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testHookAttach = func() {
+		once.Do(func() {
+			close(found)
+			<-proceed
+		})
+	}
+	t.Cleanup(func() { testHookAttach = nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		s   *Session
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		s, err := r.Attach(ctx, n.ID, "alice", true)
+		res <- result{s, err}
+	}()
+	<-found
+	// The recording does not get the lease: it ends and leaves r.recs.
+	close(g.release)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		r.mu.Lock()
+		_, there := r.recs[n.ID]
+		r.mu.Unlock()
+		if !there {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recording did not end")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // and its viewers (none yet) ended
+	close(proceed)
+	got := <-res
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	var con *fakeConsole
+	select {
+	case con = <-f.opened:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session joined a recording that ended: no console opened for it")
+	}
+	con.print(t, "login: ")
+	select {
+	case b := <-got.s.Output():
+		if string(b) != "login: " {
+			t.Fatalf("output %q", b)
+		}
+	case <-got.s.Done():
+		t.Fatal("the session ended")
+	case <-time.After(5 * time.Second):
+		t.Fatal("no output for the session")
+	}
+}
