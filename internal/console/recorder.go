@@ -471,6 +471,12 @@ func (rec *recording) stream(ctx context.Context, con bmc.Console, lastBoot *tim
 		err error
 	}
 	chunks := make(chan chunk, 16)
+	// stop ends the reader when stream returns: the caller closes con,
+	// which unblocks a Read, but a reader waiting to hand over a chunk
+	// (the channel full) would wait for the recorder's ctx, that is for
+	// the controller to stop.
+	stop := make(chan struct{})
+	defer close(stop)
 	go func() {
 		for {
 			b := make([]byte, 4096)
@@ -478,6 +484,8 @@ func (rec *recording) stream(ctx context.Context, con bmc.Console, lastBoot *tim
 			select {
 			case chunks <- chunk{b[:n], err}:
 			case <-ctx.Done():
+				return
+			case <-stop:
 				return
 			}
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -405,5 +406,72 @@ func TestAttachToARecordingThatEnds(t *testing.T) {
 		t.Fatal("the session ended")
 	case <-time.After(5 * time.Second):
 		t.Fatal("no output for the session")
+	}
+}
+
+// floodBMC's consoles print as fast as they are read, until closed.
+type floodBMC struct{ opens chan struct{} }
+
+func (f floodBMC) Open(context.Context, bmc.Endpoint) (bmc.Client, error) { return floodClient(f), nil }
+
+type floodClient floodBMC
+
+func (floodClient) PowerState(context.Context) (bmc.PowerState, error)        { return bmc.PowerOn, nil }
+func (floodClient) SetPower(context.Context, bmc.PowerAction) error           { return nil }
+func (floodClient) SetBootDevice(context.Context, bmc.BootDevice, bool) error { return nil }
+func (c floodClient) OpenConsole(context.Context) (bmc.Console, error) {
+	select {
+	case c.opens <- struct{}{}:
+	default:
+	}
+	return &floodConsole{closed: make(chan struct{})}, nil
+}
+
+type floodConsole struct {
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *floodConsole) Read(p []byte) (int, error) {
+	select {
+	case <-c.closed:
+		return 0, io.EOF
+	default:
+	}
+	return copy(p, strings.Repeat("kernel: busy busy busy\r\n", 200)), nil
+}
+func (c *floodConsole) Write(p []byte) (int, error) { return len(p), nil }
+func (c *floodConsole) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+// TestStreamReaderEnds: when a recording stops streaming (the node is no
+// longer booting) while the console prints faster than it is logged, the
+// goroutine reading the console ends too, rather than waiting forever to
+// hand over a chunk nobody takes (until the controller stops).
+func TestStreamReaderEnds(t *testing.T) {
+	f := floodBMC{opens: make(chan struct{}, 1)}
+	st, n, _ := setup(t, baremetal.StateActive, &fakeBMC{}, Options{})
+	r := New(st, f, Options{Flush: 20 * time.Millisecond, Linger: 100 * time.Millisecond})
+	t.Cleanup(r.Close)
+	r.Record(n.ID)
+	<-f.opens
+	readers := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "(*recording).stream.func")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r.mu.Lock()
+		_, recording := r.recs[n.ID]
+		r.mu.Unlock()
+		if !recording && readers() == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recording %v, %d console readers left after the recording ended", recording, readers())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
