@@ -158,3 +158,42 @@ func TestConsoleUnreachable(t *testing.T) {
 		t.Fatalf("OpenConsole took %s with a 2 s timeout", d)
 	}
 }
+
+// TestConsoleBMCGoesSilent: a BMC that stops answering in the middle of
+// a console fails its Read within the timeout (a classified error,
+// without the password), and Close then returns within its bound (the
+// Deactivate Payload and Close Session to the silent BMC time out).
+func TestConsoleBMCGoesSilent(t *testing.T) {
+	t.Parallel()
+	sim := ipmisim.Start(t)
+	r := newRelay(t, sim.Port)
+	ep := endpoint(sim)
+	ep.Address = r.address()
+	ep.CipherSuite = 3
+	cl := open(t, newOpener(t, Options{Timeout: 2 * time.Second}), ep)
+	con, err := cl.OpenConsole(ctxTimeout(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("OpenConsole: %v", err)
+	}
+	out := collect(con)
+	if _, err := sim.Serial.Write([]byte("before\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	out.wait(t, "before", 10*time.Second)
+	r.setDrop(dropAll)
+	start := time.Now()
+	select {
+	case <-out.done:
+		if out.err == nil || out.err == io.EOF || bmc.KindOf(out.err) != bmc.KindUnreachable || strings.Contains(out.err.Error(), sim.Password) {
+			t.Errorf("Read of a silent BMC's console: %v (kind %s)", out.err, bmc.KindOf(out.err))
+		}
+		t.Logf("after %s: %v", time.Since(start).Round(time.Millisecond), out.err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("Read still blocks 15 s after the BMC went silent")
+	}
+	start = time.Now()
+	_ = con.Close()
+	if d := time.Since(start); d > 3*closeTimeout+time.Second {
+		t.Errorf("Close after the stream failed took %s", d)
+	}
+}
