@@ -287,7 +287,7 @@ func (rec *recording) run(ctx context.Context) {
 	}()
 
 	lastBoot := time.Now()
-	wait := r.opts.Retry
+	wait, lostWait := r.opts.Retry, r.opts.Retry
 	var lastErr string
 	for ctx.Err() == nil {
 		n, err := r.store.GetNode(ctx, rec.nodeID)
@@ -325,6 +325,7 @@ func (rec *recording) run(ctx context.Context) {
 			lastErr = ""
 		}
 		wait = r.opts.Retry
+		opened := time.Now()
 		err = rec.stream(ctx, con, &lastBoot)
 		_ = con.Close()
 		rec.mu.Lock()
@@ -337,16 +338,33 @@ func (rec *recording) run(ctx context.Context) {
 			return
 		}
 		if err != nil {
+			// A console lost soon after it opened was most likely taken
+			// by someone else (an operator's ipmitool sol activate: the
+			// BMC has one SOL session): reopening at once would take it
+			// back from them every few seconds, so the wait grows with
+			// each loss, up to maxLostWait, until a console stays.
+			if time.Since(opened) >= stableConsole {
+				lostWait = r.opts.Retry
+			}
 			if msg := err.Error(); msg != lastErr {
-				rec.note(fmt.Sprintf("console lost, reopening: %v", err))
+				rec.note(fmt.Sprintf("console lost (taken by another SOL client, or the BMC stopped answering), reopening in %s: %v", lostWait, err))
 				lastErr = msg
 			}
-			if !rec.sleep(ctx, wait, &lastBoot) {
+			if !rec.sleep(ctx, lostWait, &lastBoot) {
 				return
 			}
+			lostWait = min(2*lostWait, maxLostWait)
 		}
 	}
 }
+
+// stableConsole is how long a console must stay open for its loss to
+// count as a first one; maxLostWait bounds the wait before reopening a
+// console lost again and again.
+const (
+	stableConsole = 2 * time.Minute
+	maxLostWait   = 2 * time.Minute
+)
 
 var (
 	errLeaseLost = errors.New("console lease taken over")
