@@ -134,7 +134,10 @@ type bmcReverifier interface {
 	ReverifyOthersOnBMCTx(ctx context.Context, tx store.Tx, driver baremetal.Driver, address, except string) error
 }
 
-var _ bmcReverifier = (*jobs.Runner)(nil)
+var (
+	_ bmcReverifier  = (*jobs.Runner)(nil)
+	_ newJobInserter = (*jobs.Runner)(nil)
+)
 
 // reverifyOthersOnBMC wakes, in tx, the verify of the nodes on the BMC of
 // driver and address but except, which goes or moves away: one found to
