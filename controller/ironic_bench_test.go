@@ -88,11 +88,15 @@ type sideResult struct {
 	// enrollCPU and listCPU are the server's CPU time (user + system, all
 	// its processes) during the enroll and during the timed lists.
 	enrollCPU, listCPU time.Duration
-	syncPass           float64
-	load               string
-	nodes              int
-	listedNodes        int // on the one page
-	listAllNodes       int // on every page
+	// bmcRequests is how many requests the simulated BMCs answered per
+	// node, from the first enroll until every node was available (ours
+	// only: Ironic's fake-hardware has no BMC).
+	bmcRequests  float64
+	syncPass     float64
+	load         string
+	nodes        int
+	listedNodes  int // on the one page
+	listAllNodes int // on every page
 }
 
 const benchClients = 8
@@ -107,12 +111,14 @@ func benchOurSide(b *testing.B, db string, nodes, lists int) *sideResult {
 		per = v
 	}
 	addr, sys := make([]string, 0, nodes), make([]string, 0, nodes)
+	var fleets []*sim.Fleet
 	for len(addr) < nodes {
 		fleet, err := sim.Start(sim.Options{Systems: min(per, nodes-len(addr))})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = fleet.Close() })
+		fleets = append(fleets, fleet)
 		for _, id := range fleet.SystemIDs() {
 			addr, sys = append(addr, fleet.URL()), append(sys, id)
 		}
@@ -126,6 +132,13 @@ func benchOurSide(b *testing.B, db string, nodes, lists int) *sideResult {
 	c := benchClient()
 	auth := http.Header{"Authorization": {"Bearer " + testToken}}
 	pids := []int{p.cmd.Process.Pid}
+	bmcRequests := func() (n int64) {
+		for _, f := range fleets {
+			n += f.TotalRequests()
+		}
+		return n
+	}
+	req0 := bmcRequests()
 	cpu0 := procCPU(pids)
 	s.enroll, s.enrollLat = enrollAll(b, nodes, func(i int) error {
 		body := fmt.Sprintf(`{"name":"bench-%05d","driver":"redfish","resource_class":"baremetal",
@@ -134,6 +147,7 @@ func benchOurSide(b *testing.B, db string, nodes, lists int) *sideResult {
 	})
 	s.enrollCPU = procCPU(pids) - cpu0
 	p.waitMetric(b, `baremetal_nodes{provision_state="available"}`, float64(nodes), 10*time.Minute)
+	s.bmcRequests = float64(bmcRequests()-req0) / float64(nodes)
 	cpu0 = procCPU(pids)
 	s.list, s.listedNodes = listTimes(b, c, p.url+"/v1/nodes?limit=1000", auth, lists, "items")
 	s.listCPU = procCPU(pids) - cpu0
@@ -472,18 +486,21 @@ func printSideBySide(w io.Writer, nodes, lists int, rs map[string]*sideResult) {
 	order := []string{"ironic", "sqlite", "postgres"}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\n%d nodes, %d clients enrolling; GET /v1/nodes?limit=1000 read %d times, one at a time\n", nodes, benchClients, lists)
-	fmt.Fprintln(tw, "side\tenroll/s\tenroll p50 ms\tp99 ms\tCPU ms/enroll\tlist p50 ms\tp90 ms\tCPU ms/list\tlist all s (pages)\tRSS MiB\tpeak MiB\tsync pass s\tload avg\t")
+	fmt.Fprintln(tw, "side\tenroll/s\tenroll p50 ms\tp99 ms\tCPU ms/enroll\tBMC req/enroll\tlist p50 ms\tp90 ms\tCPU ms/list\tlist all s (pages)\tRSS MiB\tpeak MiB\tsync pass s\tload avg\t")
 	for _, k := range order {
 		s := rs[k]
 		if s == nil {
 			continue
 		}
-		sync := "-"
+		sync, reqs := "-", "-"
+		if s.bmcRequests > 0 {
+			reqs = fmt.Sprintf("%.1f", s.bmcRequests)
+		}
 		if s.syncPass > 0 {
 			sync = fmt.Sprintf("%.2f", s.syncPass)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f (%d)\t%.0f\t%.0f\t%s\t%s\t\n", s.name, s.enrollRate(),
-			ms(median(s.enrollLat)), ms(quantile(s.enrollLat, 99)), ms(s.enrollCPU)/float64(s.nodes),
+		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.1f\t%.2f\t%s\t%.1f\t%.1f\t%.1f\t%.2f (%d)\t%.0f\t%.0f\t%s\t%s\t\n", s.name, s.enrollRate(),
+			ms(median(s.enrollLat)), ms(quantile(s.enrollLat, 99)), ms(s.enrollCPU)/float64(s.nodes), reqs,
 			ms(median(s.list)), ms(quantile(s.list, 90)), ms(s.listCPU)/float64(len(s.list)),
 			s.listAll.Seconds(), s.pages, float64(s.rss)/(1<<20), float64(s.peak)/(1<<20), sync, s.load)
 	}
