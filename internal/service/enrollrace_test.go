@@ -12,9 +12,9 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 )
 
-// barrierStore holds each transaction's NodesOnBMC (or NodesWithBMCKeys) until two have read
-// (or 3 s passed): two concurrent enrolls that both look before either
-// inserts.
+// barrierStore holds each transaction's NodesOnBMC (or NodesWithBMCKeys)
+// until two have read (or 3 s passed): two concurrent enrolls that both
+// look before either inserts.
 type barrierStore struct {
 	store.Store
 	mu      sync.Mutex
