@@ -134,10 +134,10 @@ func TestResolveSystemReusesFreshMembers(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		switch p := strings.TrimSuffix(r.URL.Path, "/"); {
-		case p == "/redfish/v1":
+		switch strings.TrimSuffix(r.URL.Path, "/") {
+		case "/redfish/v1":
 			_, _ = w.Write([]byte(`{"Systems":{"@odata.id":"/redfish/v1/Systems"}}`))
-		case p == "/redfish/v1/Systems":
+		case "/redfish/v1/Systems":
 			reads++
 			var ms []string
 			for _, m := range members {
