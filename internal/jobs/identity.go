@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,11 +63,33 @@ func (r *nodeWork) sameMachine(ctx context.Context, n *baremetal.Node, res *bmc.
 	if res == nil || n.Driver != baremetal.DriverRedfish {
 		return nil, nil
 	}
-	others, err := r.nodesOnBMC(ctx, n)
+	others, err := r.machineNodes(ctx, n, res)
 	if err != nil {
 		return nil, err
 	}
 	return store.SameMachine(resolved(n, res), n.ID, others, res.Members), nil
+}
+
+// machineNodes lists the nodes on n's BMC that may be n's machine (n
+// keyed as the BMC named its system, res), n among them, in NodesOnBMC's
+// order: read by their keys (store.MachineKeys) with n's own, or all the
+// nodes on the BMC where n names no system. What store.SameMachine and
+// duplicateOf find among them is what they find among all the nodes on
+// the BMC.
+func (r *nodeWork) machineNodes(ctx context.Context, n *baremetal.Node, res *bmc.ResolvedSystem) ([]store.BMCHolder, error) {
+	keys, ok := store.MachineKeys(resolved(n, res), res.Members)
+	if !ok {
+		return r.nodesOnBMC(ctx, n)
+	}
+	// n itself: duplicateOf tells the older nodes by n's place.
+	if own, err := baremetal.BMCKey(n.Driver, n.BMC); err == nil && !slices.Contains(keys, own) {
+		keys = append(keys, own)
+	}
+	others, err := r.store.NodesWithBMCKeys(ctx, keys...)
+	if err != nil {
+		return nil, fmt.Errorf("nodes of the machine of node %s: %w", n.Name, err)
+	}
+	return others, nil
 }
 
 // nodesOnBMC lists the nodes on n's BMC (store.NodesOnBMC), n among them.
@@ -82,7 +105,7 @@ func (r *nodeWork) nodesOnBMC(ctx context.Context, n *baremetal.Node) ([]store.B
 	return others, nil
 }
 
-// duplicateOf returns the node of others (NodesOnBMC of n's BMC, oldest
+// duplicateOf returns the node of others (machineNodes of n, oldest
 // first, n among them) whose machine n is, n being keyed as the BMC named
 // its system (res); nil when n is the machine's node. Of two nodes of one
 // machine the node is the one in service, else the one holding the

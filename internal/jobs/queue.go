@@ -24,6 +24,7 @@ type queue interface {
 	Stop(ctx context.Context) error
 	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	InsertManyFastTx(ctx context.Context, tx store.Tx, params []river.InsertManyParams) (int, error)
 	InsertMany(ctx context.Context, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
 	JobRetry(ctx context.Context, id int64) (*rivertype.JobRow, error)
@@ -42,6 +43,14 @@ func (q riverQueue[TTx]) InsertTx(ctx context.Context, tx store.Tx, args river.J
 		return nil, fmt.Errorf("insert %s job: %w", args.Kind(), err)
 	}
 	return q.Client.InsertTx(ctx, native, args, opts)
+}
+
+func (q riverQueue[TTx]) InsertManyFastTx(ctx context.Context, tx store.Tx, params []river.InsertManyParams) (int, error) {
+	native, err := nativeTx[TTx](tx)
+	if err != nil {
+		return 0, fmt.Errorf("insert jobs: %w", err)
+	}
+	return q.Client.InsertManyFastTx(ctx, native, params)
 }
 
 func (q riverQueue[TTx]) JobListTx(ctx context.Context, tx store.Tx, params *river.JobListParams) (*river.JobListResult, error) {

@@ -42,7 +42,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 	var inv *bmc.Inventory
 	if err == nil && res != nil && n.Driver == baremetal.DriverRedfish {
 		var others []store.BMCHolder
-		if others, err = w.nodesOnBMC(ctx, n); err == nil && duplicateOf(n, res, others) != nil {
+		if others, err = w.machineNodes(ctx, n, res); err == nil && duplicateOf(n, res, others) != nil {
 			return w.markDuplicate(ctx, job, n, ep, res)
 		}
 	}

@@ -73,6 +73,17 @@ func (r *nodeWork) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs
 	return res.Job.ID, nil
 }
 
+// InsertNewTx enqueues args in tx as InsertTx does, for a node created
+// in tx (no job of it can exist yet), without reading the job back:
+// River's insert without RETURNING, a good part of an enroll's CPU
+// otherwise.
+func (r *nodeWork) InsertNewTx(ctx context.Context, tx store.Tx, args river.JobArgs) error {
+	if _, err := r.q.InsertManyFastTx(ctx, tx, []river.InsertManyParams{{Args: args}}); err != nil {
+		return fmt.Errorf("enqueue %s job: %w", args.Kind(), err)
+	}
+	return nil
+}
+
 // syncOne reads n's power and records the observation; when that clears a
 // BMC fault, the node's waiting jobs are nudged.
 func (r *nodeWork) syncOne(ctx context.Context, n *baremetal.Node) error {

@@ -12,9 +12,9 @@ import (
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/store/storetest"
 )
 
-// barrierStore holds each transaction's NodesOnBMC until two have read
-// (or 3 s passed): two concurrent enrolls that both look before either
-// inserts.
+// barrierStore holds each transaction's NodesOnBMC (or NodesWithBMCKeys)
+// until two have read (or 3 s passed): two concurrent enrolls that both
+// look before either inserts.
 type barrierStore struct {
 	store.Store
 	mu      sync.Mutex
@@ -33,6 +33,19 @@ type barrierTx struct {
 
 func (t barrierTx) NodesOnBMC(ctx context.Context, ep string) ([]store.BMCHolder, error) {
 	out, err := t.Tx.NodesOnBMC(ctx, ep)
+	t.wait()
+	return out, err
+}
+
+// NodesWithBMCKeys is how an enroll that names its system looks
+// (store.MachineKeys).
+func (t barrierTx) NodesWithBMCKeys(ctx context.Context, keys ...string) ([]store.BMCHolder, error) {
+	out, err := t.Tx.NodesWithBMCKeys(ctx, keys...)
+	t.wait()
+	return out, err
+}
+
+func (t barrierTx) wait() {
 	t.s.mu.Lock()
 	t.s.arrived++
 	if t.s.arrived == 2 {
@@ -43,7 +56,6 @@ func (t barrierTx) NodesOnBMC(ctx context.Context, ep string) ([]store.BMCHolder
 	case <-t.s.both:
 	case <-time.After(3 * time.Second):
 	}
-	return out, err
 }
 
 // two concurrent POST /v1/nodes for one machine (one without

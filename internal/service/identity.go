@@ -73,7 +73,10 @@ func (s *Service) resolveSystem(ctx context.Context, n *baremetal.Node) (*bmc.Re
 
 // machineFree checks that no node but self (its id; "" for a node being
 // created) is n's machine, among the nodes on n's BMC (store.SameMachine;
-// members are the systems the BMC listed, nil when it was not asked). A
+// members are the systems the BMC listed, nil when it was not asked),
+// read by their keys where n names its system (store.MachineKeys): an
+// enroll on a BMC of many systems reads the few nodes that may be its
+// machine, not every node on the BMC. A
 // node on the same system, in any spelling, is the conflict the unique
 // BMC key would raise; one that is only known to be the same machine
 // (one of the two names no system) is a conflict on bmc.system_id.
@@ -96,7 +99,12 @@ func machineFree(ctx context.Context, tx store.Tx, n *baremetal.Node, self strin
 			return fmt.Errorf("lock BMC endpoint: %w", err)
 		}
 	}
-	others, err := tx.NodesOnBMC(ctx, ep)
+	var others []store.BMCHolder
+	if keys, ok := store.MachineKeys(n, members); ok {
+		others, err = tx.NodesWithBMCKeys(ctx, keys...)
+	} else {
+		others, err = tx.NodesOnBMC(ctx, ep)
+	}
 	if err != nil {
 		return err
 	}
@@ -126,7 +134,10 @@ type bmcReverifier interface {
 	ReverifyOthersOnBMCTx(ctx context.Context, tx store.Tx, driver baremetal.Driver, address, except string) error
 }
 
-var _ bmcReverifier = (*jobs.Runner)(nil)
+var (
+	_ bmcReverifier  = (*jobs.Runner)(nil)
+	_ newJobInserter = (*jobs.Runner)(nil)
+)
 
 // reverifyOthersOnBMC wakes, in tx, the verify of the nodes on the BMC of
 // driver and address but except, which goes or moves away: one found to

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/riverqueue/river"
+
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/api"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/baremetal"
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
@@ -64,6 +66,22 @@ func SpecOf(n *baremetal.Node) NodeSpec {
 // its backoff.
 type nodeKicker interface {
 	KickNodeTx(ctx context.Context, tx store.Tx, nodeID string) error
+}
+
+// newJobInserter is implemented by job runners that can enqueue the
+// first job of a node created in the same transaction more cheaply
+// (jobs.Runner.InsertNewTx).
+type newJobInserter interface {
+	InsertNewTx(ctx context.Context, tx store.Tx, args river.JobArgs) error
+}
+
+// insertNewTx enqueues args, the first job of a node created in tx.
+func (s *Service) insertNewTx(ctx context.Context, tx store.Tx, args river.JobArgs) error {
+	if r, ok := s.jobs.(newJobInserter); ok {
+		return r.InsertNewTx(ctx, tx, args)
+	}
+	_, err := s.jobs.InsertTx(ctx, tx, args)
+	return err
 }
 
 // CreateNode enrolls a node: it starts in enroll and a verify job reaches
@@ -134,7 +152,7 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		if err := tx.Enroll(ctx, n, c.Actor(), msg); err != nil {
 			return err
 		}
-		if _, err := s.jobs.InsertTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
+		if err := s.insertNewTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
 			return err
 		}
 		return remember(ctx, tx, c, "node", o, n.ID)

@@ -41,6 +41,32 @@ func SameMachine(n *baremetal.Node, self string, others []BMCHolder, members []s
 	return out
 }
 
+// MachineKeys returns the BMC keys that the nodes SameMachine may find
+// for n hold (members as there), so that those nodes can be read by key
+// (NodesWithBMCKeys) instead of every node on n's BMC (NodesOnBMC): the
+// key of n's system (any spelling of one system keys the same), and the
+// BMC's own key (nodes without system_id) unless the BMC is known to
+// have several systems. It returns false when n names no system (every
+// node on the BMC is then its machine) or has no key: read NodesOnBMC.
+func MachineKeys(n *baremetal.Node, members []string) ([]string, bool) {
+	if n.BMC.SystemID == "" {
+		return nil, false
+	}
+	key, err := baremetal.BMCKey(n.Driver, n.BMC)
+	if err != nil {
+		return nil, false
+	}
+	ep, err := baremetal.BMCEndpointKey(n.Driver, n.BMC.Address)
+	if err != nil {
+		return nil, false
+	}
+	keys := []string{key}
+	if len(members) <= 1 && ep != key {
+		keys = append(keys, ep)
+	}
+	return keys, true
+}
+
 // SameMachineConflict is the 409 of a write that would make n a second
 // node of h's machine (found by SameMachine): it names h, says why the two
 // are one machine, and what to do if they are not. It is on bmc.system_id,

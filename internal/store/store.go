@@ -143,6 +143,11 @@ type Queries interface {
 	// followed by a system. Nodes without a key (see BackfillBMCKeys)
 	// are not among them.
 	NodesOnBMC(ctx context.Context, endpoint string) ([]BMCHolder, error)
+	// NodesWithBMCKeys returns the nodes whose BMC key is one of keys (at
+	// most MaxBMCKeys; "" stands for none), oldest first as NodesOnBMC
+	// orders them: a lookup in the unique index per key, where NodesOnBMC
+	// reads every node on the BMC.
+	NodesWithBMCKeys(ctx context.Context, keys ...string) ([]BMCHolder, error)
 
 	// InsertEvent appends an event; it sets ID and Time when zero.
 	InsertEvent(ctx context.Context, e *baremetal.Event) error
@@ -367,3 +372,6 @@ type InstanceFilter struct {
 
 // MaxPageLimit caps any page size.
 const MaxPageLimit = 1000
+
+// MaxBMCKeys is how many keys one NodesWithBMCKeys looks up.
+const MaxBMCKeys = 3

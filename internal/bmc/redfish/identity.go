@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/stmcginnis/gofish"
 
@@ -69,17 +71,43 @@ func (cl *Client) call(ctx context.Context, op string, fn func(api *gofish.APICl
 	return classify(op, err, cl.c.redactor())
 }
 
+// membersFresh is how long the systems a BMC listed answer another
+// resolve that finds its system among them without asking again: an
+// enroll resolves the new node's system and its verify job, moments
+// later on the same connection, resolves it again. A system not among
+// them, or an older list, is asked for.
+const membersFresh = 3 * time.Second
+
 // resolve finds want (a normalized path; "" for the only system) among
 // the BMC's systems.
 func (c *conn) resolve(gapi *gofish.APIClient, want string) (bmc.ResolvedSystem, error) {
 	c.mu.Lock()
 	coll := c.systems
+	cached, at := c.members, c.membersAt
 	c.mu.Unlock()
+	if cached != nil && time.Since(at) < membersFresh {
+		out := bmc.ResolvedSystem{Members: slices.Clone(cached)}
+		switch {
+		case want == "" && len(cached) == 1:
+			out.ID = systemIDOrEmpty(cached[0])
+			return out, nil
+		case want != "":
+			for _, m := range cached {
+				if api.SameRedfishSystem(m, want) {
+					out.ID = m
+					return out, nil
+				}
+			}
+		}
+	}
 	d, _, err := getDoc(gapi, coll)
 	if err != nil {
 		return bmc.ResolvedSystem{}, err
 	}
 	members := servedMembers(d)
+	c.mu.Lock()
+	c.members, c.membersAt = slices.Clone(members), time.Now()
+	c.mu.Unlock()
 	out := bmc.ResolvedSystem{Members: members}
 	if want == "" {
 		switch len(members) {

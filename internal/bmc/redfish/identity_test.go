@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/baremetal-tf/terraform-provider-baremetal/internal/bmc"
@@ -119,5 +120,70 @@ func TestTrailingSlashSystemWorks(t *testing.T) {
 	}
 	if err := c.EjectMedia(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A resolve moments after another on the same connection (an enroll's,
+// then its verify job's) finds its system among the systems listed then,
+// without reading the collection again; a system not among them, or a
+// list older than membersFresh, is read again, and a system the BMC no
+// longer lists is not found.
+func TestResolveSystemReusesFreshMembers(t *testing.T) {
+	var mu sync.Mutex
+	members, reads := []string{"1"}, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch strings.TrimSuffix(r.URL.Path, "/") {
+		case "/redfish/v1":
+			_, _ = w.Write([]byte(`{"Systems":{"@odata.id":"/redfish/v1/Systems"}}`))
+		case "/redfish/v1/Systems":
+			reads++
+			var ms []string
+			for _, m := range members {
+				ms = append(ms, `{"@odata.id":"/redfish/v1/Systems/`+m+`"}`)
+			}
+			_, _ = w.Write([]byte(`{"Members":[` + strings.Join(ms, ",") + `]}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	o := newOpener(t, Options{})
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return reads
+	}
+	if res := resolve(t, open(t, o, endpoint(srv.URL, "1"))); res.ID != "/redfish/v1/Systems/1" || count() != 1 {
+		t.Fatalf("first resolve: %+v, %d reads", res, count())
+	}
+	for _, id := range []string{"1", "/redfish/v1/Systems/1", ""} {
+		if res := resolve(t, open(t, o, endpoint(srv.URL, id))); res.ID != "/redfish/v1/Systems/1" ||
+			!slices.Equal(res.Members, []string{"/redfish/v1/Systems/1"}) || count() != 1 {
+			t.Fatalf("resolve %q again: %+v, %d reads, want 1", id, res, count())
+		}
+	}
+	// A system added since: not among the list, so read again.
+	mu.Lock()
+	members = []string{"1", "2"}
+	mu.Unlock()
+	if res := resolve(t, open(t, o, endpoint(srv.URL, "2"))); res.ID != "/redfish/v1/Systems/2" || count() != 2 {
+		t.Fatalf("resolve of a new system: %+v, %d reads, want 2", res, count())
+	}
+	// The only system, now that there are two, is asked for.
+	if _, err := open(t, o, endpoint(srv.URL, "")).ResolveSystem(context.Background()); !errors.Is(err, bmc.ErrSystemIDRequired) {
+		t.Fatalf("resolve of the only system of two: %v", err)
+	}
+	// A system gone: found among a fresh list, not among an old one.
+	mu.Lock()
+	members = []string{"2"}
+	mu.Unlock()
+	c := open(t, o, endpoint(srv.URL, "1"))
+	c.c.mu.Lock()
+	c.c.membersAt = c.c.membersAt.Add(-membersFresh)
+	c.c.mu.Unlock()
+	if _, err := c.ResolveSystem(context.Background()); !errors.Is(err, bmc.ErrSystemNotFound) {
+		t.Fatalf("resolve of a system gone, after the list went stale: %v", err)
 	}
 }

@@ -268,6 +268,10 @@ type conn struct {
 	authErrAt     time.Time // ... and when
 	defaultSystem string
 	tokens        []string // the latest session tokens, newest last
+	// members and membersAt are the systems the Systems collection listed
+	// at its last read and when (see resolve).
+	members   []string
+	membersAt time.Time
 }
 
 func (o *Opener) newConn(endpoint, user, pass string, insecure bool) *conn {

@@ -91,6 +91,14 @@ SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes
 WHERE bmc_key >= sqlc.arg(endpoint) AND bmc_key < sqlc.arg(past)
 ORDER BY created_at, id;
 
+-- name: NodesByBMCKeys :many
+-- The nodes holding any of three BMC keys (NULL: none), oldest first, as
+-- NodesOnBMCEndpoint orders them: the few keys a machine's node may hold,
+-- each a lookup in the unique index, instead of every node on its BMC.
+SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes
+WHERE bmc_key IN (sqlc.narg(key1), sqlc.narg(key2), sqlc.narg(key3))
+ORDER BY created_at, id;
+
 -- name: UnkeyedNodes :many
 -- The nodes that BackfillBMCKeys gives their key, oldest first.
 SELECT id, name, driver, bmc_address, bmc_system_id FROM nodes WHERE bmc_key IS NULL ORDER BY created_at, id;

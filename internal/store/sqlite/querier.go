@@ -63,6 +63,10 @@ func (q querier) NodesOnBMCEndpoint(ctx context.Context, endpoint, past *string)
 	return endpointHolders(q.Queries.NodesOnBMCEndpoint(ctx, endpoint, past))
 }
 
+func (q querier) NodesByBMCKeys(ctx context.Context, key1, key2, key3 *string) ([]*sqlstore.BMCHolderRow, error) {
+	return keyedHolders(q.Queries.NodesByBMCKeys(ctx, key1, key2, key3))
+}
+
 func (q querier) UnkeyedNodes(ctx context.Context) ([]*sqlstore.UnkeyedNodeRow, error) {
 	return unkeyedNodes(q.Queries.UnkeyedNodes(ctx))
 }
@@ -182,6 +186,12 @@ func nodes(rs []*dbsqlc.NodeRow, e error) ([]*sqlstore.NodeRow, error) {
 }
 func nodeCounts(rs []*dbsqlc.CountNodesRow, e error) ([]*sqlstore.NodeCountRow, error) {
 	return sqlstore.Rows(rs, e, nodeCount)
+}
+func keyedHolder(r *dbsqlc.NodesByBMCKeysRow, e error) (*sqlstore.BMCHolderRow, error) {
+	return (*sqlstore.BMCHolderRow)(r), e
+}
+func keyedHolders(rs []*dbsqlc.NodesByBMCKeysRow, e error) ([]*sqlstore.BMCHolderRow, error) {
+	return sqlstore.Rows(rs, e, keyedHolder)
 }
 func endpointHolders(rs []*dbsqlc.NodesOnBMCEndpointRow, e error) ([]*sqlstore.BMCHolderRow, error) {
 	return sqlstore.Rows(rs, e, endpointHolder)

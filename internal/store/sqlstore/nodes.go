@@ -501,6 +501,31 @@ func (q Queries) NodesOnBMC(ctx context.Context, endpoint string) ([]store.BMCHo
 	return out, nil
 }
 
+func (q Queries) NodesWithBMCKeys(ctx context.Context, keys ...string) ([]store.BMCHolder, error) {
+	if len(keys) > store.MaxBMCKeys {
+		return nil, fmt.Errorf("nodes with BMC keys: %d keys, at most %d", len(keys), store.MaxBMCKeys)
+	}
+	var arg [store.MaxBMCKeys]*string
+	for i, k := range keys {
+		if k != "" && store.Storable(k) {
+			arg[i] = &k
+		}
+	}
+	if arg == [store.MaxBMCKeys]*string{} {
+		return nil, nil
+	}
+	rs, err := q.r.NodesByBMCKeys(ctx, arg[0], arg[1], arg[2])
+	if err != nil {
+		return nil, q.wrap("read the nodes holding BMC keys", err)
+	}
+	out := make([]store.BMCHolder, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, store.BMCHolder{ID: r.ID, Name: r.Name, Address: r.BMCAddress, SystemID: r.BMCSystemID,
+			State: baremetal.ProvisionState(r.ProvisionState)})
+	}
+	return out, nil
+}
+
 func (q Queries) DeleteNode(ctx context.Context, id string, version int64) error {
 	if !store.Storable(id) {
 		return store.NotFound("node", id)

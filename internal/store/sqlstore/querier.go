@@ -28,6 +28,7 @@ type Querier interface {
 	NodeVersion(ctx context.Context, id string) (int64, error)
 	NodeByBMCKey(ctx context.Context, bmcKey *string) (*BMCHolderRow, error)
 	NodesOnBMCEndpoint(ctx context.Context, endpoint, past *string) ([]*BMCHolderRow, error)
+	NodesByBMCKeys(ctx context.Context, key1, key2, key3 *string) ([]*BMCHolderRow, error)
 	UnkeyedNodes(ctx context.Context) ([]*UnkeyedNodeRow, error)
 	SetNodeBMCKey(ctx context.Context, bmcKey *string, id string) error
 	// ClaimNode locks the row it returns where the database can (see

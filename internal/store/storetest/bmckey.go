@@ -246,3 +246,89 @@ func testNodesOnBMC(t *testing.T, s store.Store) {
 		t.Errorf("holder %+v does not describe node %s", h, a.Name)
 	}
 }
+
+// testNodesWithBMCKeys: the nodes holding any of a few BMC keys, oldest
+// first as NodesOnBMC orders them; "" and keys nobody holds find nothing;
+// more keys than store.MaxBMCKeys is an error. Combined with
+// store.SameMachine they find what the nodes on the BMC do.
+func testNodesWithBMCKeys(t *testing.T, s store.Store) {
+	ctx := ctxOf(t)
+	on := func(name, address, system string) *baremetal.Node {
+		n := newNode(name)
+		n.BMC.Address, n.BMC.SystemID = address, system
+		return insertNode(t, s, n)
+	}
+	a := on("keys-a", "https://10.0.0.1:8443", "/redfish/v1/Systems/1/")
+	b := on("keys-b", "HTTPS://10.0.0.1:8443/", "")
+	c := on("keys-c", "https://10.0.0.1:8443", "System.Embedded.1")
+	on("keys-d", "https://10.0.0.1:844", "")
+	key := func(address, system string) string {
+		t.Helper()
+		k, err := baremetal.BMCKey(baremetal.DriverRedfish, baremetal.BMC{Address: address, SystemID: system})
+		must(t, err)
+		return k
+	}
+	names := func(q store.Queries, keys ...string) []string {
+		t.Helper()
+		hs, err := q.NodesWithBMCKeys(ctx, keys...)
+		must(t, err)
+		var out []string
+		for _, h := range hs {
+			out = append(out, h.Name)
+		}
+		return out
+	}
+	ep := "redfish://10.0.0.1:8443"
+	for _, tc := range []struct {
+		keys []string
+		want []string
+	}{
+		{[]string{key("https://10.0.0.1:8443", "1")}, []string{a.Name}},
+		{[]string{ep, key("https://10.0.0.1:8443", "/redfish/v1/Systems/System.Embedded.1"), key("https://10.0.0.1:8443", "Systems/1")},
+			[]string{a.Name, b.Name, c.Name}},
+		{[]string{"", ep, ""}, []string{b.Name}},
+		{[]string{key("https://10.0.0.1:8443", "2")}, nil},
+		{nil, nil},
+	} {
+		if got := names(s, tc.keys...); !slices.Equal(got, tc.want) {
+			t.Errorf("nodes with keys %q: %v, want %v", tc.keys, got, tc.want)
+		}
+	}
+	must(t, s.InTx(ctx, func(tx store.Tx) error {
+		if got := names(tx, ep); !slices.Equal(got, []string{b.Name}) {
+			t.Errorf("nodes with the BMC's own key in a transaction: %v", got)
+		}
+		return nil
+	}))
+	hs, err := s.NodesWithBMCKeys(ctx, key("https://10.0.0.1:8443", "1"))
+	must(t, err)
+	if len(hs) != 1 || hs[0].ID != a.ID || hs[0].Address != a.BMC.Address || hs[0].SystemID != a.BMC.SystemID || hs[0].State != a.ProvisionState {
+		t.Errorf("holders %+v do not describe node %s", hs, a.Name)
+	}
+	if _, err := s.NodesWithBMCKeys(ctx, make([]string, store.MaxBMCKeys+1)...); err == nil {
+		t.Errorf("%d keys: no error", store.MaxBMCKeys+1)
+	}
+	// What SameMachine finds among them is what it finds among the nodes
+	// on the BMC, for a node with a system and without.
+	all, err := s.NodesOnBMC(ctx, ep)
+	must(t, err)
+	for _, tc := range []struct {
+		system  string
+		members []string
+	}{
+		{"1", nil}, {"/redfish/v1/Systems/1", []string{"/redfish/v1/Systems/1/", "/redfish/v1/Systems/2"}},
+		{"System.Embedded.1", []string{"/redfish/v1/Systems/System.Embedded.1"}}, {"7", nil}, {"7", []string{"a", "b"}},
+	} {
+		n := newNode("keys-new")
+		n.BMC.Address, n.BMC.SystemID = "https://10.0.0.1:8443", tc.system
+		keys, ok := store.MachineKeys(n, tc.members)
+		if !ok {
+			t.Fatalf("MachineKeys(%q): none", tc.system)
+		}
+		byKey, err := s.NodesWithBMCKeys(ctx, keys...)
+		must(t, err)
+		if got, want := store.SameMachine(n, "", byKey, tc.members), store.SameMachine(n, "", all, tc.members); !slices.Equal(got, want) {
+			t.Errorf("system %q, members %q: by key %v, on the BMC %v", tc.system, tc.members, got, want)
+		}
+	}
+}

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"NodeDuplicateBMCRace", testNodeDuplicateBMCRace},
 		{"NodeDuplicateBMCLegacy", testNodeDuplicateBMCLegacy},
 		{"NodesOnBMC", testNodesOnBMC},
+		{"NodesWithBMCKeys", testNodesWithBMCKeys},
 		{"NodeListDefaultLimit", testNodeListDefaultLimit},
 		{"GetNodes", testGetNodes},
 		{"CountNodes", testCountNodes},

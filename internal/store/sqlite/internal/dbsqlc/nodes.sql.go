@@ -236,6 +236,52 @@ func (q *Queries) NodeVersion(ctx context.Context, id string) (int64, error) {
 	return version, err
 }
 
+const nodesByBMCKeys = `-- name: NodesByBMCKeys :many
+SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes
+WHERE bmc_key IN (?1, ?2, ?3)
+ORDER BY created_at, id
+`
+
+type NodesByBMCKeysRow struct {
+	ID             string
+	Name           string
+	BMCAddress     string
+	BMCSystemID    string
+	ProvisionState string
+}
+
+// The nodes holding any of three BMC keys (NULL: none), oldest first, as
+// NodesOnBMCEndpoint orders them: the few keys a machine's node may hold,
+// each a lookup in the unique index, instead of every node on its BMC.
+func (q *Queries) NodesByBMCKeys(ctx context.Context, key1 *string, key2 *string, key3 *string) ([]*NodesByBMCKeysRow, error) {
+	rows, err := q.db.QueryContext(ctx, nodesByBMCKeys, key1, key2, key3)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*NodesByBMCKeysRow
+	for rows.Next() {
+		var i NodesByBMCKeysRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.BMCAddress,
+			&i.BMCSystemID,
+			&i.ProvisionState,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const nodesOnBMCEndpoint = `-- name: NodesOnBMCEndpoint :many
 SELECT id, name, bmc_address, bmc_system_id, provision_state FROM nodes
 WHERE bmc_key >= ?1 AND bmc_key < ?2
