@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -307,5 +308,72 @@ func TestConsoleExpiredToken(t *testing.T) {
 	code, reason := readClose(t, c, 10*time.Second)
 	if code != websocket.StatusPolicyViolation || !strings.Contains(reason, "expired") {
 		t.Fatalf("expired token's session closed with %d %q", code, reason)
+	}
+}
+
+// elsewhereConsoles is a node whose console another replica records.
+type elsewhereConsoles struct{}
+
+func (elsewhereConsoles) Attach(context.Context, *baremetal.Node, string, bool) (httpapi.ConsoleSession, error) {
+	return nil, fmt.Errorf("%w (replica-b/42/abcd)", console.ErrRecordedElsewhere)
+}
+
+// TestConsoleRecordedElsewhere: a console another replica holds is a 409
+// saying so, before any upgrade and without an event.
+func TestConsoleRecordedElsewhere(t *testing.T) {
+	e := newEnv(t, storetest.OpenSQLite, func(o *httpapi.Options) { o.Consoles = elsewhereConsoles{} })
+	n := e.createNode("console-3")
+	_, resp, err := dialConsole(t, e.srv.URL, "/v1/nodes/"+n.ID+"/console", adminSecret, "")
+	if err == nil || resp == nil || resp.StatusCode != http.StatusConflict {
+		t.Fatalf("dial: %v, response %+v; want a 409", err, resp)
+	}
+	if evs := consoleEvents(t, e, n.ID); len(evs) != 0 {
+		t.Fatalf("events of a session that never opened: %+v", evs)
+	}
+}
+
+// TestConsoleClosedWhenTheControllerStops: CloseConsoles (the controller
+// stops; http.Server.Shutdown leaves upgraded connections alone) closes
+// every session with 1001 and the reason, and records their end.
+func TestConsoleClosedWhenTheControllerStops(t *testing.T) {
+	fc := newFakeConsoles()
+	var opts httpapi.Options
+	e := newEnv(t, storetest.OpenSQLite, func(o *httpapi.Options) {
+		o.Consoles = fc
+		opts = *o
+	})
+	h := httpapi.New(opts)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	n := e.createNode("console-4")
+	c, _, err := dialConsole(t, srv.URL, "/v1/nodes/"+n.ID+"/console", adminSecret, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	readHello(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { h.CloseConsoles(ctx); close(done) }()
+	code, reason := readClose(t, c, 10*time.Second)
+	if code != websocket.StatusGoingAway || !strings.Contains(reason, "stopping") {
+		t.Fatalf("closed with %d %q, want 1001 saying the controller stops", code, reason)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("CloseConsoles did not return")
+	}
+	var closed bool
+	for _, ev := range consoleEvents(t, e, n.ID) {
+		closed = closed || ev.Type == "console_closed" && strings.Contains(ev.Message, "stopping")
+	}
+	if !closed {
+		t.Errorf("no console_closed event saying why: %+v", consoleEvents(t, e, n.ID))
+	}
+	// A new session is refused while stopping.
+	if _, resp, err := dialConsole(t, srv.URL, "/v1/nodes/"+n.ID+"/console", adminSecret, ""); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a session after CloseConsoles: %v %+v", err, resp)
 	}
 }
