@@ -49,18 +49,10 @@ var nodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return 
 
 func appendNodeList(b []byte, l *api.NodeList) []byte {
 	b = append(b, `{"items":`...)
-	if l.Items == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range l.Items {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendNode(b, &l.Items[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONArray(b, l.Items, func(b []byte, v *api.Node) []byte {
+		b = appendNode(b, v)
+		return b
+	})
 	if l.NextCursor != "" {
 		b = append(b, `,"next_cursor":`...)
 		b = appendJSONString(b, l.NextCursor)
@@ -111,57 +103,41 @@ func appendNode(b []byte, n *api.Node) []byte {
 	b = append(b, `,"secure_boot":`...)
 	b = appendJSONBoolPtr(b, n.SecureBoot)
 	b = append(b, `,"raid":`...)
-	if n.RAID == nil || *n.RAID == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, v := range *n.RAID {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"name":`...)
-			b = appendJSONString(b, v.Name)
-			b = append(b, `,"raid_level":`...)
-			b = appendJSONString(b, v.RAIDLevel)
-			if v.SizeGB != 0 {
-				b = append(b, `,"size_gb":`...)
-				b = strconv.AppendInt(b, int64(v.SizeGB), 10)
-			}
-			if v.DriveCount != 0 {
-				b = append(b, `,"drive_count":`...)
-				b = strconv.AppendInt(b, int64(v.DriveCount), 10)
-			}
-			if v.MediaType != "" {
-				b = append(b, `,"media_type":`...)
-				b = appendJSONString(b, v.MediaType)
-			}
-			if len(v.DriveIDs) != 0 {
-				b = append(b, `,"drive_ids":`...)
-				b = appendJSONStrings(b, v.DriveIDs)
-			}
-			b = append(b, '}')
+	b = appendJSONArray(b, derefVolumes(n.RAID), func(b []byte, v *api.Volume) []byte {
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, v.Name)
+		b = append(b, `,"raid_level":`...)
+		b = appendJSONString(b, v.RAIDLevel)
+		if v.SizeGB != 0 {
+			b = append(b, `,"size_gb":`...)
+			b = strconv.AppendInt(b, int64(v.SizeGB), 10)
 		}
-		b = append(b, ']')
-	}
+		if v.DriveCount != 0 {
+			b = append(b, `,"drive_count":`...)
+			b = strconv.AppendInt(b, int64(v.DriveCount), 10)
+		}
+		if v.MediaType != "" {
+			b = append(b, `,"media_type":`...)
+			b = appendJSONString(b, v.MediaType)
+		}
+		if len(v.DriveIDs) != 0 {
+			b = append(b, `,"drive_ids":`...)
+			b = appendJSONStrings(b, v.DriveIDs)
+		}
+		b = append(b, '}')
+		return b
+	})
 	b = append(b, `,"firmware":`...)
-	if n.Firmware == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, f := range n.Firmware {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"component":`...)
-			b = appendJSONString(b, f.Component)
-			b = append(b, `,"version":`...)
-			b = appendJSONString(b, f.Version)
-			b = append(b, `,"image_url":`...)
-			b = appendJSONString(b, f.ImageURL)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONArray(b, n.Firmware, func(b []byte, f *api.Firmware) []byte {
+		b = append(b, `{"component":`...)
+		b = appendJSONString(b, f.Component)
+		b = append(b, `,"version":`...)
+		b = appendJSONString(b, f.Version)
+		b = append(b, `,"image_url":`...)
+		b = appendJSONString(b, f.ImageURL)
+		b = append(b, '}')
+		return b
+	})
 	b = append(b, `,"hardware":`...)
 	if h := n.Hardware; h == nil {
 		b = append(b, "null"...)
@@ -179,26 +155,18 @@ func appendNode(b []byte, n *api.Node) []byte {
 		b = append(b, `,"waiting":`...)
 		b = strconv.AppendBool(b, h.Waiting)
 		b = append(b, `,"volumes":`...)
-		if h.Volumes == nil {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, '[')
-			for i, v := range h.Volumes {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, `{"name":`...)
-				b = appendJSONString(b, v.Name)
-				b = append(b, `,"raid_level":`...)
-				b = appendJSONString(b, v.RAIDLevel)
-				b = append(b, `,"size_gb":`...)
-				b = strconv.AppendInt(b, int64(v.SizeGB), 10)
-				b = append(b, `,"drives":`...)
-				b = appendJSONStrings(b, v.Drives)
-				b = append(b, '}')
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONArray(b, h.Volumes, func(b []byte, v *api.ObservedVolume) []byte {
+			b = append(b, `{"name":`...)
+			b = appendJSONString(b, v.Name)
+			b = append(b, `,"raid_level":`...)
+			b = appendJSONString(b, v.RAIDLevel)
+			b = append(b, `,"size_gb":`...)
+			b = strconv.AppendInt(b, int64(v.SizeGB), 10)
+			b = append(b, `,"drives":`...)
+			b = appendJSONStrings(b, v.Drives)
+			b = append(b, '}')
+			return b
+		})
 		b = append(b, `,"firmware":`...)
 		b = appendJSONMap(b, h.Firmware)
 		b = append(b, '}')
@@ -241,18 +209,10 @@ func appendNode(b []byte, n *api.Node) []byte {
 		b = appendJSONString(b, p.CPUArch)
 	}
 	b = append(b, `},"property_overrides":`...)
-	if n.PropertyOverrides == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, o := range n.PropertyOverrides {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, string(o))
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONArray(b, n.PropertyOverrides, func(b []byte, o *api.PropertyName) []byte {
+		b = appendJSONString(b, string(*o))
+		return b
+	})
 	b = append(b, `,"maintenance":`...)
 	b = strconv.AppendBool(b, n.Maintenance)
 	b = append(b, `,"maintenance_reason":`...)
@@ -278,42 +238,34 @@ func appendNode(b []byte, n *api.Node) []byte {
 	b = append(b, `,"inspected_at":`...)
 	b = appendJSONTimePtr(b, n.InspectedAt)
 	b = append(b, `,"ports":`...)
-	if n.Ports == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, port := range n.Ports {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"name":`...)
-			b = appendJSONString(b, port.Name)
-			b = append(b, `,"mac":`...)
-			b = appendJSONString(b, port.MAC)
-			b = append(b, `,"link_up":`...)
-			b = strconv.AppendBool(b, port.LinkUp)
-			b = append(b, `,"speed_mbps":`...)
-			b = strconv.AppendInt(b, int64(port.SpeedMbps), 10)
-			b = append(b, `,"lldp":`...)
-			if l := port.LLDP; l == nil {
-				b = append(b, "null"...)
-			} else {
-				b = append(b, `{"switch_chassis_id":`...)
-				b = appendJSONString(b, l.SwitchChassisID)
-				b = append(b, `,"switch_system_name":`...)
-				b = appendJSONString(b, l.SwitchSystemName)
-				b = append(b, `,"switch_port_id":`...)
-				b = appendJSONString(b, l.SwitchPortID)
-				b = append(b, `,"switch_port_description":`...)
-				b = appendJSONString(b, l.SwitchPortDescription)
-				b = append(b, `,"vlan_id":`...)
-				b = strconv.AppendInt(b, int64(l.VLANID), 10)
-				b = append(b, '}')
-			}
+	b = appendJSONArray(b, n.Ports, func(b []byte, port *api.NodePort) []byte {
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, port.Name)
+		b = append(b, `,"mac":`...)
+		b = appendJSONString(b, port.MAC)
+		b = append(b, `,"link_up":`...)
+		b = strconv.AppendBool(b, port.LinkUp)
+		b = append(b, `,"speed_mbps":`...)
+		b = strconv.AppendInt(b, int64(port.SpeedMbps), 10)
+		b = append(b, `,"lldp":`...)
+		if l := port.LLDP; l == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, `{"switch_chassis_id":`...)
+			b = appendJSONString(b, l.SwitchChassisID)
+			b = append(b, `,"switch_system_name":`...)
+			b = appendJSONString(b, l.SwitchSystemName)
+			b = append(b, `,"switch_port_id":`...)
+			b = appendJSONString(b, l.SwitchPortID)
+			b = append(b, `,"switch_port_description":`...)
+			b = appendJSONString(b, l.SwitchPortDescription)
+			b = append(b, `,"vlan_id":`...)
+			b = strconv.AppendInt(b, int64(l.VLANID), 10)
 			b = append(b, '}')
 		}
-		b = append(b, ']')
-	}
+		b = append(b, '}')
+		return b
+	})
 	b = append(b, `,"agent":`...)
 	if a := n.Agent; a == nil {
 		b = append(b, "null"...)
@@ -382,17 +334,7 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 }
 
 func appendJSONStrings(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, s)
-	}
-	return append(b, ']')
+	return appendJSONArray(b, ss, func(b []byte, s *string) []byte { return appendJSONString(b, *s) })
 }
 
 // appendJSONMap writes a map with its keys sorted, as encoding/json.
@@ -492,4 +434,28 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendJSONArray writes s as encoding/json does (nil is null), each
+// element by each.
+func appendJSONArray[T any](b []byte, s []T, each func([]byte, *T) []byte) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = each(b, &s[i])
+	}
+	return append(b, ']')
+}
+
+// derefVolumes is the volumes p points to; nil for none (null).
+func derefVolumes(p *[]api.Volume) []api.Volume {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
