@@ -7,23 +7,20 @@
 // console error (a CSP violation is one), request to another origin,
 // token in a URL or BMC password in anything the browser receives fails
 // the run.
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { chromium } from 'playwright-core';
+import { Run, assert, env } from './harness.mjs';
 
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set (run through go test ./internal/ui)`);
-  return v;
-};
 const BASE = env('BASE_URL');
 const ADMIN = env('ADMIN_TOKEN');
 const NODE_ID = env('NODE_ID');
 const NODE_NAME = env('NODE_NAME');
 const BMC_PASSWORD = env('BMC_PASSWORD');
 const SHOTS = env('SCREENSHOTS');
-mkdirSync(SHOTS, { recursive: true });
+const run = new Run(SHOTS);
+const { problems, pages } = run;
+const step = (name, fn) => run.step(name, fn);
 
 const replies = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 async function machine(verb, text) {
@@ -32,25 +29,12 @@ async function machine(verb, text) {
   if (value !== 'ok') throw new Error(`${verb} ${JSON.stringify(text)}: ${value}`);
 }
 
-const t0 = Date.now();
-const problems = [];
-let stepName = '';
-async function step(name, fn) {
-  stepName = name;
-  const s = Date.now();
-  await fn();
-  console.log(`ok   ${name} (${Date.now() - s} ms)`);
-}
-function assert(cond, msg) {
-  if (!cond) throw new Error('assertion failed: ' + msg);
-}
 
-const pages = [];
 function watch(page, who) {
   pages.push([who, page]);
-  page.on('pageerror', (e) => problems.push(`${who}: page error in "${stepName}": ${e.message}`));
+  page.on('pageerror', (e) => problems.push(`${who}: page error in "${run.stepName}": ${e.message}`));
   page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`${who}: console error in "${stepName}": ${m.text()}`);
+    if (m.type() === 'error') problems.push(`${who}: console error in "${run.stepName}": ${m.text()}`);
   });
   page.on('request', (r) => {
     const u = r.url();
@@ -135,19 +119,8 @@ try {
     assert(!(await screen(second)).includes('intruder'), 'the watcher sees no echo of its keys');
   });
 } catch (e) {
-  problems.push(`step "${stepName}" failed: ${e.message}`);
-  for (const [who, page] of pages) {
-    await page.screenshot({ path: join(SHOTS, `failed-${who}.png`) }).catch(() => {});
-    const text = await page.evaluate(() => document.body.innerText).catch((err) => String(err));
-    problems.push(`${who} page at ${page.url()} showed:\n${text.slice(0, 2000)}`);
-  }
+  await run.failed(e);
 } finally {
   await browser.close();
 }
-
-if (problems.length) {
-  for (const p of problems) console.error('FAIL ' + p);
-  process.exit(1);
-}
-console.log(`all steps passed in ${Date.now() - t0} ms`);
-process.exit(0);
+run.exit();

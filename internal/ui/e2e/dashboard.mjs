@@ -3,15 +3,10 @@
 // simulated BMCs and passes their addresses in the environment. Any
 // failed step, page error, console error (a CSP violation is one) or
 // request to another origin fails the run.
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { Run, assert, env } from './harness.mjs';
 
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set (run through go test ./internal/ui)`);
-  return v;
-};
 const BASE = env('BASE_URL');
 const ADMIN = env('ADMIN_TOKEN');
 const MEMBER = env('MEMBER_TOKEN');
@@ -20,21 +15,10 @@ const FAULT_SYSTEM = env('FAULT_SYSTEM');
 const NODES = Number(env('NODES'));
 const AGENT_TOKEN = env('AGENT_TOKEN'); // the agent erasing rack1-u-3's disks
 const SHOTS = env('SCREENSHOTS');
-mkdirSync(SHOTS, { recursive: true });
+const run = new Run(SHOTS);
+const { problems, pages } = run;
+const step = (name, fn) => run.step(name, fn);
 
-const t0 = Date.now();
-const problems = [];
-let stepName = '';
-async function step(name, fn) {
-  stepName = name;
-  const s = Date.now();
-  await fn();
-  console.log(`ok   ${name} (${Date.now() - s} ms)`);
-}
-
-function assert(cond, msg) {
-  if (!cond) throw new Error('assertion failed: ' + msg);
-}
 
 // heartbeat reports the erase's progress as rack1-u-3's agent does.
 async function heartbeat(progress) {
@@ -58,17 +42,16 @@ async function simFault(fault) {
 }
 
 // watch records what a page must never do.
-const pages = [];
 function watch(page, who) {
   pages.push([who, page]);
-  page.on('pageerror', (e) => problems.push(`${who}: page error in "${stepName}": ${e.message}`));
+  page.on('pageerror', (e) => problems.push(`${who}: page error in "${run.stepName}": ${e.message}`));
   page.on('console', (m) => {
     // A refusal the page shows (401, 403; 422 for an inspection this
     // controller cannot do; 404 for the node just retired) is logged by
     // the browser as a failed load.
-    const shown = /status of (401|403|422)/.test(m.text()) || (/status of 404/.test(m.text()) && stepName.startsWith('retire'));
+    const shown = /status of (401|403|422)/.test(m.text()) || (/status of 404/.test(m.text()) && run.stepName.startsWith('retire'));
     if (m.type() === 'error' && !shown) {
-      problems.push(`${who}: console error in "${stepName}": ${m.text()}`);
+      problems.push(`${who}: console error in "${run.stepName}": ${m.text()}`);
     }
   });
   page.on('request', (r) => {
@@ -375,20 +358,8 @@ try {
     assert(await admin.evaluate(() => sessionStorage.getItem('baremetal.token') === null), 'token removed');
   });
 } catch (e) {
-  problems.push(`step "${stepName}" failed: ${e.message}`);
-  // What the page showed when the step failed, for the test log and as
-  // a screenshot beside the others.
-  for (const [who, page] of pages) {
-    await page.screenshot({ path: join(SHOTS, `failed-${who}.png`) }).catch(() => {});
-    const text = await page.evaluate(() => document.body.innerText).catch((err) => String(err));
-    problems.push(`${who} page at ${page.url()} showed:\n${text.slice(0, 2000)}`);
-  }
+  await run.failed(e);
 } finally {
   await browser.close();
 }
-
-if (problems.length) {
-  for (const p of problems) console.error('FAIL ' + p);
-  process.exit(1);
-}
-console.log(`all steps passed in ${Date.now() - t0} ms`);
+run.exit();
