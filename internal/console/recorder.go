@@ -195,6 +195,30 @@ func (r *Recorder) WaitOpen(ctx context.Context, nodeID string, d time.Duration)
 	}
 }
 
+// Settle waits, at most d, until this process's recording of the node
+// has had no output for a moment: the machine's last words reach the
+// console after the failure the agent reported over the network. It
+// returns at once when nothing here records the node.
+func (r *Recorder) Settle(ctx context.Context, nodeID string, d time.Duration) {
+	const quiet = 500 * time.Millisecond
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		r.mu.Lock()
+		rec := r.recs[nodeID]
+		r.mu.Unlock()
+		if rec == nil {
+			return
+		}
+		rec.mu.Lock()
+		open, last := rec.con != nil, rec.lastOutput
+		rec.mu.Unlock()
+		if !open || time.Since(last) > quiet {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // Tail returns the last n lines the node's console printed, from this
 // process's recording when it has one (lines not saved yet included),
 // else from the store. None when nothing was recorded.
@@ -220,16 +244,18 @@ type recording struct {
 	nodeID  string
 	started time.Time
 
-	mu       sync.Mutex
-	ring     *ring // nil until the lease is held and the stored log loaded
-	clean    cleaner
-	secrets  *redact.Secrets
-	dirty    bool
-	con      bmc.Console
-	viewers  []*Session
-	writer   *Session
-	attached chan struct{} // a viewer attached: a waiting recording tries at once
-	done     bool
+	mu      sync.Mutex
+	ring    *ring // nil until the lease is held and the stored log loaded
+	clean   cleaner
+	secrets *redact.Secrets
+	dirty   bool
+	// lastOutput is when the console last printed (Settle).
+	lastOutput time.Time
+	con        bmc.Console
+	viewers    []*Session
+	writer     *Session
+	attached   chan struct{} // a viewer attached: a waiting recording tries at once
+	done       bool
 }
 
 func (rec *recording) text() (string, bool) {
@@ -287,7 +313,9 @@ func (rec *recording) run(ctx context.Context) {
 	}()
 
 	lastBoot := time.Now()
-	wait, lostWait := r.opts.Retry, r.opts.Retry
+	// A console lost once is reopened at once (its output is flowing);
+	// lost again soon after, it waits, longer each time.
+	wait, lostWait := r.opts.Retry, time.Duration(0)
 	var lastErr string
 	for ctx.Err() == nil {
 		n, err := r.store.GetNode(ctx, rec.nodeID)
@@ -344,7 +372,7 @@ func (rec *recording) run(ctx context.Context) {
 			// back from them every few seconds, so the wait grows with
 			// each loss, up to maxLostWait, until a console stays.
 			if time.Since(opened) >= stableConsole {
-				lostWait = r.opts.Retry
+				lostWait = 0
 			}
 			if msg := err.Error(); msg != lastErr {
 				rec.note(fmt.Sprintf("console lost (taken by another SOL client, or the BMC stopped answering), reopening in %s: %v", lostWait, err))
@@ -353,7 +381,7 @@ func (rec *recording) run(ctx context.Context) {
 			if !rec.sleep(ctx, lostWait, &lastBoot) {
 				return
 			}
-			lostWait = min(2*lostWait, maxLostWait)
+			lostWait = max(r.opts.Retry, min(2*lostWait, maxLostWait))
 		}
 	}
 }
@@ -536,6 +564,7 @@ func (rec *recording) stream(ctx context.Context, con bmc.Console, lastBoot *tim
 func (rec *recording) feed(b []byte) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
+	rec.lastOutput = time.Now()
 	for _, l := range rec.clean.write(b) {
 		rec.ring.add(scrub(rec.secrets, l))
 	}

@@ -203,17 +203,17 @@ func TestReopensAndNotes(t *testing.T) {
 	waitLog(t, st, n.ID, "agent up")
 	waitLog(t, st, n.ID, "console open again")
 	_ = con.machine.CloseWithError(errors.New("SOL deactivated by the BMC"))
-	waitLog(t, st, n.ID, "reopening in 20ms: SOL deactivated by the BMC")
+	waitLog(t, st, n.ID, "reopening in 0s: SOL deactivated by the BMC")
 	con2 := <-f.opened
 	con2.print(t, "after the reopen\r\n")
 	waitLog(t, st, n.ID, "after the reopen")
 	// Lost again soon after it opened (another SOL client took it): each
 	// loss waits twice as long before taking the console back.
 	_ = con2.machine.CloseWithError(errors.New("taken"))
-	waitLog(t, st, n.ID, "reopening in 40ms: taken")
+	waitLog(t, st, n.ID, "reopening in 20ms: taken")
 	con3 := <-f.opened
 	_ = con3.machine.CloseWithError(errors.New("taken"))
-	waitLog(t, st, n.ID, "reopening in 80ms: taken")
+	waitLog(t, st, n.ID, "reopening in 40ms: taken")
 	<-f.opened
 
 	g := &fakeBMC{noSOL: true}

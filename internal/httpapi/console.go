@@ -197,9 +197,14 @@ func (s *Server) consoleLoop(ctx context.Context, c service.Caller, conn *websoc
 	}
 	// Keystrokes: read until the client closes or the socket fails.
 	clientGone := make(chan error, 1)
+	// The reader's context is not the session's: coder/websocket closes
+	// the connection when a Read's context ends, which would cut the
+	// close frame (1001, why) the session sends when it is stopped. The
+	// read ends when the connection closes.
+	rctx := context.WithoutCancel(ctx)
 	go func() {
 		for {
-			_, b, err := conn.Read(ctx)
+			_, b, err := conn.Read(rctx)
 			if err != nil {
 				clientGone <- err
 				return

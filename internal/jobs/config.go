@@ -334,6 +334,8 @@ type ConsoleRecorder interface {
 	Record(nodeID string)
 	// WaitOpen waits at most d for the recording's console to be open.
 	WaitOpen(ctx context.Context, nodeID string, d time.Duration) bool
+	// Settle waits at most d for the node's console to stop printing.
+	Settle(ctx context.Context, nodeID string, d time.Duration)
 	// Tail is the last n lines the node's console printed.
 	Tail(ctx context.Context, nodeID string, n int) []string
 }

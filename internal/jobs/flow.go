@@ -164,6 +164,13 @@ func (r *flowRun) work(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if r.cfg.Console != nil {
+				// The agent reports a failure over the network before its
+				// last words reach the console through the BMC: let them
+				// arrive before the failure's event takes the last lines
+				// (outside the event's transaction).
+				r.cfg.Console.Settle(ctx, r.node.ID, consoleSettle)
+			}
 			if res, err = r.flow.fail(ctx, r, err); err != nil {
 				return err
 			}
@@ -278,6 +285,9 @@ func (r *flowRun) failedEvent(step, what string) *baremetal.Event {
 
 // ConsoleTailHeader introduces the console lines of a failure's event.
 const ConsoleTailHeader = "console (last lines):"
+
+// consoleSettle bounds the wait for a failing node's console to go quiet.
+const consoleSettle = 2 * time.Second
 
 // consoleTailLines and consoleTailBytes bound the console lines a failed
 // event carries: the screenful that shows a panic or a hung boot.

@@ -38,7 +38,10 @@ const solPoll = 100 * time.Millisecond
 // a console), taking it over from any other session that holds it.
 func (c *Client) OpenConsole(ctx context.Context) (bmc.Console, error) {
 	const op = "open console"
-	cctx, cancel := context.WithTimeout(ctx, c.o.opts.Timeout)
+	// The session outlives this call and keeps the per-exchange timeout
+	// it was opened with (perTry): give it the longest, so that a busy
+	// BMC (or host) does not end a console that streams for minutes.
+	cctx, cancel := context.WithTimeout(ctx, max(c.o.opts.Timeout, 5*time.Second))
 	defer cancel()
 	if c.o.isClosed() {
 		return nil, bmc.Wrap(bmc.KindUnreachable, op, errClosed)
