@@ -197,14 +197,18 @@ func (r *Recorder) WaitOpen(ctx context.Context, nodeID string, d time.Duration)
 
 // Settle waits, at most d, until this process's recording of the node
 // has had no output for a moment: the machine's last words reach the
-// console after the failure the agent reported over the network. It
-// returns at once when nothing here records the node.
+// console after the failure the agent reported over the network. Then
+// it saves the log, so that the stored log (what GET console/log reads,
+// on any replica) holds at least the lines a failure's event quotes
+// rather than lagging a flush behind it. It returns at once when
+// nothing here records the node.
 func (r *Recorder) Settle(ctx context.Context, nodeID string, d time.Duration) {
 	const quiet = 500 * time.Millisecond
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	var rec *recording
+	for ctx.Err() == nil {
 		r.mu.Lock()
-		rec := r.recs[nodeID]
+		rec = r.recs[nodeID]
 		r.mu.Unlock()
 		if rec == nil {
 			return
@@ -212,10 +216,24 @@ func (r *Recorder) Settle(ctx context.Context, nodeID string, d time.Duration) {
 		rec.mu.Lock()
 		open, last := rec.con != nil, rec.lastOutput
 		rec.mu.Unlock()
-		if !open || time.Since(last) > quiet {
-			return
+		if !open || time.Since(last) > quiet || !time.Now().Before(deadline) {
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	// Under saveMu, so that a recording that has ended (done is set
+	// before its last save and the lease's release) is not saved again,
+	// which would take the lease back.
+	rec.saveMu.Lock()
+	defer rec.saveMu.Unlock()
+	rec.mu.Lock()
+	live := rec.ring != nil && !rec.done
+	rec.mu.Unlock()
+	if live {
+		rec.saveLocked(ctx, time.Now())
 	}
 }
 
@@ -244,6 +262,7 @@ type recording struct {
 	nodeID  string
 	started time.Time
 
+	saveMu  sync.Mutex // serializes save
 	mu      sync.Mutex
 	ring    *ring // nil until the lease is held and the stored log loaded
 	clean   cleaner
@@ -592,6 +611,14 @@ func (rec *recording) note(msg string) {
 // save writes the log if it changed, and renews the lease either way;
 // false when the lease went to another holder.
 func (rec *recording) save(ctx context.Context, now time.Time) bool {
+	// One save at a time: two (the recording's flush and a Settle) could
+	// otherwise write their snapshots in the wrong order.
+	rec.saveMu.Lock()
+	defer rec.saveMu.Unlock()
+	return rec.saveLocked(ctx, now)
+}
+
+func (rec *recording) saveLocked(ctx context.Context, now time.Time) bool {
 	rec.mu.Lock()
 	text := rec.ring.text(scrub(rec.secrets, rec.clean.partial()))
 	dirty := rec.dirty

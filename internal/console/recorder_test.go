@@ -483,3 +483,35 @@ func TestStreamReaderEnds(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSettleSaves: after Settle the stored log holds what the console
+// printed, though the recording's own flush is far off: GET console/log
+// (any replica) must show at least the lines a failure's event quotes.
+func TestSettleSaves(t *testing.T) {
+	f := &fakeBMC{opened: make(chan *fakeConsole, 4)}
+	st, n, r := setup(t, baremetal.StateDeploying, f, Options{Flush: time.Hour})
+	r.Record(n.ID)
+	con := <-f.opened
+	con.print(t, "level=ERROR msg=\"command failed\"\r\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if got := r.Tail(context.Background(), n.ID, 1); len(got) == 1 && strings.Contains(got[0], "command failed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recording did not take the line")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c, err := st.GetConsoleLog(context.Background(), n.ID); err == nil && strings.Contains(c.Log, "command failed") {
+		t.Fatalf("saved before Settle (the test would prove nothing): %q", c.Log)
+	}
+	r.Settle(context.Background(), n.ID, 2*time.Second)
+	c, err := st.GetConsoleLog(context.Background(), n.ID)
+	if err != nil || !strings.Contains(c.Log, `level=ERROR msg="command failed"`) {
+		t.Fatalf("after Settle the stored log lacks the line (err %v): %+v", err, c)
+	}
+	if !c.Recording(time.Now()) || c.Holder != r.Holder() {
+		t.Fatalf("Settle's save lost the lease: %+v", c)
+	}
+}
