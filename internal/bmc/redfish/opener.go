@@ -1,6 +1,7 @@
 package redfish
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -456,11 +457,18 @@ func (c *conn) login(ctx context.Context) (*gofish.APIClient, error) {
 	c.mu.Lock()
 	probed, basic := c.probed, c.basic
 	c.mu.Unlock()
+	httpc := c.httpc
 	if !probed {
 		root, err := c.probe(ctx)
 		if err != nil {
 			return nil, err
 		}
+		// gofish's connect reads the service root again: hand it the one
+		// just read (one request fewer per first login; a BMC may take
+		// a second to answer each).
+		primed := *c.httpc
+		primed.Transport = &primedRoot{next: c.httpc.Transport, path: schemas.DefaultServiceRoot, root: root}
+		httpc = &primed
 		basic = root.sessions == ""
 		c.mu.Lock()
 		c.probed, c.basic = true, basic
@@ -476,7 +484,7 @@ func (c *conn) login(ctx context.Context) (*gofish.APIClient, error) {
 		Endpoint:              c.endpoint,
 		Username:              c.user,
 		Password:              c.password,
-		HTTPClient:            c.httpc,
+		HTTPClient:            httpc,
 		BasicAuth:             basic,
 		MaxConcurrentRequests: int64(c.o.opts.MaxConcurrentRequests),
 		ReuseConnections:      true, // else gofish closes the connection after each request
@@ -536,6 +544,36 @@ func (c *conn) login(ctx context.Context) (*gofish.APIClient, error) {
 type rootInfo struct {
 	sessions string
 	systems  string
+	// What the BMC answered, for primedRoot.
+	body   []byte
+	header http.Header
+}
+
+// primedRoot answers the first GET of the service root with the
+// document the probe has just read, and passes every other request on.
+type primedRoot struct {
+	next http.RoundTripper
+	path string
+	root rootInfo
+	used atomic.Bool
+}
+
+func (p *primedRoot) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet || strings.TrimSuffix(r.URL.Path, "/") != strings.TrimSuffix(p.path, "/") ||
+		!p.used.CompareAndSwap(false, true) {
+		return p.next.RoundTrip(r)
+	}
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	return &http.Response{
+		Status: "200 OK", StatusCode: http.StatusOK,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        p.root.header.Clone(),
+		Body:          io.NopCloser(bytes.NewReader(p.root.body)),
+		ContentLength: int64(len(p.root.body)),
+		Request:       r,
+	}, nil
 }
 
 // probe reads the (unauthenticated) service root once per BMC to learn
@@ -568,7 +606,7 @@ func (c *conn) probe(ctx context.Context) (rootInfo, error) {
 		return rootInfo{}, &shapeError{what: "service root is not a JSON object"}
 	}
 	d := doc(m)
-	return rootInfo{sessions: d.obj("Links").link("Sessions"), systems: d.link("Systems")}, nil
+	return rootInfo{sessions: d.obj("Links").link("Sessions"), systems: d.link("Systems"), body: body, header: resp.Header}, nil
 }
 
 // resolveSystem returns the BMC's only system, cached per BMC.

@@ -99,6 +99,16 @@ func TestPowerReadIsOneRequest(t *testing.T) {
 			f := startFleet(t, sim.Options{Systems: 3, NoSessionService: noSessions})
 			o := newOpener(t, Options{})
 			mustPower(t, open(t, o, endpoint(f.URL(), "/redfish/v1/Systems/2")), bmc.PowerOff) // login
+			// The login reads the service root once (gofish's connect gets
+			// the one the probe read), creates a session where the BMC
+			// offers them, then the read: 3 requests, 2 without sessions.
+			wantFirst := int64(3)
+			if noSessions {
+				wantFirst = 2
+			}
+			if got := f.TotalRequests(); got != wantFirst {
+				t.Fatalf("the first power read (with its login) cost %d requests, want %d", got, wantFirst)
+			}
 
 			sys, total := f.Requests("2"), f.TotalRequests()
 			const n = 25
