@@ -262,7 +262,7 @@ func (s *Server) consoleLoop(ctx context.Context, c service.Caller, conn *websoc
 				s.log.WarnContext(ctx, "console session: cannot check its token", "err", err)
 			}
 		case <-ping.C:
-			pctx, pcancel := context.WithTimeout(ctx, 15*time.Second)
+			pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second) // see consoleSend
 			err := conn.Ping(pctx)
 			pcancel()
 			if err != nil {
@@ -279,8 +279,14 @@ func closeReason(err error) string {
 	return "the session ended"
 }
 
+// consoleSend writes one message, for at most 15 s (a client that stopped
+// reading). Not bounded by the session's context: coder/websocket closes
+// the connection when a write's context ends while it still counts the
+// write as in flight (until its own bookkeeping after the bytes went
+// out), so a session stopped just after a write would lose its close
+// frame (1001, why) to a bare EOF.
 func (s *Server) consoleSend(ctx context.Context, conn *websocket.Conn, typ websocket.MessageType, b []byte) error {
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	return conn.Write(wctx, typ, b)
 }
