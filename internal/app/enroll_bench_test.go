@@ -181,7 +181,7 @@ func benchEnroll(b *testing.B, dbURL string, nodes, bmcs int, latency time.Durat
 const pendingJobs = `state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`
 
 // countJobs counts River's jobs matching where.
-func countJobs(b *testing.B, env *testenv.Env, where string) int {
+func countJobs(b testing.TB, env *testenv.Env, where string) int {
 	b.Helper()
 	q := `SELECT count(*) FROM river_job WHERE ` + where
 	var n int

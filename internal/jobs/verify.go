@@ -71,33 +71,7 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 			moved = true
 			return ledger.ErrSkip
 		}
-		now := time.Now()
-		// The system as the BMC serves it keys the node (a race with
-		// another node claiming it is the key conflict below).
-		n.BMC.SystemID = resolved(n, res).BMC.SystemID
-		n.ClearFault(baremetal.FaultDuplicate)
-		w.observePower(n, ps, nil, now)
-		touchSeen(n, now)
-		fillProperties(n, inv)
-		c.Reason = fmt.Sprintf("BMC verified: power %s", ps)
-		if inv != nil {
-			c.Reason += ", " + describeInventory(inv)
-		}
-		inspect, why := w.cfg.inspectOnEnroll(n)
-		if why != "" {
-			c.Reason += "; " + why
-		}
-		if !inspect {
-			return w.becomeAvailable(ctx, tx, n, c)
-		}
-		// Inspected before it is ever scheduled: the inspect job, queued
-		// with the state change, makes it available once the agent has
-		// reported (or given up, saying why in last_error).
-		if err := n.Transition(baremetal.StateInspecting); err != nil {
-			return err
-		}
-		_, err := w.InsertTx(ctx, tx, InspectArgs{NodeID: n.ID})
-		return err
+		return w.verified(ctx, tx, n, res, ps, inv, c)
 	})
 	if (err == nil && moved) || isKeyConflict(err) {
 		// Read again (a key conflict: another node claimed the system
@@ -105,6 +79,42 @@ func (w *verifyWorker) verify(ctx context.Context, job *river.Job[VerifyArgs]) e
 		return river.JobSnooze(time.Millisecond)
 	}
 	return ignoreGone(err)
+}
+
+// verified applies a verification to n (in enroll; its BMC named its
+// system res, answered the power read ps and the inventory inv) in tx:
+// available, or inspecting with the inspect job queued, or configuring
+// with the configure job queued. The verify job and an enroll that read
+// the BMC itself (VerifyAtEnroll) share it: one rule, one event.
+func (r *nodeWork) verified(ctx context.Context, tx store.Tx, n *baremetal.Node, res *bmc.ResolvedSystem,
+	ps bmc.PowerState, inv *bmc.Inventory, c *ledger.Change) error {
+	now := time.Now()
+	// The system as the BMC serves it keys the node (a race with
+	// another node claiming it is the key conflict the callers handle).
+	n.BMC.SystemID = resolved(n, res).BMC.SystemID
+	n.ClearFault(baremetal.FaultDuplicate)
+	r.observePower(n, ps, nil, now)
+	touchSeen(n, now)
+	fillProperties(n, inv)
+	c.Reason = fmt.Sprintf("BMC verified: power %s", ps)
+	if inv != nil {
+		c.Reason += ", " + describeInventory(inv)
+	}
+	inspect, why := r.cfg.inspectOnEnroll(n)
+	if why != "" {
+		c.Reason += "; " + why
+	}
+	if !inspect {
+		return r.becomeAvailable(ctx, tx, n, c)
+	}
+	// Inspected before it is ever scheduled: the inspect job, queued
+	// with the state change, makes it available once the agent has
+	// reported (or given up, saying why in last_error).
+	if err := n.Transition(baremetal.StateInspecting); err != nil {
+		return err
+	}
+	_, err := r.InsertTx(ctx, tx, InspectArgs{NodeID: n.ID})
+	return err
 }
 
 // inspectOnEnroll says whether a node whose BMC was just verified is
@@ -139,7 +149,7 @@ func (c Config) inspectOnEnroll(n *baremetal.Node) (bool, string) {
 // read shows the power state (Redfish: both are in the system resource)
 // answers both with it, so the verify of an enrolled node costs one
 // request fewer; the others get a power read of its own.
-func (w *verifyWorker) readPowerAndInventory(ctx context.Context, n *baremetal.Node) (bmc.PowerState, *bmc.Inventory, error) {
+func (w *nodeWork) readPowerAndInventory(ctx context.Context, n *baremetal.Node) (bmc.PowerState, *bmc.Inventory, error) {
 	inv, err := w.readInventory(ctx, n)
 	if err != nil {
 		return bmc.PowerUnknown, nil, err
@@ -153,7 +163,7 @@ func (w *verifyWorker) readPowerAndInventory(ctx context.Context, n *baremetal.N
 
 // readInventory reads the hardware inventory; nil without error when the
 // driver or the BMC has none.
-func (w *verifyWorker) readInventory(ctx context.Context, n *baremetal.Node) (*bmc.Inventory, error) {
+func (w *nodeWork) readInventory(ctx context.Context, n *baremetal.Node) (*bmc.Inventory, error) {
 	var inv *bmc.Inventory
 	err := w.bmcCall(ctx, n, "inventory", func(ctx context.Context, c bmc.Client) error {
 		ig, err := bmc.Capability[bmc.InventoryGetter](c)

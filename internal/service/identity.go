@@ -30,6 +30,18 @@ func (s *Service) ResolveSystemsAtEnroll(o bmc.Opener, within time.Duration) {
 	s.bmc, s.resolveWithin = o, within
 }
 
+// EnrollVerifier reads a new node's BMC within its enroll request
+// (jobs.Runner): what it answered makes the node verified in the
+// enroll's own transaction; nil leaves the node to the verify job.
+type EnrollVerifier interface {
+	VerifyAtEnroll(ctx context.Context, n *baremetal.Node, res *bmc.ResolvedSystem, d time.Duration) *jobs.Verified
+}
+
+// VerifyAtEnroll makes an enroll whose BMC named the node's system
+// (ResolveSystemsAtEnroll) read its power and inventory too, within what
+// is left of the same bound, and write the node verified at once.
+func (s *Service) VerifyAtEnroll(v EnrollVerifier) { s.verifier = v }
+
 // resolveSystem asks n's BMC which system n is, bounded by
 // resolveWithin. It returns what the BMC said, or (with a nil error)
 // nothing when the BMC could not be asked or did not answer in time: the

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -114,20 +115,31 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		return nil, err
 	}
 	// Outside the transaction: a BMC call never holds the database.
+	started := time.Now()
 	res, err := s.resolveSystem(ctx, n)
 	if err != nil {
 		return nil, err
 	}
 	var members []string
+	var verified *jobs.Verified
 	if res != nil {
 		members = res.Members
 		if res.ID != "" {
 			n.BMC.SystemID = res.ID // what the BMC serves keys the node
 		}
+		if s.verifier != nil {
+			verified = s.verifier.VerifyAtEnroll(ctx, n, res, s.resolveWithin-time.Since(started))
+		}
 	}
+	// Each attempt of the transaction starts from the node as asked for
+	// (the verification changes it in place).
+	asked := *n
+	asked.Traits, asked.DerivedTraits = slices.Clone(n.Traits), slices.Clone(n.DerivedTraits)
 	var replay *baremetal.Node
 	err = s.ledger.InTx(ctx, func(tx *ledger.Tx) error {
 		replay = nil
+		*n = asked
+		n.Traits, n.DerivedTraits = slices.Clone(asked.Traits), slices.Clone(asked.DerivedTraits)
 		if id, err := replayed(ctx, tx, c, "node", o); err != nil || id != "" {
 			if err != nil {
 				return err
@@ -146,13 +158,22 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 			return err
 		}
 		msg := "node enrolled; verifying its BMC"
-		if n.Maintenance {
+		switch {
+		case n.Maintenance:
 			msg = "node enrolled in maintenance: " + n.MaintenanceReason
+		case verified != nil:
+			msg = "node enrolled"
 		}
 		if err := tx.Enroll(ctx, n, c.Actor(), msg); err != nil {
 			return err
 		}
-		if err := s.insertNewTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
+		if verified != nil {
+			// The controller's change, after the operator's enroll, as
+			// the verify job would have written it.
+			if _, _, err := tx.Apply(ctx, n, ledger.Controller, verified.Apply(ctx)); err != nil {
+				return err
+			}
+		} else if err := s.insertNewTx(ctx, tx, jobs.VerifyArgs{NodeID: n.ID}); err != nil {
 			return err
 		}
 		return remember(ctx, tx, c, "node", o, n.ID)
@@ -164,7 +185,8 @@ func (s *Service) CreateNodeOnce(ctx context.Context, c Caller, spec NodeSpec, o
 		s.log.InfoContext(ctx, "node create replayed (same Idempotency-Key and request)", "node_id", replay.ID, "by", c.Actor())
 		return replay, nil
 	}
-	s.log.InfoContext(ctx, "node enrolled", "node_id", n.ID, "name", n.Name, "driver", n.Driver, "by", c.Actor())
+	s.log.InfoContext(ctx, "node enrolled", "node_id", n.ID, "name", n.Name, "driver", n.Driver, "by", c.Actor(),
+		"state", n.ProvisionState)
 	return n, nil
 }
 

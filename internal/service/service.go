@@ -64,6 +64,9 @@ type Service struct {
 	// resolveWithin (ResolveSystemsAtEnroll); nil: the verify job asks.
 	bmc           bmc.Opener
 	resolveWithin time.Duration
+	// verifier verifies at enroll what resolveSystem resolved (nil:
+	// the verify job does).
+	verifier EnrollVerifier
 }
 
 // New returns a Service over st that enqueues jobs with ins.
