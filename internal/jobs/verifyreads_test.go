@@ -10,10 +10,10 @@ import (
 )
 
 // The verify of an enrolled Redfish node reads the system resource once:
-// its power state comes with the inventory (the system, its processor
-// collection and each processor, whose threads make the CPU count: four
-// requests for the sim's two sockets; one more when the power had a read
-// of its own).
+// its power state comes with the inventory (the system and its processor
+// collection, read with its processors inline where the root advertises
+// $expand as the sim's standard dialect does: two requests; one more when
+// the power had a read of its own, one per processor without $expand).
 func TestVerifyReadsPowerWithInventory(t *testing.T) {
 	dbs(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		h, sys := newSimHarness(t, open(t), 1)
@@ -30,8 +30,8 @@ func TestVerifyReadsPowerWithInventory(t *testing.T) {
 		if n.PowerState != baremetal.PowerOn || n.Properties.CPUs == 0 || n.Properties.CPUArch == "" {
 			t.Errorf("verified node: power=%s properties=%+v, want power on and the inventory", n.PowerState, n.Properties)
 		}
-		if got := h.requests(sys[0]) - before; got != 4 {
-			t.Errorf("the verify made %d requests of the system, want 4 (system, processors, two processors)", got)
+		if got := h.requests(sys[0]) - before; got != 2 {
+			t.Errorf("the verify made %d requests of the system, want 2 (the system, the processors expanded)", got)
 		}
 		if n.Properties.CPUs != 32 {
 			t.Errorf("cpus %d, want the sim's 32 hardware threads", n.Properties.CPUs)

@@ -365,7 +365,7 @@ func (cl *Client) Inventory(ctx context.Context) (bmc.Inventory, error) {
 		}
 		var cpus cpuCount
 		if s.Processors != "" {
-			if cpus, err = processors(api, s.Processors); err != nil && ctx.Err() != nil {
+			if cpus, err = cl.c.processors(api, s.Processors); err != nil && ctx.Err() != nil {
 				return err
 			}
 		}
@@ -401,21 +401,30 @@ type cpuCount struct {
 // some BMCs list: Cisco lists one with nothing but its Id), their cores
 // and threads. Threads are counted only when every CPU gives them, cores
 // likewise, so a count is never a mix of the two.
-func processors(api *gofish.APIClient, path string) (cpuCount, error) {
+// The collection is read with its members inline where the BMC
+// advertises $expand (one request instead of one per processor; a member
+// it did not expand is read on its own).
+func (c *conn) processors(api *gofish.APIClient, path string) (cpuCount, error) {
 	var out cpuCount
-	d, _, err := getDoc(api, path)
+	d, err := c.expanded(api, path)
 	if err != nil {
 		return out, err
 	}
-	members := d.members()
+	members := d.arr("Members")
 	if len(members) > 64 {
 		members = members[:64]
 	}
 	allThreads, allCores := true, true
 	for _, m := range members {
-		p, _, err := getDoc(api, m)
-		if err != nil {
-			return cpuCount{arch: out.arch}, err
+		p, ok := inlineMember(m)
+		if !ok {
+			link := linkOf(m)
+			if link == "" {
+				continue
+			}
+			if p, _, err = getDoc(api, strings.TrimSuffix(link, "/")); err != nil {
+				return cpuCount{arch: out.arch}, err
+			}
 		}
 		if t := p.str("ProcessorType"); t != "" && !strings.EqualFold(t, "CPU") {
 			continue
@@ -441,6 +450,45 @@ func processors(api *gofish.APIClient, path string) (cpuCount, error) {
 		out.cores = 0
 	}
 	return out, nil
+}
+
+// expanded reads the collection at path with its members inline where
+// the BMC advertises $expand, else as it is. A BMC that answers the
+// query with an HTTP error and the plain read without one does not take
+// it (whatever it advertises): remembered for the BMC.
+func (c *conn) expanded(api *gofish.APIClient, path string) (doc, error) {
+	q := c.expandQuery()
+	if q == "" {
+		d, _, err := getDoc(api, path)
+		return d, err
+	}
+	d, _, qerr := getDoc(api, path+"?"+q)
+	if qerr == nil {
+		return d, nil
+	}
+	if statusOf(qerr) == 0 {
+		return nil, qerr // no answer: asking again without the query would not help
+	}
+	d, _, err := getDoc(api, path)
+	if err == nil {
+		c.refuseExpand(qerr)
+	}
+	return d, err
+}
+
+// inlineMember returns a collection member the BMC expanded: an object
+// with more than its @odata.id (and annotations).
+func inlineMember(m any) (doc, bool) {
+	o, ok := m.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	for k := range o {
+		if !strings.HasPrefix(k, "@") {
+			return doc(o), true
+		}
+	}
+	return nil, false
 }
 
 // cpuArch maps Redfish's InstructionSet / ProcessorArchitecture to the

@@ -47,7 +47,11 @@
 //     VirtualMedia collection without slots is no virtual media.
 //   - CPUs are hardware threads, summed over the Processors collection
 //     (absent sockets and accelerators skipped): ProcessorSummary.Count is
-//     sockets on most BMCs and cores on some. Zeros are unknowns.
+//     sockets on most BMCs and cores on some. Zeros are unknowns. The
+//     collection is read with its members inline ($expand=. or *, one
+//     level) where the service root advertises ExpandQuery; members left
+//     as links are read one by one, and a BMC that answers the query
+//     with an HTTP error (and the plain read without) is not asked again.
 //   - BIOS attributes (bios.go) are written to the Bios's @Redfish.Settings
 //     object, wherever the BMC puts it (iLO bios/settings, Lenovo
 //     Bios/Pending, Supermicro Bios/SD); without the link, Bios/Settings

@@ -273,6 +273,28 @@ type conn struct {
 	// at its last read and when (see resolve).
 	members   []string
 	membersAt time.Time
+	// expand is the root's $expand query (expandQuery); noExpand is set
+	// once the BMC refused it, for the conn's life.
+	expand   string
+	noExpand bool
+}
+
+// expandQuery returns the $expand query to read a collection with, ""
+// when the BMC has none (or refused it).
+func (c *conn) expandQuery() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.expand
+}
+
+// refuseExpand remembers that the BMC refused its own $expand.
+func (c *conn) refuseExpand(why error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.expand != "" {
+		c.o.log.Info("the BMC refused the $expand its service root advertises; reading collections member by member", "bmc", c.endpoint, "query", c.expand, "error", why)
+	}
+	c.expand, c.noExpand = "", true
 }
 
 func (o *Opener) newConn(endpoint, user, pass string, insecure bool) *conn {
@@ -472,6 +494,9 @@ func (c *conn) login(ctx context.Context) (*gofish.APIClient, error) {
 		basic = root.sessions == ""
 		c.mu.Lock()
 		c.probed, c.basic = true, basic
+		if !c.noExpand {
+			c.expand = root.expand
+		}
 		if root.systems != "" {
 			c.systems = strings.TrimSuffix(root.systems, "/")
 		}
@@ -544,6 +569,9 @@ func (c *conn) login(ctx context.Context) (*gofish.APIClient, error) {
 type rootInfo struct {
 	sessions string
 	systems  string
+	// expand is the $expand query the BMC advertises for a collection's
+	// members (ProtocolFeaturesSupported.ExpandQuery), "" for none.
+	expand string
 	// What the BMC answered, for primedRoot.
 	body   []byte
 	header http.Header
@@ -606,7 +634,30 @@ func (c *conn) probe(ctx context.Context) (rootInfo, error) {
 		return rootInfo{}, &shapeError{what: "service root is not a JSON object"}
 	}
 	d := doc(m)
-	return rootInfo{sessions: d.obj("Links").link("Sessions"), systems: d.link("Systems"), body: body, header: resp.Header}, nil
+	return rootInfo{sessions: d.obj("Links").link("Sessions"), systems: d.link("Systems"), expand: expandQuery(d),
+		body: body, header: resp.Header}, nil
+}
+
+// expandQuery is the query that reads a collection with its members
+// inline, in the form the service root says the BMC takes (DSP0266
+// ProtocolFeaturesSupported.ExpandQuery): "." (subordinate resources,
+// which a collection's Members are) where it takes NoLinks, else "*",
+// one level where it takes Levels. "" where it advertises neither: many
+// BMCs ignore or refuse a query they do not know.
+func expandQuery(root doc) string {
+	eq := root.obj("ProtocolFeaturesSupported").obj("ExpandQuery")
+	q := ""
+	if v, _ := eq.boolean("NoLinks"); v {
+		q = "$expand=."
+	} else if v, _ := eq.boolean("ExpandAll"); v {
+		q = "$expand=*"
+	} else {
+		return ""
+	}
+	if v, _ := eq.boolean("Levels"); v {
+		q += "($levels=1)"
+	}
+	return q
 }
 
 // resolveSystem returns the BMC's only system, cached per BMC.

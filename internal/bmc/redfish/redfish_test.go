@@ -570,6 +570,47 @@ func TestInventory(t *testing.T) {
 	}
 }
 
+// TestInventoryExpand: where the service root advertises $expand the
+// Processors collection is read with its members inline (the system and
+// the collection: two requests for two sockets, against four); a BMC
+// that answers the query with links all the same has each member read,
+// and one that refuses the query (400) is read without it, from then on
+// without asking again. The inventory is the same every way.
+func TestInventoryExpand(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		expand sim.ExpandSupport
+		first  int64 // requests of the first inventory, the login's too
+		again  int64 // of the second
+	}{
+		// The first: the service root (no sessions), the system, the
+		// collection (and each processor).
+		{"honored", sim.ExpandHonored, 3, 2},
+		{"none", sim.ExpandNone, 5, 4},       // no query: each processor read
+		{"ignored", sim.ExpandIgnored, 5, 4}, // links all the same: each read
+		{"refused", sim.ExpandRefused, 6, 4}, // 400, then plain; never again
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := startFleet(t, sim.Options{Systems: 1, NoSessionService: true, Tweak: func(q *sim.Quirks) { q.Expand = tc.expand }})
+			o := newOpener(t, Options{})
+			c := open(t, o, endpoint(f.URL(), "/redfish/v1/Systems/1"))
+			for i, want := range []int64{tc.first, tc.again} {
+				before := f.TotalRequests()
+				inv, err := c.Inventory(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if inv.CPUs != 32 || inv.CPUSockets != 2 || inv.CPUCores != 16 || inv.CPUArch != "x86_64" {
+					t.Fatalf("inventory %d: %+v", i+1, inv)
+				}
+				if got := f.TotalRequests() - before; got != want {
+					t.Errorf("inventory %d cost %d requests, want %d", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
 func TestMultipleSystems(t *testing.T) {
 	f := startFleet(t, sim.Options{IDs: []string{"a", "b", "c"}})
 	o := newOpener(t, Options{})

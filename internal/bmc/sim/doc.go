@@ -87,7 +87,8 @@
 // PATCH-only slots, transfer parameters, an insert that shows late or
 // never, an empty media collection, an operator's media in a slot, a
 // ProcessorSummary that counts sockets or cores, an inventory of zeros
-// while off). Options.Tweak changes single quirks, e.g. TaskMonitor
+// while off). The standard dialect advertises $expand and honors it on
+// the Processors collection (Quirks.Expand: or ignores or refuses it). Options.Tweak changes single quirks, e.g. TaskMonitor
 // (actions answered 202 with a task monitor) or InsertIgnored. Systems
 // and virtual media slots have an ETag (header and @odata.etag) that
 // changes with them.

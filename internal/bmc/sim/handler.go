@@ -415,6 +415,11 @@ func (f *Fleet) buildStatic() {
 	if !f.q.Health.NoChassis {
 		root["Chassis"] = odataID(chassisPath)
 	}
+	if f.q.Expand != ExpandNone {
+		root["ProtocolFeaturesSupported"] = map[string]any{
+			"ExpandQuery": map[string]any{"ExpandAll": true, "Levels": true, "Links": true, "NoLinks": true, "MaxLevels": 1},
+		}
+	}
 	f.q.fixIDs(root)
 	f.rootJSON = mustJSON(root)
 

@@ -107,6 +107,16 @@ type Quirks struct {
 
 	// CPU describes the processors and how ProcessorSummary reports them.
 	CPU CPUShape
+	// Expand is how the service takes $expand (DSP0266) on the Processors
+	// collection: ExpandNone (the zero value: the root advertises no
+	// ExpandQuery and a query is ignored), ExpandHonored (advertised; the
+	// collection read with $expand=. or $expand=* has its members inline),
+	// ExpandIgnored (advertised, the members come back as links all the
+	// same) or ExpandRefused (advertised, and a read with $expand is
+	// answered 400). The standard dialect honors it; the vendor dialects
+	// leave it out until a capture shows what each serves (the driver
+	// goes by what the root says, and checks what comes back).
+	Expand ExpandSupport
 	// MemoryGiB is TotalSystemMemoryGiB (0: 64).
 	MemoryGiB float64
 	// ZeroInventoryWhenOff: ProcessorSummary.Count and memory read 0
@@ -185,6 +195,17 @@ type BIOSQuirks struct {
 	// NoSecureBoot: the system has no SecureBoot resource.
 	NoSecureBoot bool
 }
+
+// ExpandSupport is how a service takes $expand (Quirks.Expand).
+type ExpandSupport int
+
+// The ways of Quirks.Expand.
+const (
+	ExpandNone ExpandSupport = iota
+	ExpandHonored
+	ExpandIgnored
+	ExpandRefused
+)
 
 // CPUShape is a system's processors and the way its BMC summarizes them.
 type CPUShape struct {
@@ -386,7 +407,7 @@ func DialectQuirks(d Dialect) Quirks {
 		return Quirks{BIOS: BIOSQuirks{Path: "BIOS", Immediate: true, RegistryName: "BiosAttributeRegistryP89.v1_0_0", RegistryElsewhere: true},
 			Update: UpdateQuirks{Sushy: true}}
 	}
-	return Quirks{}
+	return Quirks{Expand: ExpandHonored}
 }
 
 // withSlash adds the trailing slash of TrailingSlash to a path.

@@ -68,7 +68,23 @@ func (f *Fleet) serveSystem(w http.ResponseWriter, r *http.Request, s *system, r
 		if !allow(w, r, http.MethodGet) {
 			return
 		}
-		f.writeDoc(w, http.StatusOK, collection(s.path+"/Processors", "#ProcessorCollection.ProcessorCollection", "Processors Collection", s.processorLinks(r.Context())), "")
+		members := s.processorLinks(r.Context())
+		if r.URL.Query().Has("$expand") {
+			switch f.q.Expand {
+			case ExpandRefused:
+				writeError(w, http.StatusBadRequest, "QueryNotSupported", "Querying is not supported by the implementation.")
+				return
+			case ExpandHonored:
+				for i, m := range members {
+					link := m.(map[string]any)["@odata.id"].(string)
+					id := link[strings.LastIndex(link, "/")+1:]
+					if doc := s.processorJSON(id); doc != nil {
+						members[i] = doc
+					}
+				}
+			}
+		}
+		f.writeDoc(w, http.StatusOK, collection(s.path+"/Processors", "#ProcessorCollection.ProcessorCollection", "Processors Collection", members), "")
 	case len(rest) == 2 && rest[0] == "Processors":
 		if !allow(w, r, http.MethodGet) {
 			return
