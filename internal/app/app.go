@@ -46,9 +46,7 @@ import (
 // enrollResolveTimeout bounds how long POST /v1/nodes waits for a Redfish
 // BMC to say which system a new node is (service.ResolveSystemsAtEnroll):
 // long enough for a BMC's login, short enough that a dead BMC never holds
-// the API; the verify job asks again. What is left of it bounds the read
-// of its power and inventory (service.VerifyAtEnroll), which makes the
-// node available in the enroll itself.
+// the API; the verify job asks again.
 const enrollResolveTimeout = 5 * time.Second
 
 // readAgentCA reads --agent-ca-file ("": none): at least one PEM
@@ -275,7 +273,9 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a.Service = service.New(st, a.Jobs, log)
 	a.Service.ResolveSystemsAtEnroll(drivers, min(cfg.BMCTimeout, enrollResolveTimeout))
-	a.Service.VerifyAtEnroll(a.Jobs)
+	if cfg.EnrollVerifyFast > 0 {
+		a.Service.VerifyAtEnroll(a.Jobs, cfg.EnrollVerifyFast)
+	}
 	if images != nil {
 		a.Service.EnableAgent()
 	}

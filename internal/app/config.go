@@ -103,6 +103,10 @@ type Config struct {
 	// nodes that declare some are read back (drift).
 	ConfigureTimeout     time.Duration
 	SettingsSyncInterval time.Duration
+	// EnrollVerifyFast: an enroll whose Redfish BMC's requests take at
+	// most this verifies the node itself (service.VerifyAtEnroll); 0
+	// leaves every node to its verify job.
+	EnrollVerifyFast time.Duration
 	// RedfishConsole records the consoles of Redfish nodes through IPMI
 	// Serial-over-LAN on their BMC's host (UDP 623, the same credentials).
 	RedfishConsole bool
@@ -232,6 +236,9 @@ func (c *Config) Settings() []Setting {
 		{Name: "redfish-console", Value: &c.RedfishConsole,
 			Help: "record the serial consoles of Redfish nodes too, through IPMI Serial-over-LAN on their BMC's host (UDP 623, the node's BMC credentials; IPMI over LAN must be enabled on the BMC: iDRAC, iLO, XCC, Supermicro, CIMC and OpenBMC offer it); IPMI nodes' consoles are always recorded",
 			Doc:  "record Redfish nodes' serial consoles too, through IPMI Serial-over-LAN on their BMC's host (UDP 623, the node's credentials; IPMI over LAN enabled on the BMC). IPMI nodes' consoles are always recorded while they boot (see [Serial console](#serial-console))"},
+		{Name: "enroll-verify-fast", Value: &c.EnrollVerifyFast, Default: 10 * time.Millisecond, Check: notNegative,
+			Help: "an enroll whose Redfish BMC answers its requests within this (their recent average, the enroll's login and system lookup included) also reads the node's power and inventory and returns it available, with no verify job; a slower BMC's node is verified by its job while the enroll returns (a script enrolling with few clients is not held by slow BMCs); 0 leaves every node to its job",
+			Doc:  "an enroll whose Redfish BMC answers its requests within this (their recent average, the enroll's login and system lookup among them) reads the node's power and inventory too (within 1 s) and returns it `available`, with no verify job: a BMC answering in milliseconds makes enrolls CPU-bound, and this saves a third of their CPU and the client's poll. A slower BMC's node comes back in `enroll` and its verify job reads it while the enroll returns, so a script enrolling with few clients is not held up by slow BMCs. Raise it to have node creates return verified whatever the BMCs' speed; `0` leaves every node to its job"},
 		{Name: "inspect-on-enroll", Value: &c.InspectOnEnroll,
 			Help: "with --agent-kernel, inspect every node once its BMC is verified (enroll → inspecting → available), so its inventory and properties are known before it is scheduled; IPMI nodes only with --agent-netboot (they have no virtual media to boot the agent from)",
 			Doc:  "with `--agent-kernel`, inspect every node once its BMC is verified: `enroll` → `inspecting` → `available`, so inventory and properties are known before it is scheduled (IPMI nodes only with `--agent-netboot`: they have no virtual media for the agent)"},

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // PowerState is a typed observed power state.
@@ -153,6 +154,11 @@ type ResolvedSystem struct {
 	// Members are every system the BMC lists, as it serves them: with
 	// one, an endpoint without a system id reaches that one too.
 	Members []string
+	// RoundTrip is how long the BMC's requests took lately (a moving
+	// average over the connection's; 0 when the driver does not say):
+	// an enroll decides by it whether to read more of the BMC while its
+	// client waits.
+	RoundTrip time.Duration
 }
 
 // Errors of SystemResolver (and of any call on an endpoint whose system

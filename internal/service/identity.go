@@ -38,9 +38,26 @@ type EnrollVerifier interface {
 }
 
 // VerifyAtEnroll makes an enroll whose BMC named the node's system
-// (ResolveSystemsAtEnroll) read its power and inventory too, within what
-// is left of the same bound, and write the node verified at once.
-func (s *Service) VerifyAtEnroll(v EnrollVerifier) { s.verifier = v }
+// (ResolveSystemsAtEnroll), and whose requests took at most fast lately
+// (bmc.ResolvedSystem.RoundTrip, the enroll's login and lookup among
+// them), read its power and inventory too, within verifyAtEnrollWithin
+// (and what is left of the resolve's bound), and write the node verified
+// at once.
+//
+// A BMC that answers in milliseconds (a fast one on the same LAN) makes
+// an enroll CPU-bound: verifying in the request saves the verify job's
+// insert, fetch, completion and second write of the node, a third of the
+// enroll's CPU, and the client's poll. A slower one would hold the
+// request two more round trips, which costs a script enrolling with a
+// few clients more than the job does (the verify jobs run --workers at
+// once while the script goes on): its nodes keep the job.
+func (s *Service) VerifyAtEnroll(v EnrollVerifier, fast time.Duration) {
+	s.verifier, s.verifyFast = v, fast
+}
+
+// verifyAtEnrollWithin bounds the reads of a verify at enroll; a BMC
+// slower than that leaves the node to its job.
+const verifyAtEnrollWithin = time.Second
 
 // resolveSystem asks n's BMC which system n is, bounded by
 // resolveWithin. It returns what the BMC said, or (with a nil error)

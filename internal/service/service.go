@@ -66,7 +66,8 @@ type Service struct {
 	resolveWithin time.Duration
 	// verifier verifies at enroll what resolveSystem resolved (nil:
 	// the verify job does).
-	verifier EnrollVerifier
+	verifier   EnrollVerifier
+	verifyFast time.Duration
 }
 
 // New returns a Service over st that enqueues jobs with ins.

@@ -62,6 +62,9 @@ type Options struct {
 	// HealthInterval, when set, replaces the controller's: how often
 	// node health and BMC event logs are read.
 	HealthInterval time.Duration
+	// EnrollVerifyFast, when set, replaces the controller's
+	// --enroll-verify-fast (negative: 0, every node to its verify job).
+	EnrollVerifyFast time.Duration
 	// InspectLLDPWait, when set, is how long an inspection's agent
 	// listens for LLDP (app.Config); zero keeps the controller's default.
 	InspectLLDPWait time.Duration
@@ -162,6 +165,9 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	if opts.HealthInterval > 0 {
 		cfg.HealthInterval = opts.HealthInterval
+	}
+	if opts.EnrollVerifyFast != 0 {
+		cfg.EnrollVerifyFast = max(opts.EnrollVerifyFast, 0)
 	}
 	if opts.AgentHost != "" {
 		// The agent's URL names the controller's port, so the port is

@@ -39,6 +39,7 @@ func (cl *Client) ResolveSystem(ctx context.Context) (bmc.ResolvedSystem, error)
 		out, err = cl.c.resolve(api, cl.system)
 		return err
 	})
+	out.RoundTrip = cl.c.roundTrip()
 	return out, err
 }
 

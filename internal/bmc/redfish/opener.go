@@ -277,6 +277,39 @@ type conn struct {
 	// once the BMC refused it, for the conn's life.
 	expand   string
 	noExpand bool
+	// rtt is a moving average of the requests' round trips, in ns
+	// (timedTransport).
+	rtt atomic.Int64
+}
+
+// roundTrip is how long the BMC's requests took lately; 0 before any.
+func (c *conn) roundTrip() time.Duration { return time.Duration(c.rtt.Load()) }
+
+// timedTransport keeps conn.rtt: each answered request moves it a
+// quarter of the way to its own round trip (to its headers: the body is
+// read after).
+type timedTransport struct {
+	next http.RoundTripper
+	c    *conn
+}
+
+func (t *timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.next.RoundTrip(r)
+	if err == nil {
+		d := int64(time.Since(start))
+		for {
+			old := t.c.rtt.Load()
+			next := d
+			if old > 0 {
+				next = old + (d-old)/4
+			}
+			if t.c.rtt.CompareAndSwap(old, next) {
+				break
+			}
+		}
+	}
+	return resp, err
 }
 
 // expandQuery returns the $expand query to read a collection with, ""
@@ -316,9 +349,10 @@ func (o *Opener) newConn(endpoint, user, pass string, insecure bool) *conn {
 		o: o, endpoint: endpoint, user: user, password: pass, insecure: insecure,
 		transport: tr,
 		// gofish sets no timeout of its own: a hung BMC would block forever.
-		httpc:   &http.Client{Transport: tr, Timeout: o.opts.Timeout},
+		httpc:   &http.Client{Timeout: o.opts.Timeout},
 		systems: "/redfish/v1/Systems",
 	}
+	c.httpc.Transport = &timedTransport{next: tr, c: c}
 	c.secrets.Store(c.baseSecrets())
 	c.touch()
 	return c

@@ -753,3 +753,22 @@ func TestNoGoroutineLeak(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestResolveSaysTheRoundTrip: ResolveSystem says how long the BMC's
+// requests take (the enroll decides by it whether to verify at once).
+func TestResolveSaysTheRoundTrip(t *testing.T) {
+	slow := startFleet(t, sim.Options{Systems: 1, ServiceLatency: 40 * time.Millisecond})
+	fast := startFleet(t, sim.Options{Systems: 1})
+	o := newOpener(t, Options{})
+	rs, err := open(t, o, endpoint(slow.URL(), "")).ResolveSystem(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := open(t, o, endpoint(fast.URL(), "")).ResolveSystem(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.RoundTrip < 40*time.Millisecond || rf.RoundTrip <= 0 || rf.RoundTrip >= rs.RoundTrip {
+		t.Fatalf("round trips: slow BMC %s, fast %s", rs.RoundTrip, rf.RoundTrip)
+	}
+}

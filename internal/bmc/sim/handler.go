@@ -52,6 +52,9 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.total.Add(1)
+	if f.opts.ServiceLatency > 0 && !f.sleep(r.Context(), f.opts.ServiceLatency) {
+		return
+	}
 	if len(p) > 1 {
 		p = strings.TrimSuffix(p, "/")
 	}

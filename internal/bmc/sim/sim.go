@@ -53,9 +53,13 @@ type Options struct {
 	Username, Password string        // default "admin"/"password"
 	TLS                bool          // self-signed cert (clients need insecure, or CertPool)
 	Latency            time.Duration // added to every system request
-	SlowDelay          time.Duration // delay of FaultSlow (default 3s)
-	PowerDelay         time.Duration // power changes land this long after a Reset; 0 = immediate
-	NoSessionService   bool          // serve no SessionService (basic auth only)
+	// ServiceLatency is added to every Redfish request (the service root,
+	// sessions and collections too; a system request gets Latency as
+	// well): a BMC slow at everything, as most are.
+	ServiceLatency   time.Duration
+	SlowDelay        time.Duration // delay of FaultSlow (default 3s)
+	PowerDelay       time.Duration // power changes land this long after a Reset; 0 = immediate
+	NoSessionService bool          // serve no SessionService (basic auth only)
 	// TrailingSlashIDs writes every @odata.id with a trailing slash, as
 	// iLO does (Quirks.TrailingSlash; the ilo5 dialect has it too).
 	TrailingSlashIDs bool
