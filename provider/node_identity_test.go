@@ -140,3 +140,44 @@ func TestWaitVerifiedStopsOnADuplicate(t *testing.T) {
 		t.Fatalf("waitVerified waited out its timeout on a duplicate")
 	}
 }
+
+// TestCreateNodeWhenTheOldNodeGoesMeanwhile: the create is refused
+// because a node being retired holds the name, and that node is gone by
+// the time the provider looks (the retire ended in between): the create
+// is sent again instead of failing with the stale 409. A conflict on
+// another field (the machine) is not retried.
+func TestCreateNodeWhenTheOldNodeGoesMeanwhile(t *testing.T) {
+	for _, field := range []string{"name", "bmc.address"} {
+		t.Run(field, func(t *testing.T) {
+			var posts atomic.Int64
+			c := testClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				switch {
+				case r.Method == http.MethodPost && posts.Add(1) == 1:
+					w.Header().Set("Content-Type", "application/problem+json")
+					w.WriteHeader(http.StatusConflict)
+					_ = json.NewEncoder(w).Encode(api.Problem{Type: "about:blank", Title: "Conflict", Status: 409, Field: field,
+						Detail: `a node named "hw" is still being deleted (id 93075288); wait for its retire job to finish or delete it with force=true`})
+				case r.Method == http.MethodPost:
+					w.WriteHeader(http.StatusCreated)
+					_ = json.NewEncoder(w).Encode(api.Node{ID: "new", Name: "hw", ProvisionState: api.StateAvailable})
+				default: // GET /v1/nodes/hw: gone
+					w.Header().Set("Content-Type", "application/problem+json")
+					w.WriteHeader(http.StatusNotFound)
+					_ = json.NewEncoder(w).Encode(api.Problem{Type: "about:blank", Title: "Not Found", Status: 404, Detail: "node hw not found"})
+				}
+			}))
+			n, err := createNode(context.Background(), c, api.NodeCreate{Name: "hw"})
+			switch field {
+			case "name":
+				if err != nil || n == nil || n.ID != "new" || posts.Load() != 2 {
+					t.Fatalf("create after the old node went: %+v, %v (%d POSTs)", n, err, posts.Load())
+				}
+			default:
+				if err == nil || posts.Load() != 1 {
+					t.Fatalf("a conflict on %s was retried or lost: %+v, %v (%d POSTs)", field, n, err, posts.Load())
+				}
+			}
+		})
+	}
+}

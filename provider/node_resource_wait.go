@@ -35,12 +35,20 @@ func (e *nameHeldError) Error() string { return e.msg }
 // only an operator lets it go on) or after retireStuckAfter (its BMC has a
 // fault), with what holds it.
 func createNode(ctx context.Context, c *apiclient.Client, in api.NodeCreate) (*api.Node, error) {
+	gone := 0
 	for {
 		node, err := c.CreateNode(ctx, in)
 		if !errors.Is(err, apiclient.ErrConflict) {
 			return node, err
 		}
 		old, gerr := c.GetNode(ctx, in.Name)
+		var ae *apiclient.APIError
+		if errors.Is(gerr, apiclient.ErrNotFound) && errors.As(err, &ae) && ae.Field() == "name" && gone < 3 {
+			// The node that held the name (being retired, say) went
+			// between the create's answer and this look: create again.
+			gone++
+			continue
+		}
 		if gerr != nil || old.ProvisionState != api.StateDeleting {
 			return nil, err
 		}
