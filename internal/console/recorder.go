@@ -267,7 +267,10 @@ type recording struct {
 	ring    *ring // nil until the lease is held and the stored log loaded
 	clean   cleaner
 	secrets *redact.Secrets
-	dirty   bool
+	// hiddenUser and hiddenPassword are the BMC credentials secrets was
+	// last given (hide).
+	hiddenUser, hiddenPassword string
+	dirty                      bool
 	// lastOutput is when the console last printed (Settle).
 	lastOutput time.Time
 	con        bmc.Console
@@ -347,9 +350,7 @@ func (rec *recording) run(ctx context.Context) {
 		if !rec.wanted(lastBoot) {
 			return
 		}
-		rec.mu.Lock()
-		rec.secrets = redact.New(n.BMC.Password, redact.Basic(n.BMC.Username, n.BMC.Password))
-		rec.mu.Unlock()
+		rec.hide(n)
 		con, err := rec.open(ctx, n)
 		if err != nil {
 			if bmc.KindOf(err) == bmc.KindUnsupported && !rec.watched() {
@@ -519,6 +520,7 @@ func (rec *recording) check(ctx context.Context, lastBoot *time.Time) error {
 		}
 		return nil // the store is down: keep recording, the lease may run out
 	}
+	rec.hide(n)
 	if booting(n.ProvisionState) {
 		*lastBoot = time.Now()
 	}
@@ -526,6 +528,21 @@ func (rec *recording) check(ctx context.Context, lastBoot *time.Time) error {
 		return errNotWanted
 	}
 	return nil
+}
+
+// hide makes the log hide n's BMC credentials (the password and its
+// Basic form) from now on: at each open, and at each save, so that a
+// password changed while the console is recorded (an admin's PATCH) is
+// hidden within a flush, not only after the console reopens. The old
+// ones stay hidden too: the machine may still print them.
+func (rec *recording) hide(n *baremetal.Node) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.secrets != nil && rec.hiddenUser == n.BMC.Username && rec.hiddenPassword == n.BMC.Password {
+		return
+	}
+	rec.secrets = rec.secrets.With(n.BMC.Password, redact.Basic(n.BMC.Username, n.BMC.Password))
+	rec.hiddenUser, rec.hiddenPassword = n.BMC.Username, n.BMC.Password
 }
 
 // stream copies the console into the log and to the viewers until it

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
@@ -513,5 +514,53 @@ func TestSettleSaves(t *testing.T) {
 	}
 	if !c.Recording(time.Now()) || c.Holder != r.Holder() {
 		t.Fatalf("Settle's save lost the lease: %+v", c)
+	}
+}
+
+// TestHidesAPasswordChangedWhileRecording: an admin changes the node's
+// BMC password while its console is recorded; what the machine prints of
+// the new one is hidden within a flush, the old one still hidden, without
+// the console reopening.
+func TestHidesAPasswordChangedWhileRecording(t *testing.T) {
+	f := &fakeBMC{opened: make(chan *fakeConsole, 4)}
+	st, n, r := setup(t, baremetal.StateDeploying, f, Options{})
+	r.Record(n.ID)
+	con := <-f.opened
+	con.print(t, "first line\r\n")
+	waitLog(t, st, n.ID, "first line")
+	n, err := st.GetNode(context.Background(), n.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.BMC.Password = "N3w-Passw0rd-xyz"
+	if err := st.UpdateNode(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	// Within a flush (20 ms) the new password is hidden: print it until a
+	// line comes out hidden (lines printed before the recorder saw the
+	// change may show it; that is the flush's window).
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; ; i++ {
+		probe := fmt.Sprintf("echo-%d ", i)
+		con.print(t, probe+"N3w-Passw0rd-xyz and Sup3r-Secret-pw\r\n")
+		log := waitLog(t, st, n.ID, probe)
+		line := log[strings.Index(log, probe):]
+		line = line[:strings.IndexByte(line, '\n')]
+		if strings.Contains(line, "Sup3r-Secret-pw") {
+			t.Fatalf("the old password shows: %q", line)
+		}
+		if !strings.Contains(line, "N3w-Passw0rd-xyz") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new password still shows after 5 s: %q", line)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.mu.Lock()
+	opens := f.opens
+	f.mu.Unlock()
+	if opens != 1 {
+		t.Fatalf("the console was opened %d times; the test wants the change seen without a reopen", opens)
 	}
 }
